@@ -1,0 +1,65 @@
+/*
+ * Low-level synchronisation: the seq_cst fence of the Dekker-style handshakes
+ * (deque take/steal, park/wake), futex wait/wake, and the CPU pause.
+ *
+ * ThreadSanitizer ignores standalone fences and gets no ordering from raw
+ * futex calls (design.md §8). In a TSan build (WEFT_TSAN) each fence becomes a
+ * seq_cst read-modify-write of a word both sides touch, passed by the caller,
+ * and futex words are loaded with acquire: the same guarantees, expressed as
+ * operations TSan models. The production orders are untouched.
+ */
+#ifndef WEFT_COMMON_SYNC_H
+#define WEFT_COMMON_SYNC_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#if defined(__SANITIZE_THREAD__)
+#ifndef WEFT_TSAN
+#define WEFT_TSAN 1
+#endif
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) && !defined(WEFT_TSAN)
+#define WEFT_TSAN 1
+#endif
+#endif
+#ifndef WEFT_TSAN
+#define WEFT_TSAN 0
+#endif
+
+/*
+ * A store-load barrier between this thread's earlier stores and later loads.
+ * `word` is a 64-bit atomic that every participant of the handshake touches
+ * (TSan builds do a seq_cst RMW on it instead of the fence).
+ */
+#if WEFT_TSAN
+#define weft_fence_sc(word) ((void)atomic_fetch_add_explicit((word), 0, memory_order_seq_cst))
+#else
+#define weft_fence_sc(word) ((void)(word), atomic_thread_fence(memory_order_seq_cst))
+#endif
+
+static inline void weft_cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield" ::: "memory");
+#else
+  atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/* Sleeps while *word == expected (spurious returns allowed; callers loop).
+ * timeout_ns < 0: no timeout. */
+void weft_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns);
+/* Wakes up to n waiters on word. */
+void weft_futex_wake(_Atomic uint32_t *word, int n);
+
+/* Monotonic clock, nanoseconds. */
+int64_t weft_now_ns(void);
+
+/* Pause instructions that take about one microsecond on this CPU
+ * (calibrated once per process, thread-safe). */
+uint32_t weft_pauses_per_us(void);
+
+#endif /* WEFT_COMMON_SYNC_H */

@@ -1,0 +1,46 @@
+/*
+ * Every tunable of the library, with its unit. Environment variables and
+ * config fields override some of these at create time (design.md §7).
+ */
+#ifndef WEFT_COMMON_TUNABLES_H
+#define WEFT_COMMON_TUNABLES_H
+
+/* Cache line size assumed for padding, bytes. */
+#define WEFT_CACHE_LINE 64
+
+/* Idle rounds a worker spins before it parks (WEFT_SPIN_COUNT), rounds. One
+ * round is a sweep of every queue plus WEFT_SPIN_ROUND_NS of pause. */
+#define WEFT_SPIN_COUNT_DEFAULT 300
+/* Length of one spin round's pause, nanoseconds (calibrated to pauses). */
+#define WEFT_SPIN_ROUND_NS 1000
+/* Only the last searching worker spins the full count; the others park after
+ * this many rounds, so a burst's end costs one core's spin, not all of them. */
+#define WEFT_SPIN_COUNT_EXTRA_WORKERS 8
+/* Largest WEFT_SPIN_COUNT accepted, rounds. */
+#define WEFT_SPIN_COUNT_MAX 100000000L
+
+/* Largest WEFT_NUM_THREADS accepted, threads. */
+#define WEFT_MAX_THREADS 4096
+
+/* Initial capacity of each worker's deque, items (power of two). */
+#define WEFT_DEQUE_INITIAL_CAPACITY 1024
+
+/* Task records are carved from slabs of this size, bytes. */
+#define WEFT_TASK_SLAB_BYTES (64 * 1024)
+/* A worker's free task list longer than this gives half back to the pool's
+ * shared list (tasks freed by thieves drift between workers), tasks. */
+#define WEFT_TASK_CACHE_MAX 4096
+
+/* group wait: search rounds (each about WEFT_SPIN_ROUND_NS) before the
+ * waiter sleeps on the group, rounds; then it sleeps with a timeout that
+ * doubles from MIN to MAX, waking to help with new work, nanoseconds. */
+#define WEFT_HELP_SPIN_ROUNDS 256
+#define WEFT_HELP_SLEEP_MIN_NS (50 * 1000)
+#define WEFT_HELP_SLEEP_MAX_NS (1000 * 1000)
+
+/* parallel_for automatic grain: the range is cut into at most this many
+ * chunks per worker before splitting stops, chunks. */
+#define WEFT_PFOR_CHUNKS_PER_WORKER 256
+
+
+#endif /* WEFT_COMMON_TUNABLES_H */

@@ -1,0 +1,35 @@
+/*
+ * The injection queue: where threads that own no deque (non-worker threads,
+ * and threads helping from outside the pool) put work. MPMC, FIFO.
+ *
+ * A mutex-protected intrusive list: submissions from outside are rare next
+ * to deque traffic, and workers look at the atomic count before taking the
+ * lock, so an empty queue costs them one shared load.
+ */
+#ifndef WEFT_POOL_INJECT_H
+#define WEFT_POOL_INJECT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct weft_task;
+
+typedef struct weft_inject {
+  pthread_mutex_t lock;
+  struct weft_task *head, *tail; /* under lock */
+  _Atomic int64_t count;          /* atomic: written under lock, read without */
+} weft_inject;
+
+int weft_inject_init(weft_inject *q);
+void weft_inject_destroy(weft_inject *q);
+void weft_inject_push(weft_inject *q, struct weft_task *t);
+/* NULL when empty. */
+struct weft_task *weft_inject_pop(weft_inject *q);
+static inline bool weft_inject_looks_empty(weft_inject *q)
+{
+  return atomic_load_explicit(&q->count, memory_order_relaxed) == 0;
+}
+
+#endif /* WEFT_POOL_INJECT_H */

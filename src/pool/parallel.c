@@ -1,0 +1,133 @@
+/*
+ * parallel_for and parallel_launch: lazy binary splitting. The thread running
+ * a piece works through it chunk by chunk (grain iterations each); before
+ * each chunk, if its own deque is empty and some worker is idle, it splits the
+ * rest of the piece in half and pushes the upper half for that worker. Work
+ * is thus cut only as finely as idle workers ask for, and an imbalanced loop
+ * is rebalanced to within about one chunk.
+ */
+#include "pool/parallel.h"
+
+#include "pool/group.h"
+#include "pool/pool_internal.h"
+
+typedef struct pfor_loop {
+  weft_range_fn fn;
+  void *arg;
+  size_t grain;
+  weft_group_impl *group;
+} pfor_loop;
+
+/* Whether an idle worker could take half of the piece now. */
+static bool should_split(weft_pool *pool, weft_worker *w)
+{
+  bool idle = atomic_load_explicit(&pool->nsearching, memory_order_relaxed) > 0 ||
+              weft_ec_waiters(&pool->ec) > 0;
+  if (!idle)
+    return false;
+  return w ? weft_deque_looks_empty(&w->deque) : weft_inject_looks_empty(&pool->inject);
+}
+
+int weft_pfor_piece(void *loop, size_t b, size_t e)
+{
+  pfor_loop *L = loop;
+  weft_pool *pool = L->group->pool;
+  weft_worker *w = weft_worker_of(pool);
+  const size_t grain = L->grain;
+  while (e - b > grain) {
+    /* relaxed: a hint; a failure elsewhere skips the chunks not started. */
+    if (atomic_load_explicit(&L->group->status, memory_order_relaxed))
+      return 0;
+    if (e - b >= 2 * grain && should_split(pool, w)) {
+      /* Split on a multiple of grain from b (and so from the loop's begin):
+       * only the piece that ends at the loop's end has a short last chunk. */
+      size_t mid = b + (e - b) / 2 / grain * grain;
+      if (weft_group_spawn_task(L->group, NULL, L, mid, e) == 0) {
+        e = mid;
+        continue;
+      }
+      /* No memory for the task: carry on without splitting. */
+    }
+    int rc = L->fn(b, b + grain, L->arg);
+    if (rc)
+      return rc;
+    b += grain;
+  }
+  if (atomic_load_explicit(&L->group->status, memory_order_relaxed))
+    return 0;
+  return L->fn(b, e, L->arg);
+}
+
+static int run_loop(weft_pool *pool, size_t begin, size_t end, size_t grain, weft_range_fn fn,
+                    void *arg)
+{
+  weft_group g_pub;
+  weft_group_init(&g_pub, pool);
+  weft_group_impl *g = (weft_group_impl *)&g_pub;
+  pfor_loop L = {fn, arg, grain, g};
+  weft_worker *w = weft_worker_of(pool);
+  weft_pool *prev_task_pool = weft_tls_task_pool;
+  if (!w) {
+    /* The caller takes part from outside the pool: it counts as busy (destroy
+     * waits for it) and its splits go to the injection queue. */
+    weft_busy_add(pool, +1);
+    /* seq_cst: pairs with destroy's store of state and read of busy. */
+    if (atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
+      weft_busy_add(pool, -1);
+      return WEFT_ESHUTDOWN;
+    }
+    weft_tls_task_pool = pool;
+  }
+  int rc = weft_pfor_piece(&L, begin, end);
+  if (rc)
+    weft_group_fail(g, rc);
+  rc = weft_group_wait_impl(g);
+  if (!w) {
+    weft_tls_task_pool = prev_task_pool;
+    weft_busy_add(pool, -1);
+  }
+  return rc;
+}
+
+int weft_parallel_for(weft_pool *pool, size_t begin, size_t end, size_t grain, weft_range_fn fn,
+                      void *arg)
+{
+  if (!pool || !fn || begin > end)
+    return WEFT_EINVAL;
+  if (begin == end)
+    return 0;
+  size_t n = end - begin;
+  if (grain == 0) {
+    grain = n / ((size_t)pool->nworkers * WEFT_PFOR_CHUNKS_PER_WORKER);
+    if (grain == 0)
+      grain = 1;
+  }
+  return run_loop(pool, begin, end, grain, fn, arg);
+}
+
+typedef struct launch_loop {
+  weft_launch_fn fn;
+  void *arg;
+  int num_tasks;
+} launch_loop;
+
+static int launch_range(size_t b, size_t e, void *arg)
+{
+  launch_loop *l = arg;
+  for (size_t id = b; id < e; id++) {
+    int rc = l->fn(l->arg, (int)id, l->num_tasks);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+int weft_parallel_launch(weft_pool *pool, weft_launch_fn fn, void *arg, int num_tasks)
+{
+  if (!pool || !fn || num_tasks < 0)
+    return WEFT_EINVAL;
+  if (num_tasks == 0)
+    return 0;
+  launch_loop l = {fn, arg, num_tasks};
+  return run_loop(pool, 0, (size_t)num_tasks, 1, launch_range, &l);
+}

@@ -1,0 +1,116 @@
+/*
+ * The pool's internal structures, shared by the files of src/pool/.
+ */
+#ifndef WEFT_POOL_INTERNAL_H
+#define WEFT_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tunables.h"
+#include "pool/deque.h"
+#include "pool/inject.h"
+#include "pool/park.h"
+#include "pool/task.h"
+#include "pool/topo.h"
+#include "weft/weft.h"
+
+typedef struct weft_worker {
+  weft_deque deque;          /* push/take: owner; steal: anyone */
+  weft_pool *pool;           /* immutable */
+  int index;                 /* immutable */
+  int cpu;                   /* immutable after start: bound CPU, or -1 */
+  uint64_t rng;              /* owner only: victim selection */
+  weft_task_cache tasks;     /* owner only */
+  int *victims;              /* immutable: other workers, nearest first */
+  int nnear;                 /* immutable: how many of victims share a cache */
+  pthread_t thread;          /* written by create, read by destroy */
+  bool started;              /* written by create, read by destroy */
+  /* Statistics. atomic, relaxed: written by the owner only (load + store, no
+   * RMW), read by weft_pool_stats. */
+  _Atomic uint64_t tasks_run, steals, failed_steal_rounds, parks, wakeups;
+} weft_worker;
+
+/* Pool life cycle (pool->state). */
+enum { WEFT_POOL_RUNNING = 0, WEFT_POOL_DRAINING = 1, WEFT_POOL_EXITING = 2 };
+
+struct weft_pool {
+  /* Immutable after create. */
+  int nworkers;
+  int64_t spin_count;     /* idle rounds before parking */
+  uint32_t pauses_per_round; /* pause instructions in one round */
+  weft_worker *workers;
+  char name[16];
+  weft_topo topo;
+
+  weft_task_store tasks; /* internally locked */
+  weft_inject inject;    /* internally locked */
+
+  /* The idle protocol, each on its own line: read on every submission,
+   * written only on idle transitions. */
+  _Alignas(WEFT_CACHE_LINE) weft_ec ec;
+  /* atomic: workers searching for work (spinning, not parked). 64-bit so the
+   * TSan stand-in for a fence can be an RMW on it. */
+  _Alignas(WEFT_CACHE_LINE) _Atomic int64_t nsearching;
+  /* atomic: a notify is in flight; suppresses repeated wake syscalls until
+   * a worker reaches the searching state. */
+  _Atomic int wake_pending;
+
+  /* Life cycle and quiescence, for destroy. */
+  _Alignas(WEFT_CACHE_LINE) _Atomic int state;
+  /* atomic: non-worker threads inside weft_pool_submit/group_spawn. */
+  _Atomic int64_t nsubmitting;
+  /* atomic: low 32 bits: threads that may take or run tasks (workers not
+   * parked, helpers); high 32 bits: a count of transitions, so destroy can
+   * tell "idle all along" from "idle at two instants". */
+  _Atomic uint64_t busy;
+  /* atomic: futex word destroy sleeps on while draining. */
+  _Atomic uint32_t drain_seq;
+  _Atomic int bind_warned; /* atomic: a refused bind was logged */
+};
+
+/* The group's private layout inside weft_group. */
+typedef struct weft_group_impl {
+  weft_pool *pool;
+  /* atomic: pending tasks << 1 | a waiter sleeps on this word (bit 0). */
+  _Atomic uint32_t state;
+  _Atomic int status; /* atomic: first non-zero task return */
+  uint32_t magic;     /* WEFT_GROUP_MAGIC once initialised */
+} weft_group_impl;
+#define WEFT_GROUP_MAGIC 0x77656674u
+
+/* The calling thread's worker, if it is one of pool's; else NULL. */
+extern _Thread_local weft_worker *weft_tls_worker;
+/* The pool whose task the calling thread is running (workers and helpers). */
+extern _Thread_local weft_pool *weft_tls_task_pool;
+
+static inline weft_worker *weft_worker_of(weft_pool *pool)
+{
+  weft_worker *w = weft_tls_worker;
+  return (w && w->pool == pool) ? w : NULL;
+}
+
+/* worker.c */
+void *weft_worker_main(void *arg);
+void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t);
+/* Anything to run that is not in w's own deque (w NULL: a helper). */
+weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w);
+/* After a push to a deque: wake a parked worker if none is searching. */
+void weft_pool_wake_heuristic(weft_pool *pool);
+/* After an injection: the exact, fenced check. */
+void weft_pool_wake_exact(weft_pool *pool);
+bool weft_pool_any_work(weft_pool *pool);
+void weft_busy_add(weft_pool *pool, int delta);
+
+/* pool.c: queues t from the calling thread; external threads are refused
+ * with WEFT_ESHUTDOWN once destroy began. */
+int weft_pool_enqueue(weft_pool *pool, weft_task *t);
+weft_task *weft_pool_task_alloc(weft_pool *pool);
+void weft_pool_task_free(weft_pool *pool, weft_task *t);
+
+/* group.c: help run tasks until the group is done. */
+int weft_group_wait_impl(weft_group_impl *g);
+
+#endif /* WEFT_POOL_INTERNAL_H */
