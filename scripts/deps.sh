@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages weft needs that are missing (as root; uses sudo
+# otherwise). Usage: scripts/deps.sh [test|bench]
+set -euo pipefail
+want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev)
+if [ "${1:-test}" = bench ]; then
+  # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc).
+  want+=(libtbb-dev libomp-dev clang)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "weft: installing ${missing[*]}" >&2
+SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
