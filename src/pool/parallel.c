@@ -42,7 +42,7 @@ int weft_pfor_piece(void *loop, size_t b, size_t e)
       /* Split on a multiple of grain from b (and so from the loop's begin):
        * only the piece that ends at the loop's end has a short last chunk. */
       size_t mid = b + (e - b) / 2 / grain * grain;
-      if (weft_group_spawn_task(L->group, NULL, L, mid, e) == 0) {
+      if (weft_group_spawn_task(L->group, w, NULL, L, mid, e) == 0) {
         e = mid;
         continue;
       }

@@ -22,21 +22,8 @@ void weft_pool_config_default(weft_pool_config *cfg)
   cfg->name = NULL;
 }
 
-weft_task *weft_pool_task_alloc(weft_pool *pool)
+int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
 {
-  weft_worker *w = weft_worker_of(pool);
-  return weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
-}
-
-void weft_pool_task_free(weft_pool *pool, weft_task *t)
-{
-  weft_worker *w = weft_worker_of(pool);
-  weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
-}
-
-int weft_pool_enqueue(weft_pool *pool, weft_task *t)
-{
-  weft_worker *w = weft_worker_of(pool);
   if (w) {
     if (weft_deque_push(&w->deque, t) == 0) {
       weft_pool_wake_heuristic(pool);
@@ -71,16 +58,17 @@ int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
 {
   if (!pool || !fn)
     return WEFT_EINVAL;
-  weft_task *t = weft_pool_task_alloc(pool);
+  weft_worker *w = weft_worker_of(pool);
+  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
   if (!t)
     return WEFT_ENOMEM;
   t->fn = fn;
   t->arg = arg;
   t->lo = t->hi = 0;
   t->group = NULL;
-  int rc = weft_pool_enqueue(pool, t);
+  int rc = weft_pool_enqueue(pool, w, t);
   if (rc)
-    weft_pool_task_free(pool, t);
+    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
   return rc;
 }
 

@@ -72,19 +72,26 @@ struct weft_pool {
 };
 
 /* The group's private layout inside weft_group. */
+/* Pending tasks = local + (state >> 1): spawns and finishes on the owner's
+ * thread touch only `local`, so a spawn that is not stolen costs no atomic
+ * read-modify-write; everyone else counts in `state`, which therefore goes
+ * below zero (mod 2^32) when the owner's spawns finish elsewhere. */
 typedef struct weft_group_impl {
-  weft_pool *pool;
-  /* atomic: pending tasks << 1 | a waiter sleeps on this word (bit 0). */
+  weft_pool *pool;      /* immutable after init */
+  weft_worker *owner;   /* immutable after init: the initialising worker, or NULL */
+  int32_t local;        /* owner only: spawns minus finishes on the owner's thread */
+  /* atomic: others' spawns minus finishes << 1 | bit 0, a waiter sleeps here. */
   _Atomic uint32_t state;
-  _Atomic int status; /* atomic: first non-zero task return */
-  uint32_t magic;     /* WEFT_GROUP_MAGIC once initialised */
+  _Atomic int status;   /* atomic: first non-zero task return */
+  uint32_t magic;       /* WEFT_GROUP_MAGIC once initialised */
 } weft_group_impl;
 #define WEFT_GROUP_MAGIC 0x77656674u
 
 /* The calling thread's worker, if it is one of pool's; else NULL. */
-extern _Thread_local weft_worker *weft_tls_worker;
+#define WEFT_TLS __attribute__((tls_model("initial-exec")))
+extern _Thread_local weft_worker *weft_tls_worker WEFT_TLS;
 /* The pool whose task the calling thread is running (workers and helpers). */
-extern _Thread_local weft_pool *weft_tls_task_pool;
+extern _Thread_local weft_pool *weft_tls_task_pool WEFT_TLS;
 
 static inline weft_worker *weft_worker_of(weft_pool *pool)
 {
@@ -94,6 +101,7 @@ static inline weft_worker *weft_worker_of(weft_pool *pool)
 
 /* worker.c */
 void *weft_worker_main(void *arg);
+/* Runs t on the calling thread (w: its worker in pool, or NULL). */
 void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t);
 /* Anything to run that is not in w's own deque (w NULL: a helper). */
 weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w);
@@ -104,11 +112,9 @@ void weft_pool_wake_exact(weft_pool *pool);
 bool weft_pool_any_work(weft_pool *pool);
 void weft_busy_add(weft_pool *pool, int delta);
 
-/* pool.c: queues t from the calling thread; external threads are refused
- * with WEFT_ESHUTDOWN once destroy began. */
-int weft_pool_enqueue(weft_pool *pool, weft_task *t);
-weft_task *weft_pool_task_alloc(weft_pool *pool);
-void weft_pool_task_free(weft_pool *pool, weft_task *t);
+/* pool.c: queues t from the calling thread (w: its worker in pool, or NULL);
+ * external threads are refused with WEFT_ESHUTDOWN once destroy began. */
+int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t);
 
 /* group.c: help run tasks until the group is done. */
 int weft_group_wait_impl(weft_group_impl *g);

@@ -27,8 +27,8 @@
 #include "pool/parallel.h"
 #include "pool/pool_internal.h"
 
-_Thread_local weft_worker *weft_tls_worker;
-_Thread_local weft_pool *weft_tls_task_pool;
+_Thread_local weft_worker *weft_tls_worker WEFT_TLS;
+_Thread_local weft_pool *weft_tls_task_pool WEFT_TLS;
 
 static inline void stat_inc(_Atomic uint64_t *c)
 {
@@ -71,7 +71,7 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
   weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
   if (g)
-    weft_group_task_done(g, rc);
+    weft_group_task_done(g, w, rc);
   if (w)
     stat_inc(&w->tasks_run);
 }
@@ -190,13 +190,16 @@ static weft_task *idle(weft_pool *pool, weft_worker *w)
   start_searching(pool);
   for (;;) {
     bool searching = true;
-    for (int64_t r = 0; r < pool->spin_count; r++) {
+    /* One sweep at least, then spin_count more rounds. */
+    for (int64_t r = 0;; r++) {
       weft_task *t = weft_find_nonlocal(pool, w);
       if (t) {
         stop_searching(pool);
         return t;
       }
       stat_inc(&w->failed_steal_rounds);
+      if (r >= pool->spin_count)
+        break;
       if (atomic_load_explicit(&pool->state, memory_order_relaxed) != WEFT_POOL_RUNNING)
         break; /* draining: park at once so destroy sees quiescence */
       if (r >= WEFT_SPIN_COUNT_EXTRA_WORKERS) {
