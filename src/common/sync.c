@@ -32,28 +32,13 @@ int64_t weft_now_ns(void)
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static _Atomic uint32_t pauses_per_us;
-
-uint32_t weft_pauses_per_us(void)
+int64_t weft_spin_until(int64_t deadline_ns)
 {
-  uint32_t v = atomic_load_explicit(&pauses_per_us, memory_order_relaxed);
-  if (v)
-    return v;
-  /* Best of three short measurements; racing calibrations are harmless. */
-  int64_t best = INT64_MAX;
-  const int n = 2000;
-  for (int rep = 0; rep < 3; rep++) {
-    int64_t t0 = weft_now_ns();
-    for (int i = 0; i < n; i++)
+  for (;;) {
+    int64_t now = weft_now_ns();
+    if (now >= deadline_ns)
+      return now;
+    for (int i = 0; i < 8; i++)
       weft_cpu_pause();
-    int64_t dt = weft_now_ns() - t0;
-    if (dt < best)
-      best = dt;
   }
-  if (best < 1)
-    best = 1;
-  int64_t per_us = (int64_t)n * 1000 / best;
-  v = per_us < 1 ? 1 : per_us > 100000 ? 100000 : (uint32_t)per_us;
-  atomic_store_explicit(&pauses_per_us, v, memory_order_relaxed);
-  return v;
 }

@@ -58,8 +58,9 @@ void weft_futex_wake(_Atomic uint32_t *word, int n);
 /* Monotonic clock, nanoseconds. */
 int64_t weft_now_ns(void);
 
-/* Pause instructions that take about one microsecond on this CPU
- * (calibrated once per process, thread-safe). */
-uint32_t weft_pauses_per_us(void);
+/* Pauses until the monotonic clock reaches deadline_ns; returns the time
+ * then (or earlier than the deadline never). The clock is read every few
+ * pauses, so a pause's length (5 to 150 cycles across CPUs) does not matter. */
+int64_t weft_spin_until(int64_t deadline_ns);
 
 #endif /* WEFT_COMMON_SYNC_H */

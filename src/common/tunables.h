@@ -9,9 +9,9 @@
 #define WEFT_CACHE_LINE 64
 
 /* Idle rounds a worker spins before it parks (WEFT_SPIN_COUNT), rounds. One
- * round is a sweep of every queue plus WEFT_SPIN_ROUND_NS of pause. */
+ * round is a sweep of every queue; rounds start WEFT_SPIN_ROUND_NS apart. */
 #define WEFT_SPIN_COUNT_DEFAULT 300
-/* Length of one spin round's pause, nanoseconds (calibrated to pauses). */
+/* Length of one spin round, nanoseconds (measured on the clock). */
 #define WEFT_SPIN_ROUND_NS 1000
 /* Only the last searching worker spins the full count; the others park after
  * this many rounds, so a burst's end costs one core's spin, not all of them. */

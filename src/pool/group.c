@@ -128,8 +128,7 @@ int weft_group_wait_impl(weft_group_impl *g)
       continue;
     }
     if (++idle_rounds < WEFT_HELP_SPIN_ROUNDS) {
-      for (uint32_t i = 0; i < pool->pauses_per_round; i++)
-        weft_cpu_pause();
+      weft_spin_until(weft_now_ns() + WEFT_SPIN_ROUND_NS);
       continue;
     }
     /* Nothing to help with: sleep on the group, waking now and then to help

@@ -278,8 +278,6 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     free_pool(pool);
     return rc;
   }
-  uint64_t per_round = (uint64_t)weft_pauses_per_us() * WEFT_SPIN_ROUND_NS / 1000;
-  pool->pauses_per_round = per_round ? (uint32_t)per_round : 1;
 
   for (int i = 0; i < nthreads; i++) {
     weft_worker *w = &pool->workers[i];

@@ -40,7 +40,6 @@ struct weft_pool {
   /* Immutable after create. */
   int nworkers;
   int64_t spin_count;     /* idle rounds before parking */
-  uint32_t pauses_per_round; /* pause instructions in one round */
   weft_worker *workers;
   char name[16];
   weft_topo topo;

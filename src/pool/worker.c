@@ -186,23 +186,25 @@ static void stop_searching(weft_pool *pool)
 /* Spins, then parks. Returns a task, or NULL when the pool is exiting. */
 static weft_task *idle(weft_pool *pool, weft_worker *w)
 {
-  const uint32_t pauses = pool->pauses_per_round;
   start_searching(pool);
   for (;;) {
     bool searching = true;
-    /* One sweep at least, then spin_count more rounds. */
-    for (int64_t r = 0;; r++) {
+    /* One sweep at least, then sweeps a round apart until spin_count rounds
+     * have passed. */
+    int64_t now = weft_now_ns();
+    const int64_t start = now, deadline = now + pool->spin_count * WEFT_SPIN_ROUND_NS;
+    for (;;) {
       weft_task *t = weft_find_nonlocal(pool, w);
       if (t) {
         stop_searching(pool);
         return t;
       }
       stat_inc(&w->failed_steal_rounds);
-      if (r >= pool->spin_count)
+      if (now >= deadline)
         break;
       if (atomic_load_explicit(&pool->state, memory_order_relaxed) != WEFT_POOL_RUNNING)
         break; /* draining: park at once so destroy sees quiescence */
-      if (r >= WEFT_SPIN_COUNT_EXTRA_WORKERS) {
+      if (now - start >= WEFT_SPIN_COUNT_EXTRA_WORKERS * WEFT_SPIN_ROUND_NS) {
         /* Only the last searcher spins the full count. */
         int64_t n = atomic_load_explicit(&pool->nsearching, memory_order_relaxed);
         if (n > 1 && atomic_compare_exchange_strong_explicit(&pool->nsearching, &n, n - 1,
@@ -212,8 +214,7 @@ static weft_task *idle(weft_pool *pool, weft_worker *w)
           break;
         }
       }
-      for (uint32_t i = 0; i < pauses; i++)
-        weft_cpu_pause();
+      now = weft_spin_until(now + WEFT_SPIN_ROUND_NS);
     }
     uint32_t key = weft_ec_prewait(&pool->ec);
     if (searching)
