@@ -38,9 +38,11 @@
 #define WEFT_HELP_SLEEP_MIN_NS (50 * 1000)
 #define WEFT_HELP_SLEEP_MAX_NS (1000 * 1000)
 
-/* parallel_for automatic grain: the range is cut into at most this many
- * chunks per worker before splitting stops, chunks. */
-#define WEFT_PFOR_CHUNKS_PER_WORKER 256
+/* parallel_for automatic grain: the smallest chunk is the range divided by
+ * this many chunks per worker, chunks. */
+#define WEFT_PFOR_CHUNKS_PER_WORKER 1024
+/* A loop piece runs chunks of 1/DIVISOR of what is left of it, parts. */
+#define WEFT_PFOR_CHUNK_DIVISOR 8
 
 
 #endif /* WEFT_COMMON_TUNABLES_H */

@@ -1,12 +1,14 @@
 /*
  * Fork-join groups. Pending tasks are counted in two parts (see
  * weft_group_impl): `local`, touched only on the owner's thread, and `state`,
- * an atomic word holding everyone else's count << 1 plus a sleeping-waiter
- * bit. Before the owner sleeps it moves `local` into `state`, so that a
- * finisher elsewhere can tell from its own fetch_sub result that it was the
- * last. That finisher never touches the group (which lives on the waiter's
- * stack) after the count reaches zero; the futex wake it may then issue
- * uses only the address, and a spurious wake-up there is harmless.
+ * an atomic word holding everyone else's count << 2 plus two waiter bits.
+ * Before a waiter sleeps it moves `local` into `state` and sets its bit
+ * (weft_group_arm), so that a finisher elsewhere can tell from its own
+ * fetch_sub result that it was the last and whom to wake: a thread outside
+ * the pool sleeping on the word (futex), or a worker parked on the pool's
+ * eventcount. That finisher never touches the group (which lives on the
+ * waiter's stack) after the count reaches zero; the futex wake it may then
+ * issue uses only the address, and a spurious wake-up there is harmless.
  */
 #include <stdbool.h>
 
@@ -15,12 +17,6 @@
 
 _Static_assert(sizeof(weft_group_impl) <= sizeof(weft_group), "weft_group too small");
 _Static_assert(_Alignof(weft_group_impl) <= _Alignof(weft_group), "weft_group misaligned");
-
-/* The signed count held in a state word. */
-static inline int32_t state_count(uint32_t s)
-{
-  return (int32_t)(s & ~1u) / 2;
-}
 
 void weft_group_fail(weft_group_impl *g, int rc)
 {
@@ -39,11 +35,42 @@ void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc)
     g->local--;
     return;
   }
+  weft_pool *pool = g->pool; /* g may be gone after the fetch_sub */
   /* release: publishes the task's effects and status to the waiter; pairs
-   * with the acquire loads of state in wait. */
-  uint32_t old = atomic_fetch_sub_explicit(&g->state, 2, memory_order_acq_rel);
-  if (old == 3) /* the last task, and the waiter sleeps */
+   * with the acquire loads of state in wait. acquire: the waiter's arming. */
+  uint32_t old = atomic_fetch_sub_explicit(&g->state, WEFT_GROUP_ONE, memory_order_acq_rel);
+  if (weft_group_state_count(old) != 1)
+    return;
+  if (old & WEFT_GROUP_SLEEPING)
     weft_futex_wake(&g->state, 1);
+  if (old & WEFT_GROUP_PARKED) {
+    /* The waiter is parked on the eventcount among idle workers: wake them
+     * all (it is one of them); the others find nothing and park again. */
+    weft_fence_sc(&pool->nsearching);
+    weft_ec_notify(&pool->ec, true);
+  }
+}
+
+bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag)
+{
+  if (w && w == g->owner && g->local) {
+    /* relaxed: only the count matters; the CAS below orders it. */
+    atomic_fetch_add_explicit(&g->state, (uint32_t)g->local * WEFT_GROUP_ONE,
+                              memory_order_relaxed);
+    g->local = 0;
+  }
+  uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
+  for (;;) {
+    if (weft_group_state_count(s) == 0)
+      return false;
+    if (s & flag)
+      return true;
+    /* acq_rel: the finisher's fetch_sub reads this flag (and, for a parked
+     * worker, everything before it, the eventcount prewait included). */
+    if (atomic_compare_exchange_weak_explicit(&g->state, &s, s | flag, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return true;
+  }
 }
 
 void weft_group_init(weft_group *pub, weft_pool *pool)
@@ -75,7 +102,7 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
     g->local++;
   else /* relaxed: the spawner is the waiter or a running member of g, so the
         * count cannot reach zero meanwhile; the queue publishes the task. */
-    atomic_fetch_add_explicit(&g->state, 2, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->state, WEFT_GROUP_ONE, memory_order_relaxed);
   int rc = weft_pool_enqueue(pool, w, t);
   if (rc) {
     weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
@@ -92,68 +119,68 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
   return weft_group_spawn_task(g, weft_worker_of(g->pool), fn, arg, 0, 0);
 }
 
-int weft_group_wait_impl(weft_group_impl *g)
+/* A worker of g's pool waits: it runs its own deque, then what it finds
+ * elsewhere, and when there is nothing it idles like any worker (searching,
+ * then parked on the eventcount), so that it counts as idle for submitters
+ * and for parallel loops that split work for idle workers. */
+static void wait_as_worker(weft_group_impl *g, weft_pool *pool, weft_worker *w)
 {
-  weft_pool *pool = g->pool;
-  weft_worker *w = weft_worker_of(pool);
-  const bool owner = w && w == g->owner;
+  while (weft_group_pending(g, w)) {
+    weft_task *t = weft_deque_take(&w->deque);
+    if (!t)
+      t = weft_find_nonlocal(pool, w);
+    if (!t)
+      t = weft_worker_idle(pool, w, g);
+    if (!t)
+      return; /* g is done */
+    weft_run_task(pool, w, t);
+  }
+}
+
+/* A thread outside the pool waits: it helps with what it can find (counted
+ * busy while it does, for destroy's drain), then sleeps on the group,
+ * waking now and then to help again. */
+static void wait_as_helper(weft_group_impl *g, weft_pool *pool)
+{
   weft_pool *prev_task_pool = weft_tls_task_pool;
   int64_t sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
   int idle_rounds = 0;
-  for (;;) {
-    /* acquire: pairs with the release in task_done (the tasks' effects). */
-    int32_t pending = state_count(atomic_load_explicit(&g->state, memory_order_acquire));
-    if (owner)
-      pending += g->local;
-    if (pending == 0)
-      break;
-    weft_task *t = w ? weft_deque_take(&w->deque) : NULL;
-    if (!t) {
-      if (!w)
-        weft_busy_add(pool, +1); /* a helper counts itself busy before taking */
-      t = weft_find_nonlocal(pool, w);
-      if (!t && !w)
-        weft_busy_add(pool, -1);
-    }
+  while (weft_group_pending(g, NULL)) {
+    weft_busy_add(pool, +1); /* busy before taking */
+    weft_task *t = weft_find_nonlocal(pool, NULL);
     if (t) {
-      if (!w)
-        weft_tls_task_pool = pool;
-      weft_run_task(pool, w, t);
-      if (!w) {
-        weft_tls_task_pool = prev_task_pool;
-        weft_busy_add(pool, -1);
-      }
+      weft_tls_task_pool = pool;
+      weft_run_task(pool, NULL, t);
+      weft_tls_task_pool = prev_task_pool;
+      weft_busy_add(pool, -1);
       idle_rounds = 0;
       sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
       continue;
     }
+    weft_busy_add(pool, -1);
     if (++idle_rounds < WEFT_HELP_SPIN_ROUNDS) {
       weft_spin_until(weft_now_ns() + WEFT_SPIN_ROUND_NS);
       continue;
     }
-    /* Nothing to help with: sleep on the group, waking now and then to help
-     * (a worker waiting here is not parked, so no submitter would wake it). */
-    if (owner && g->local) {
-      /* Hand the owner's count to the shared word, so the last finisher sees
-       * the true total. relaxed: only the count matters, read below. */
-      atomic_fetch_add_explicit(&g->state, (uint32_t)g->local * 2u, memory_order_relaxed);
-      g->local = 0;
-    }
+    if (!weft_group_arm(g, NULL, WEFT_GROUP_SLEEPING))
+      break;
     uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-    if (state_count(s) == 0)
-      continue;
-    if (!(s & 1)) {
-      /* acquire on failure: the re-read value is checked again at the top. */
-      if (!atomic_compare_exchange_strong_explicit(&g->state, &s, s | 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
-        continue;
-      s |= 1;
-    }
-    weft_futex_wait(&g->state, s, sleep_ns);
+    if (weft_group_state_count(s) && (s & WEFT_GROUP_SLEEPING))
+      weft_futex_wait(&g->state, s, sleep_ns);
     if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
       sleep_ns *= 2;
     idle_rounds = WEFT_HELP_SPIN_ROUNDS - 1; /* one search, then sleep again */
   }
+}
+
+int weft_group_wait_impl(weft_group_impl *g)
+{
+  weft_pool *pool = g->pool;
+  weft_worker *w = weft_worker_of(pool);
+  if (w)
+    wait_as_worker(g, pool, w);
+  else
+    wait_as_helper(g, pool);
   int status = atomic_load_explicit(&g->status, memory_order_relaxed);
   /* Reset for reuse: no task of g is left to touch it. */
   g->local = 0;

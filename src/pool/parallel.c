@@ -1,10 +1,10 @@
 /*
  * parallel_for and parallel_launch: lazy binary splitting. The thread running
- * a piece works through it chunk by chunk (grain iterations each); before
- * each chunk, if its own deque is empty and some worker is idle, it splits the
- * rest of the piece in half and pushes the upper half for that worker. Work
- * is thus cut only as finely as idle workers ask for, and an imbalanced loop
- * is rebalanced to within about one chunk.
+ * a piece works through it chunk by chunk (an eighth of what is left, at
+ * least grain iterations); before each chunk, if its own deque is empty, it splits the rest of the piece in
+ * half and pushes the upper half, for a thief or for itself later. Work is
+ * thus cut only as finely as stealing asks for, and an imbalanced loop is
+ * rebalanced to within about one chunk.
  */
 #include "pool/parallel.h"
 
@@ -18,14 +18,19 @@ typedef struct pfor_loop {
   weft_group_impl *group;
 } pfor_loop;
 
-/* Whether an idle worker could take half of the piece now. */
+/* Whether to split off half of the piece now. A worker keeps one half on
+ * its deque whenever the deque is empty (lazy binary splitting): a thief
+ * then finds work at once instead of waiting for the victim's next chunk
+ * boundary, and a loop nobody steals from splits only log2(n / grain)
+ * times. A thread without a deque splits into the injection queue only
+ * when some worker is idle and the queue is empty. */
 static bool should_split(weft_pool *pool, weft_worker *w)
 {
+  if (w)
+    return weft_deque_looks_empty(&w->deque);
   bool idle = atomic_load_explicit(&pool->nsearching, memory_order_relaxed) > 0 ||
               weft_ec_waiters(&pool->ec) > 0;
-  if (!idle)
-    return false;
-  return w ? weft_deque_looks_empty(&w->deque) : weft_inject_looks_empty(&pool->inject);
+  return idle && weft_inject_looks_empty(&pool->inject);
 }
 
 int weft_pfor_piece(void *loop, size_t b, size_t e)
@@ -48,10 +53,16 @@ int weft_pfor_piece(void *loop, size_t b, size_t e)
       }
       /* No memory for the task: carry on without splitting. */
     }
-    int rc = L->fn(b, b + grain, L->arg);
+    /* A chunk is an eighth of what is left (a multiple of grain): large
+     * while much is left, so calls and split checks are few, and down to
+     * grain at the end, where the balance is decided. */
+    size_t c = (e - b) / WEFT_PFOR_CHUNK_DIVISOR / grain * grain;
+    if (c < grain)
+      c = grain;
+    int rc = L->fn(b, b + c, L->arg);
     if (rc)
       return rc;
-    b += grain;
+    b += c;
   }
   if (atomic_load_explicit(&L->group->status, memory_order_relaxed))
     return 0;

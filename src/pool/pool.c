@@ -231,6 +231,7 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
   weft_ec_init(&pool->ec);
   atomic_init(&pool->nsearching, 0);
   atomic_init(&pool->wake_pending, 0);
+  atomic_init(&pool->last_idle_ns, 0);
   atomic_init(&pool->state, WEFT_POOL_RUNNING);
   atomic_init(&pool->nsubmitting, 0);
   atomic_init(&pool->drain_seq, 0);

@@ -56,6 +56,10 @@ struct weft_pool {
   /* atomic: a notify is in flight; suppresses repeated wake syscalls until
    * a worker reaches the searching state. */
   _Atomic int wake_pending;
+  /* atomic, relaxed: when a worker last ran out of work (monotonic ns). The
+   * last searcher spins until spin_count rounds after it, so a burst whose
+   * workers finish at different times costs one spin, not one per worker. */
+  _Atomic int64_t last_idle_ns;
 
   /* Life cycle and quiescence, for destroy. */
   _Alignas(WEFT_CACHE_LINE) _Atomic int state;
@@ -71,7 +75,7 @@ struct weft_pool {
 };
 
 /* The group's private layout inside weft_group. */
-/* Pending tasks = local + (state >> 1): spawns and finishes on the owner's
+/* Pending tasks = local + (state >> 2): spawns and finishes on the owner's
  * thread touch only `local`, so a spawn that is not stolen costs no atomic
  * read-modify-write; everyone else counts in `state`, which therefore goes
  * below zero (mod 2^32) when the owner's spawns finish elsewhere. */
@@ -79,12 +83,17 @@ typedef struct weft_group_impl {
   weft_pool *pool;      /* immutable after init */
   weft_worker *owner;   /* immutable after init: the initialising worker, or NULL */
   int32_t local;        /* owner only: spawns minus finishes on the owner's thread */
-  /* atomic: others' spawns minus finishes << 1 | bit 0, a waiter sleeps here. */
+  /* atomic: others' spawns minus finishes << 2 | WEFT_GROUP_* waiter bits. */
   _Atomic uint32_t state;
   _Atomic int status;   /* atomic: first non-zero task return */
   uint32_t magic;       /* WEFT_GROUP_MAGIC once initialised */
 } weft_group_impl;
 #define WEFT_GROUP_MAGIC 0x77656674u
+/* A thread outside the pool sleeps on the state word (futex). */
+#define WEFT_GROUP_SLEEPING 1u
+/* A worker waits parked on the pool's eventcount. */
+#define WEFT_GROUP_PARKED 2u
+#define WEFT_GROUP_ONE 4u /* one task in state */
 
 /* The calling thread's worker, if it is one of pool's; else NULL. */
 #define WEFT_TLS __attribute__((tls_model("initial-exec")))
@@ -111,11 +120,35 @@ void weft_pool_wake_exact(weft_pool *pool);
 bool weft_pool_any_work(weft_pool *pool);
 void weft_busy_add(weft_pool *pool, int delta);
 
+/* The idle protocol: searches, spins, then parks. g NULL: the worker loop's
+ * idle phase; returns a task, or NULL when the pool is exiting. g non-NULL:
+ * w waits for g; returns a task to run meanwhile, or NULL once g is done. */
+weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g);
+
 /* pool.c: queues t from the calling thread (w: its worker in pool, or NULL);
  * external threads are refused with WEFT_ESHUTDOWN once destroy began. */
 int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t);
 
 /* group.c: help run tasks until the group is done. */
 int weft_group_wait_impl(weft_group_impl *g);
+
+/* The signed count held in a group's state word. */
+static inline int32_t weft_group_state_count(uint32_t s)
+{
+  return (int32_t)(s & ~3u) / 4;
+}
+
+/* Tasks of g not yet finished, as seen from the calling thread (w: its worker
+ * in g's pool, or NULL). acquire: pairs with the release in task_done. */
+static inline int32_t weft_group_pending(weft_group_impl *g, weft_worker *w)
+{
+  int32_t n = weft_group_state_count(atomic_load_explicit(&g->state, memory_order_acquire));
+  return (w && w == g->owner) ? n + g->local : n;
+}
+
+/* Before a waiter sleeps: moves the owner's count into state and sets flag
+ * (WEFT_GROUP_SLEEPING or _PARKED), so that the last finisher wakes it.
+ * Returns false when nothing is pending (nothing was set). */
+bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag);
 
 #endif /* WEFT_POOL_INTERNAL_H */

@@ -175,16 +175,16 @@ static void start_searching(weft_pool *pool)
   atomic_store_explicit(&pool->wake_pending, 0, memory_order_seq_cst);
 }
 
+/* Leaves the searching state having found work: the last searcher to find
+ * work hands the search on, if there is more. */
 static void stop_searching(weft_pool *pool)
 {
-  /* The last searcher to find work hands the search on, if there is more. */
   if (atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst) == 1 &&
       weft_ec_waiters(&pool->ec) > 0 && weft_pool_any_work(pool))
     wake_one(pool);
 }
 
-/* Spins, then parks. Returns a task, or NULL when the pool is exiting. */
-static weft_task *idle(weft_pool *pool, weft_worker *w)
+weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
 {
   start_searching(pool);
   for (;;) {
@@ -192,16 +192,28 @@ static weft_task *idle(weft_pool *pool, weft_worker *w)
     /* One sweep at least, then sweeps a round apart until spin_count rounds
      * have passed. */
     int64_t now = weft_now_ns();
-    const int64_t start = now, deadline = now + pool->spin_count * WEFT_SPIN_ROUND_NS;
+    const int64_t spin_ns = pool->spin_count * WEFT_SPIN_ROUND_NS;
+    const int64_t start = now;
+    int64_t deadline = now + spin_ns;
+    atomic_store_explicit(&pool->last_idle_ns, now, memory_order_relaxed);
     for (;;) {
+      if (g && weft_group_pending(g, w) == 0) {
+        atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst);
+        return NULL;
+      }
       weft_task *t = weft_find_nonlocal(pool, w);
       if (t) {
         stop_searching(pool);
         return t;
       }
       stat_inc(&w->failed_steal_rounds);
-      if (now >= deadline)
-        break;
+      if (now >= deadline) {
+        /* Spin on if another worker ran out of work since we started. */
+        int64_t d = atomic_load_explicit(&pool->last_idle_ns, memory_order_relaxed) + spin_ns;
+        if (now >= d)
+          break;
+        deadline = d;
+      }
       if (atomic_load_explicit(&pool->state, memory_order_relaxed) != WEFT_POOL_RUNNING)
         break; /* draining: park at once so destroy sees quiescence */
       if (now - start >= WEFT_SPIN_COUNT_EXTRA_WORKERS * WEFT_SPIN_ROUND_NS) {
@@ -217,26 +229,37 @@ static weft_task *idle(weft_pool *pool, weft_worker *w)
       now = weft_spin_until(now + WEFT_SPIN_ROUND_NS);
     }
     uint32_t key = weft_ec_prewait(&pool->ec);
+    /* A group waiter asks the group's last finisher to notify the pool's
+     * eventcount (after the prewait, so that notify cannot miss us). It stays
+     * busy: the task waiting here is not finished. */
+    bool done = g && !weft_group_arm(g, w, WEFT_GROUP_PARKED);
     if (searching)
       atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst);
-    weft_busy_add(pool, -1);
+    if (done) {
+      weft_ec_cancel(&pool->ec);
+      return NULL;
+    }
+    if (!g)
+      weft_busy_add(pool, -1);
     /* Orders the announcement before the re-check; pairs with the fence in
      * weft_pool_wake_exact. */
     weft_fence_sc(&pool->nsearching);
-    if (weft_pool_any_work(pool)) {
+    if (weft_pool_any_work(pool) || (g && weft_group_pending(g, w) == 0)) {
       weft_ec_cancel(&pool->ec);
-      weft_busy_add(pool, +1);
+      if (!g)
+        weft_busy_add(pool, +1);
       start_searching(pool);
       continue;
     }
-    if (atomic_load_explicit(&pool->state, memory_order_seq_cst) == WEFT_POOL_EXITING) {
+    if (!g && atomic_load_explicit(&pool->state, memory_order_seq_cst) == WEFT_POOL_EXITING) {
       weft_ec_cancel(&pool->ec);
       return NULL;
     }
     stat_inc(&w->parks);
     weft_ec_commit(&pool->ec, key);
     stat_inc(&w->wakeups);
-    weft_busy_add(pool, +1);
+    if (!g)
+      weft_busy_add(pool, +1);
     start_searching(pool);
   }
 }
@@ -270,7 +293,7 @@ void *weft_worker_main(void *arg)
     if (!t)
       t = weft_find_nonlocal(pool, w);
     if (!t)
-      t = idle(pool, w);
+      t = weft_worker_idle(pool, w, NULL);
     if (!t)
       break;
     weft_run_task(pool, w, t);

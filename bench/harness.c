@@ -1,0 +1,485 @@
+/* weft bench harness: clocks, checks, arguments and JSON output (harness.h). */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+/* ---------------------------------------------------------------- clocks */
+
+static uint64_t ts_ns(const struct timespec *ts) {
+  return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts_ns(&ts);
+}
+
+/* CPU time of every thread of the process. CLOCK_PROCESS_CPUTIME_ID alone is
+ * not enough: Linux sums each thread's runtime as of its last accounting
+ * update, which for a thread running on another CPU lags by up to a tick
+ * (4 ms at HZ=250), so the tail of a burst was charged to the idle window
+ * after it. Reading a thread's own CPU clock (by TID) makes the kernel bring
+ * that thread's runtime up to date first. */
+uint64_t bench_cpu_ns(void) {
+  uint64_t sum = 0;
+  DIR *d = opendir("/proc/self/task");
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9')
+        continue;
+      pid_t tid = (pid_t)atoi(e->d_name);
+      clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* CPUCLOCK_SCHED | PERTHREAD */
+      struct timespec ts;
+      if (clock_gettime(clk, &ts) == 0)
+        sum += ts_ns(&ts);
+    }
+    closedir(d);
+  }
+  struct timespec ts; /* also covers threads that exited meanwhile */
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts_ns(&ts) > sum ? ts_ns(&ts) : sum;
+}
+
+void bench_sleep_until_ns(uint64_t deadline_ns) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(deadline_ns / 1000000000ull);
+  ts.tv_nsec = (long)(deadline_ns % 1000000000ull);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+void bench_sleep_ns(uint64_t ns) { bench_sleep_until_ns(bench_now_ns() + ns); }
+
+/* ------------------------------------------------------------- arguments */
+
+static void usage(const char *prog, const char *const *supported) {
+  fprintf(stderr, "usage: %s --workload W --threads N --reps R [--quick]\n  W:", prog);
+  for (const char *const *w = supported; *w; w++)
+    fprintf(stderr, " %s", *w);
+  fprintf(stderr, "\n");
+  exit(2);
+}
+
+static int parse_int(const char *s, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < 1 || v > 100000)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+void bench_parse_args(int argc, char **argv, const char *rt, const char *const *supported,
+                      bench_args *out) {
+  (void)rt;
+  out->workload = NULL;
+  out->threads = 1;
+  out->reps = 5;
+  out->quick = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--quick")) {
+      out->quick = 1;
+    } else if (!strcmp(a, "--workload") && i + 1 < argc) {
+      out->workload = argv[++i];
+    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
+      if (parse_int(argv[++i], &out->threads))
+        usage(argv[0], supported);
+    } else if (!strcmp(a, "--reps") && i + 1 < argc) {
+      if (parse_int(argv[++i], &out->reps))
+        usage(argv[0], supported);
+    } else {
+      usage(argv[0], supported);
+    }
+  }
+  if (!out->workload)
+    usage(argv[0], supported);
+  for (const char *const *w = supported; *w; w++)
+    if (!strcmp(*w, out->workload))
+      return;
+  fprintf(stderr, "%s: workload '%s' not supported by this runtime\n", argv[0], out->workload);
+  usage(argv[0], supported);
+}
+
+/* -------------------------------------------------------------- kernels */
+
+uint64_t bench_fib_serial(int n) {
+  if (n < 2)
+    return (uint64_t)n;
+  return bench_fib_serial(n - 1) + bench_fib_serial(n - 2);
+}
+
+uint64_t bench_imb_range(size_t begin, size_t end) {
+  uint64_t s = 0;
+  for (size_t i = begin; i < end; i++)
+    s += bench_imb_iter(i);
+  return s;
+}
+
+void bench_fine_range(uint32_t *out, size_t begin, size_t end, uint32_t seed) {
+  for (size_t i = begin; i < end; i++)
+    out[i] = bench_fine_f(i, seed);
+}
+
+uint64_t bench_imb_expected(void) {
+  /* step: x -> M x + A. After s steps: x -> P[s] x + Q[s]. */
+  static uint64_t P[BENCH_IMB_MAX_STEPS + 1], Q[BENCH_IMB_MAX_STEPS + 1];
+  P[0] = 1;
+  Q[0] = 0;
+  for (unsigned s = 1; s <= BENCH_IMB_MAX_STEPS; s++) {
+    P[s] = P[s - 1] * BENCH_IMB_MUL;
+    Q[s] = Q[s - 1] * BENCH_IMB_MUL + BENCH_IMB_ADD;
+  }
+  uint64_t sum = 0;
+  for (size_t i = 0; i < BENCH_IMB_N; i++) {
+    uint64_t s = bench_imb_steps(i);
+    sum += P[s] * bench_imb_seed(i) + Q[s];
+  }
+  return sum;
+}
+
+uint32_t *bench_fine_alloc(void) {
+  uint32_t *p = (uint32_t *)malloc(sizeof(uint32_t) * BENCH_FINE_N);
+  if (!p) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, sizeof(uint32_t) * BENCH_FINE_N);
+  return p;
+}
+
+size_t bench_fine_check(const uint32_t *out, uint32_t seed) {
+  size_t bad = 0;
+  for (size_t i = 0; i < BENCH_FINE_N; i++)
+    bad += out[i] != bench_fine_f(i, seed);
+  return bad;
+}
+
+int bench_wake_samples_idle(const bench_args *a) { return a->quick ? 2 * a->reps : 4 * a->reps; }
+int bench_wake_samples_hot(const bench_args *a) { return a->quick ? 20 * a->reps : 80 * a->reps; }
+
+/* --------------------------------------------------------------- output */
+
+void bench_series_init(bench_series *s, int cap) {
+  s->n = 0;
+  s->cap = cap > 0 ? cap : 1;
+  s->v = (double *)malloc(sizeof(double) * (size_t)s->cap);
+  if (!s->v) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+}
+
+void bench_series_add(bench_series *s, double v) {
+  if (s->n == s->cap) {
+    s->cap *= 2;
+    double *nv = (double *)realloc(s->v, sizeof(double) * (size_t)s->cap);
+    if (!nv) {
+      fprintf(stderr, "bench: out of memory\n");
+      exit(1);
+    }
+    s->v = nv;
+  }
+  s->v[s->n++] = v;
+}
+
+void bench_series_free(bench_series *s) {
+  free(s->v);
+  s->v = NULL;
+  s->n = s->cap = 0;
+}
+
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static char fail_reason[256];
+static int fail_count;
+
+void bench_fail(const char *fmt, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&fail_lock);
+  if (fail_count++ == 0)
+    memcpy(fail_reason, buf, sizeof buf);
+  pthread_mutex_unlock(&fail_lock);
+  fprintf(stderr, "bench: CHECK FAILED: %s\n", buf);
+}
+
+int bench_failed(void) {
+  pthread_mutex_lock(&fail_lock);
+  int n = fail_count;
+  pthread_mutex_unlock(&fail_lock);
+  return n != 0;
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+void bench_emit(const char *rt, const char *metric, int threads, const char *unit,
+                const bench_series *s, const char *extra) {
+  FILE *f = stdout;
+  if (s->n == 0)
+    bench_fail("%s: no samples", metric);
+  fputs("{\"rt\":", f);
+  json_string(f, rt);
+  fputs(",\"workload\":", f);
+  json_string(f, metric);
+  fprintf(f, ",\"threads\":%d,\"unit\":", threads);
+  json_string(f, unit);
+  fputs(",\"samples\":[", f);
+  for (int i = 0; i < s->n; i++)
+    fprintf(f, "%s%.6g", i ? "," : "", s->v[i]);
+  fputs("],\"check\":", f);
+  pthread_mutex_lock(&fail_lock);
+  if (fail_count)
+    json_string(f, fail_reason);
+  else
+    json_string(f, "ok");
+  pthread_mutex_unlock(&fail_lock);
+  if (extra)
+    fputs(extra, f);
+  fputs("}\n", f);
+  fflush(f);
+}
+
+int bench_exit_code(void) { return bench_failed() ? 1 : 0; }
+
+/* ---------------------------------------------------------------- checks */
+
+void bench_check_u64(const char *what, uint64_t got, uint64_t want) {
+  if (got != want)
+    bench_fail("%s: got %llu, expected %llu", what, (unsigned long long)got,
+               (unsigned long long)want);
+}
+
+/* ---------------------------------------------------------------- events */
+
+void bench_event_init(bench_event *e) {
+  if (sem_init(&e->sem, 0, 0)) {
+    perror("bench: sem_init");
+    exit(1);
+  }
+}
+
+void bench_event_destroy(bench_event *e) { sem_destroy(&e->sem); }
+
+void bench_event_post(bench_event *e) { sem_post(&e->sem); }
+
+int bench_event_wait(bench_event *e, uint64_t timeout_ns) {
+  uint64_t deadline = bench_now_ns() + timeout_ns;
+  struct timespec ts;
+  ts.tv_sec = (time_t)(deadline / 1000000000ull);
+  ts.tv_nsec = (long)(deadline % 1000000000ull);
+  for (;;) {
+    int rc = sem_clockwait(&e->sem, CLOCK_MONOTONIC, &ts);
+    if (rc == 0)
+      return 0;
+    if (errno == EINTR)
+      continue;
+    return -1;
+  }
+}
+
+/* ------------------------------------------------------------------ wake */
+
+typedef struct wake_probe {
+  _Atomic uint64_t start_ns; /* when the task began */
+  _Atomic uint64_t end_ns;   /* when it finished (idle starts) */
+  atomic_int done;           /* busy mode: set by the task */
+  int busy;                  /* set by the submitter before submitting */
+  bench_event ev;            /* blocked mode: posted by the task */
+} wake_probe;
+
+static int wake_probe_task(void *arg) {
+  wake_probe *p = (wake_probe *)arg;
+  atomic_store_explicit(&p->start_ns, bench_now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&p->end_ns, bench_now_ns(), memory_order_relaxed);
+  if (p->busy)
+    atomic_store_explicit(&p->done, 1, memory_order_release);
+  else
+    bench_event_post(&p->ev);
+  return 0;
+}
+
+/* One probe: waits until idle_until, submits, waits for the start. Returns
+ * the latency in ns, or -1 after a failure (already reported). */
+static int64_t wake_once(const char *metric, wake_probe *p, bench_submit_fn submit, void *ctx,
+                         int busy, uint64_t idle_until) {
+  if (busy) /* a busy submitter keeps its CPU through the gap too */
+    while (bench_now_ns() < idle_until)
+      bench_cpu_relax();
+  else
+    bench_sleep_until_ns(idle_until);
+  atomic_store_explicit(&p->start_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  p->busy = busy;
+  uint64_t t0 = bench_now_ns();
+  int rc = submit(ctx, wake_probe_task, p);
+  if (rc) {
+    bench_fail("%s: submit failed (%d)", metric, rc);
+    return -1;
+  }
+  if (busy) {
+    while (!atomic_load_explicit(&p->done, memory_order_acquire)) {
+      bench_cpu_relax();
+      if (bench_now_ns() - t0 > BENCH_WAKE_TIMEOUT_NS) {
+        bench_fail("%s: task did not run within %llu s", metric,
+                   (unsigned long long)(BENCH_WAKE_TIMEOUT_NS / 1000000000ull));
+        return -1;
+      }
+    }
+  } else if (bench_event_wait(&p->ev, BENCH_WAKE_TIMEOUT_NS)) {
+    bench_fail("%s: task did not run within %llu s", metric,
+               (unsigned long long)(BENCH_WAKE_TIMEOUT_NS / 1000000000ull));
+    return -1;
+  }
+  uint64_t t1 = atomic_load_explicit(&p->start_ns, memory_order_relaxed);
+  if (t1 < t0) {
+    bench_fail("%s: task start time before submission", metric);
+    return -1;
+  }
+  return (int64_t)(t1 - t0);
+}
+
+static double median_of(double *v, int n) {
+  /* insertion sort: n is small */
+  for (int i = 1; i < n; i++) {
+    double x = v[i];
+    int j = i - 1;
+    while (j >= 0 && v[j] > x) {
+      v[j + 1] = v[j];
+      j--;
+    }
+    v[j + 1] = x;
+  }
+  if (n == 0)
+    return 0;
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_wake_run(const char *rt, const bench_args *a, bench_submit_fn submit, void *ctx,
+                    const char *note) {
+#ifdef PR_SET_TIMERSLACK
+  /* sleep 0.2 ms as exactly as the kernel can (default slack is 50 us) */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+  static wake_probe p;
+  bench_event_init(&p.ev);
+  char extra[512];
+  extra[0] = 0;
+  if (note)
+    snprintf(extra, sizeof extra, ",\"note\":\"%s\"", note);
+
+  /* warm-up: the runtime starts its threads, if it does so lazily. After a
+   * failure every metric below prints no samples and the failure. */
+  (void)wake_once("wake_warmup", &p, submit, ctx, 0, bench_now_ns());
+
+  static const struct {
+    const char *metric;
+    int busy, hot;
+  } kinds[3] = {{"wake_block", 0, 0}, {"wake_busy", 1, 0}, {"wake_hot", 1, 1}};
+  /* wake_hot's submitter spins through the 0.2 ms gap and while it waits:
+   * had it slept, the kernel would often wake it on the CPU of the very
+   * worker that spins for its task (this VM's two CPUs share no scheduler
+   * cache domain), and the figure would measure that preemption. */
+  for (int k = 0; k < 3; k++) {
+    int n = kinds[k].hot ? bench_wake_samples_hot(a) : bench_wake_samples_idle(a);
+    uint64_t idle = kinds[k].hot ? BENCH_WAKE_HOT_IDLE_NS : BENCH_WAKE_IDLE_NS;
+    bench_series s, gaps;
+    bench_series_init(&s, n);
+    bench_series_init(&gaps, n);
+    for (int i = 0; i < n && !bench_failed(); i++) {
+      uint64_t last_end = atomic_load_explicit(&p.end_ns, memory_order_relaxed);
+      uint64_t until = last_end + idle;
+      int64_t lat = wake_once(kinds[k].metric, &p, submit, ctx, kinds[k].busy, until);
+      if (lat < 0)
+        break;
+      bench_series_add(&s, (double)lat / 1e3);
+      /* the idle time the pool really had before this submission */
+      uint64_t t_sub = atomic_load_explicit(&p.start_ns, memory_order_relaxed) - (uint64_t)lat;
+      bench_series_add(&gaps, (double)(t_sub - last_end) / 1e3);
+    }
+    char ex[700];
+    snprintf(ex, sizeof ex, "%s,\"idle_gap_us_median\":%.1f", extra, median_of(gaps.v, gaps.n));
+    bench_emit(rt, kinds[k].metric, a->threads, "us", &s, ex);
+    bench_series_free(&s);
+    bench_series_free(&gaps);
+  }
+  /* p stays alive (static): a task that timed out may still touch it */
+}
+
+/* ------------------------------------------------------------------ idle */
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts_ns(&ts);
+}
+
+static void append_samples(char *buf, size_t cap, const char *key, const bench_series *s) {
+  size_t len = strlen(buf);
+  len += (size_t)snprintf(buf + len, cap - len, ",\"%s\":[", key);
+  for (int i = 0; i < s->n && len < cap; i++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%.6g", i ? "," : "", s->v[i]);
+  if (len < cap)
+    snprintf(buf + len, cap - len, "]");
+}
+
+void bench_idle_run(const char *rt, const bench_args *a, void (*burst)(void *ctx), void *ctx) {
+  bench_series s1, s2, m1, m2;
+  bench_series_init(&s1, a->reps);
+  bench_series_init(&s2, a->reps);
+  bench_series_init(&m1, a->reps);
+  bench_series_init(&m2, a->reps);
+  for (int r = 0; r < a->reps && !bench_failed(); r++) {
+    burst(ctx);
+    uint64_t t_end = bench_now_ns();
+    uint64_t c0 = bench_cpu_ns(), me0 = thread_cpu_ns();
+    bench_sleep_until_ns(t_end + BENCH_IDLE_WINDOW_NS);
+    uint64_t c1 = bench_cpu_ns(), me1 = thread_cpu_ns();
+    bench_sleep_until_ns(t_end + 2 * BENCH_IDLE_WINDOW_NS);
+    uint64_t c2 = bench_cpu_ns(), me2 = thread_cpu_ns();
+    bench_series_add(&s1, (double)(c1 - c0) / 1e6);
+    bench_series_add(&s2, (double)(c2 - c1) / 1e6);
+    bench_series_add(&m1, (double)(me1 - me0) / 1e6);
+    bench_series_add(&m2, (double)(me2 - me1) / 1e6);
+  }
+  /* the sleeping main thread's own share (the floor any runtime pays) */
+  char extra[1024];
+  extra[0] = 0;
+  append_samples(extra, sizeof extra, "main_thread_cpu_ms", &m1);
+  bench_emit(rt, "idle_s1", a->threads, "cpu_ms", &s1, extra);
+  extra[0] = 0;
+  append_samples(extra, sizeof extra, "main_thread_cpu_ms", &m2);
+  bench_emit(rt, "idle_s2", a->threads, "cpu_ms", &s2, extra);
+  bench_series_free(&s1);
+  bench_series_free(&s2);
+  bench_series_free(&m1);
+  bench_series_free(&m2);
+}

@@ -1,0 +1,242 @@
+/*
+ * weft bench harness: what every runtime's bench executable shares.
+ *
+ *  - clocks: wall time (CLOCK_MONOTONIC) and process CPU time
+ *    (CLOCK_PROCESS_CPUTIME_ID, all threads together);
+ *  - the workload kernels, identical for every runtime (static inline here, so
+ *    every executable compiles the same loop bodies with the same flags);
+ *  - the result checks: every benchmark checks what it computed and the
+ *    executable exits non-zero on a wrong result;
+ *  - the command line, the same for every executable:
+ *        bench_<rt> --workload W --threads N --reps R [--quick]
+ *  - the output: one JSON object per line and metric, e.g.
+ *        {"rt":"weft","workload":"fib","threads":2,"unit":"ms",
+ *         "samples":[...],"check":"ok"}
+ *
+ * Workloads (W) and the metrics they print:
+ *   fib        fib(30): every call with n >= 2 spawns fib(n-1) as a task, runs
+ *              fib(n-2) inline and joins: 1,346,268 spawns. No serial cutoff.
+ *              metric "fib", ms per fib(30).
+ *   pfor_imb   1e6 iterations; iteration i runs i*1000/1e6 steps of a dependent
+ *              multiply chain (a linear ramp 0..999 steps, ~5e8 steps in all).
+ *              metric "pfor_imb", ms.
+ *   pfor_fine  1e7 trivial iterations, out[i] = f(i, seed). metric
+ *              "pfor_fine", ms.
+ *   idle       a short burst of parallel work, then the process sleeps; CPU
+ *              time the whole process burns in the first and in the second
+ *              second after the burst. metrics "idle_s1", "idle_s2", CPU ms.
+ *   wake       submit-to-start latency of one task, in us:
+ *              "wake_block" after 50 ms idle, the submitter then blocks;
+ *              "wake_busy"  after 50 ms idle, the submitter busy-polls its CPU;
+ *              "wake_hot"   0.2 ms after the previous task ended (submitter
+ *                           blocks).
+ *
+ * Each executable runs one untimed warm-up repetition before the timed ones
+ * (fib, pfor_fine; pfor_imb a shorter one, see BENCH_IMB_WARM_BEGIN; idle's
+ * burst warms up; wake submits one untimed task first).
+ */
+#ifndef WEFT_BENCH_HARNESS_H
+#define WEFT_BENCH_HARNESS_H
+
+#include <semaphore.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ arguments */
+
+typedef struct bench_args {
+  const char *workload; /* fib | pfor_imb | pfor_fine | idle | wake */
+  int threads;          /* >= 1 */
+  int reps;             /* timed repetitions, >= 1 */
+  int quick;            /* fewer wake samples */
+} bench_args;
+
+/* Parses the common command line; on a bad one prints usage and exits 2.
+ * supported: NULL-terminated list of the workloads this runtime implements. */
+void bench_parse_args(int argc, char **argv, const char *rt, const char *const *supported,
+                      bench_args *out);
+
+/* ---------------------------------------------------------------- clocks */
+
+uint64_t bench_now_ns(void);     /* CLOCK_MONOTONIC */
+uint64_t bench_cpu_ns(void);     /* CLOCK_PROCESS_CPUTIME_ID: every thread */
+void bench_sleep_until_ns(uint64_t deadline_ns); /* absolute, CLOCK_MONOTONIC */
+void bench_sleep_ns(uint64_t ns);
+
+static inline void bench_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* ------------------------------------------------------------------ fib */
+
+#define BENCH_FIB_N 30
+#define BENCH_FIB_RESULT 832040u
+#define BENCH_FIB_SPAWNS 1346268u /* calls with n >= 2 = fib(31) - 1 */
+/* idle's burst uses a smaller fib */
+#define BENCH_BURST_FIB_N 22
+#define BENCH_BURST_FIB_RESULT 17711u
+
+/* The serial reference, the same recursion with no tasks. */
+uint64_t bench_fib_serial(int n);
+
+/* ------------------------------------------------------------- pfor_imb */
+
+#define BENCH_IMB_N 1000000u
+#define BENCH_IMB_MAX_STEPS 1000u
+#define BENCH_IMB_MUL 6364136223846793005ull
+#define BENCH_IMB_ADD 1442695040888963407ull
+/* The warm-up repetition runs only [BENCH_IMB_WARM_BEGIN, BENCH_IMB_N), the
+ * costliest eighth (~1/4 of the work): enough to get every CPU going (the
+ * first parallel repetition was ~20% slow without it), not a full run. */
+#define BENCH_IMB_WARM_BEGIN (BENCH_IMB_N - BENCH_IMB_N / 8)
+
+/* Iteration i's cost: i*1000/1e6 steps, a linear ramp from 0 to 999. */
+static inline uint64_t bench_imb_steps(size_t i) {
+  return (uint64_t)i * BENCH_IMB_MAX_STEPS / BENCH_IMB_N;
+}
+
+static inline uint64_t bench_imb_seed(size_t i) {
+  return (uint64_t)i * 0x9E3779B97F4A7C15ull + 1u;
+}
+
+/* One iteration: a dependent chain of steps multiply-adds (each needs the
+ * previous result, so it can neither vectorise nor overlap); the result is
+ * summed by the caller, so the chain cannot be optimised away. */
+static inline uint64_t bench_imb_iter(size_t i) {
+  uint64_t x = bench_imb_seed(i);
+  uint64_t steps = bench_imb_steps(i);
+  for (uint64_t k = 0; k < steps; k++)
+    x = x * BENCH_IMB_MUL + BENCH_IMB_ADD;
+  return x;
+}
+
+/* Sum (mod 2^64) of bench_imb_iter(i) over [begin, end): the loop body of
+ * pfor_imb for one chunk. The chunk bodies (this and bench_fine_range) are
+ * compiled once, in harness.c by the project's C compiler at -O2, and every
+ * executable links that object (bench_omp_clang too), so every runtime runs
+ * the same machine code per chunk and only the scheduling differs. */
+uint64_t bench_imb_range(size_t begin, size_t end);
+
+/* The expected sum over [0, BENCH_IMB_N), computed in closed form (the chain
+ * is an affine map; its powers are tabulated), independently of the loop above
+ * and in a few milliseconds. */
+uint64_t bench_imb_expected(void);
+
+/* ------------------------------------------------------------ pfor_fine */
+
+#define BENCH_FINE_N 10000000u
+
+static inline uint32_t bench_fine_f(size_t i, uint32_t seed) {
+  return (uint32_t)i * 2654435761u + seed;
+}
+
+/* The loop body of pfor_fine over [begin, end) (see bench_imb_range). */
+void bench_fine_range(uint32_t *out, size_t begin, size_t end, uint32_t seed);
+
+/* Every repetition uses a different seed, so an iteration that did not run
+ * leaves a stale value behind and the check catches it. */
+static inline uint32_t bench_fine_seed(int rep) {
+  return 0x5bd1e995u * (uint32_t)(rep + 1);
+}
+
+/* A BENCH_FINE_N array, every page touched. Never NULL (exits on failure). */
+uint32_t *bench_fine_alloc(void);
+
+/* 0 when out[i] == f(i, seed) for every i, else the number of wrong slots. */
+size_t bench_fine_check(const uint32_t *out, uint32_t seed);
+
+/* ---------------------------------------------------------------- wake */
+
+#define BENCH_WAKE_IDLE_NS (50ull * 1000 * 1000)
+#define BENCH_WAKE_HOT_IDLE_NS (200ull * 1000)
+/* a task that has not started after this long is a failure */
+#define BENCH_WAKE_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+
+/* Samples per wake metric for the given args: blocked/busy (50 ms apart) and
+ * hot (0.2 ms apart). */
+int bench_wake_samples_idle(const bench_args *a);
+int bench_wake_samples_hot(const bench_args *a);
+
+/* A task as every runtime can run it (the same type as weft_task_fn). */
+typedef int (*bench_task_fn)(void *arg);
+/* The runtime's "run fn(arg) as one task, asynchronously"; 0 or an error. */
+typedef int (*bench_submit_fn)(void *rt_ctx, bench_task_fn fn, void *arg);
+
+/* The whole wake workload, run on the submitting thread: one untimed task,
+ * then the three metrics; prints wake_block, wake_busy and wake_hot, each
+ * with "idle_gap_us_median" (the idle time the runtime really had before a
+ * submission). The latency is from just before submit() to the first thing
+ * the task does, both CLOCK_MONOTONIC. note: NULL or a short text saved in
+ * the JSON "note" field. */
+void bench_wake_run(const char *rt, const bench_args *a, bench_submit_fn submit, void *rt_ctx,
+                    const char *note);
+
+/* ---------------------------------------------------------------- idle */
+
+#define BENCH_IDLE_WINDOW_NS 1000000000ull
+
+/* The whole idle workload: reps times { burst(ctx) (synchronous: returns when
+ * the burst is over), then measure the process's CPU time over the next two
+ * one-second windows while this thread sleeps }; prints idle_s1 and idle_s2,
+ * each with "main_thread_cpu_ms": the sleeping main thread's own share (on a
+ * VM a sleeping process is charged ~0.03-0.07 ms a second: the floor). */
+void bench_idle_run(const char *rt, const bench_args *a, void (*burst)(void *ctx), void *ctx);
+
+/* ------------------------------------------------------ checks, events */
+
+/* Compares a computed value with the expected one; a mismatch is a failure. */
+void bench_check_u64(const char *what, uint64_t got, uint64_t want);
+
+/* A one-shot event with a timed wait (a POSIX semaphore underneath). */
+typedef struct bench_event {
+  sem_t sem;
+} bench_event;
+void bench_event_init(bench_event *e);
+void bench_event_destroy(bench_event *e);
+void bench_event_post(bench_event *e);
+/* 0 when posted within timeout_ns, -1 on timeout. */
+int bench_event_wait(bench_event *e, uint64_t timeout_ns);
+
+/* --------------------------------------------------------------- output */
+
+/* Samples of one metric, and its check. */
+typedef struct bench_series {
+  double *v;
+  int n, cap;
+} bench_series;
+
+void bench_series_init(bench_series *s, int cap);
+void bench_series_add(bench_series *s, double v);
+void bench_series_free(bench_series *s);
+
+/* Records a failed check (printf-style reason). The first reason is kept and
+ * printed in the JSON "check" field; bench_exit_code() becomes 1. Thread-safe. */
+void bench_fail(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+int bench_failed(void);
+
+/* Prints one JSON line: rt, workload (the metric), threads, unit, samples,
+ * check ("ok" or the first failure), and extra (NULL or a string of further
+ * ',"key":value' members, inserted verbatim). */
+void bench_emit(const char *rt, const char *metric, int threads, const char *unit,
+                const bench_series *s, const char *extra);
+
+/* 0 when every check passed, else 1. */
+int bench_exit_code(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_BENCH_HARNESS_H */

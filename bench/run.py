@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""weft bench runner: weft against every peer that was built, one table.
+
+Build, then run (from the repository root):
+
+    meson setup build-bench -Dtests=disabled && ninja -C build-bench
+    python3 bench/run.py --quick --builddir build-bench    # ~1.3 min on 2 cores
+    python3 bench/run.py --builddir build-bench            # full, ~3 min
+
+Options:
+    --quick            5 repetitions of everything, fewer wake samples, and
+                       idle only at the largest thread count (~1.3 min)
+    --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake
+    --threads N[,N]    thread counts (repeatable; default 1 and 2)
+    --rt RT[,RT...]    runtimes: weft, tbb, gomp, omp_clang (default: all built)
+    --reps R           repetitions for every workload (overrides the defaults)
+    --json FILE        every record (all samples) and the table rows, as JSON
+    --csv FILE         one row per runtime, metric and thread count
+    --builddir DIR     the meson build directory (executables in DIR/bench/);
+                       default: build-bench, then build
+
+Executables (bench/meson.build): bench_weft, bench_tbb, bench_gomp,
+bench_omp_clang, bench_serial, all taking
+    --workload W --threads N --reps R [--quick]
+and printing one JSON object per line and metric (bench/harness.h):
+    {"rt":"weft","workload":"fib","threads":2,"unit":"ms","samples":[...],"check":"ok"}
+
+The table shows each metric's median [min-max] over the repetitions for weft
+and each peer, weft / best peer (lower is better everywhere, so < 1 means weft
+wins), all taken in this one run; for fib the ns per spawn and 2T/1T, for
+pfor_imb the ratio to the perfect split (serial time / threads, serial measured
+in this run), and the issue's target for weft with yes/NO. Targets are for
+information: speed is measured, never asserted. A run during which other
+processes kept the machine busy (from /proc/stat: before the run and during
+it) is marked NOISY in the notes, with a warning under the table. The exit status is non-zero
+when any check failed (a wrong fib value, a wrong loop sum, a task that never
+ran), an executable crashed or timed out, or bench_weft is missing.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"]
+METRICS = {
+    "fib": ["fib"],
+    "pfor_imb": ["pfor_imb"],
+    "pfor_fine": ["pfor_fine"],
+    "idle": ["idle_s1", "idle_s2"],
+    "wake": ["wake_block", "wake_busy", "wake_hot"],
+}
+SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"]
+RUNTIMES = ["weft", "tbb", "gomp", "omp_clang"]
+PEERS = ["tbb", "gomp", "omp_clang"]
+EXE = {
+    "weft": "bench_weft",
+    "tbb": "bench_tbb",
+    "gomp": "bench_gomp",
+    "omp_clang": "bench_omp_clang",
+    "serial": "bench_serial",
+}
+ENABLE = {
+    "tbb": "oneTBB: apt install libtbb-dev g++, then reconfigure",
+    "gomp": "gcc OpenMP (libgomp): build with gcc as the C compiler",
+    "omp_clang": "clang + LLVM libomp: apt install clang libomp-dev, then reconfigure",
+    "serial": "bench_serial is always built: rebuild",
+}
+FIB_SPAWNS = 1346268
+
+# repetitions: full run / --quick
+REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10}
+REPS_QUICK = {w: 5 for w in WORKLOADS}
+TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300}
+
+# The issue's targets for weft (information only). metric -> (limit, unit text)
+TARGET_ABS = {
+    "idle_s1": 0.5,
+    "idle_s2": 0.1,
+    "wake_block": 20.0,
+    "wake_busy": 100.0,
+    "wake_hot": 2.0,
+}
+
+
+def dash():
+    enc = (sys.stdout.encoding or "").lower()
+    return "\u2014" if "utf" in enc else "-"
+
+
+def fmt_num(x):
+    if x is None:
+        return dash()
+    ax = abs(x)
+    if ax >= 100:
+        return "%.0f" % x
+    if ax >= 10:
+        return "%.1f" % x
+    if ax >= 1:
+        return "%.2f" % x
+    if ax >= 0.01:
+        return "%.3f" % x
+    return "%.2g" % x
+
+
+def summarize(samples):
+    if not samples:
+        return None
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+        "n": len(samples),
+    }
+
+
+def fmt_stat(st):
+    if st is None:
+        return dash()
+    return "%s [%s-%s]" % (fmt_num(st["median"]), fmt_num(st["min"]), fmt_num(st["max"]))
+
+
+def find_bindir(builddir, here):
+    cands = []
+    if builddir:
+        cands = [builddir]
+    else:
+        root = os.path.dirname(here)
+        for d in ("build-bench", "build"):
+            cands += [os.path.join(os.getcwd(), d), os.path.join(root, d)]
+    for d in cands:
+        for b in (os.path.join(d, "bench"), d):
+            if os.path.isfile(os.path.join(b, EXE["weft"])) or os.path.isfile(
+                os.path.join(b, EXE["serial"])
+            ):
+                return b
+    return None
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def system_busy_s():
+    """CPU seconds the whole machine has been busy (all CPUs, steal included),
+    from /proc/stat; None where there is no /proc."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    return (sum(v[:8]) - idle) / float(os.sysconf("SC_CLK_TCK"))
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+# A run during which other processes used more than this share of the machine
+# (all CPUs) is flagged: its timings are not to be trusted. /proc/stat counts
+# in ticks (10 ms), so a short run is judged mostly by the 0.1 s just before it.
+FOREIGN_LOAD_FLAG = 0.05
+FOREIGN_MIN_S = 0.03
+PRE_WINDOW_S = 0.1
+
+
+def machine_load(window_s):
+    """Share of the machine (all CPUs) busy over window_s from now, or None."""
+    b0, t0 = system_busy_s(), time.monotonic()
+    time.sleep(window_s)
+    b1, t1 = system_busy_s(), time.monotonic()
+    if b0 is None or b1 is None:
+        return None
+    return max(0.0, b1 - b0) / ((t1 - t0) * (os.cpu_count() or 1))
+
+
+class Runner:
+    def __init__(self, bindir, quick, reps_override):
+        self.bindir = bindir
+        self.quick = quick
+        self.reps_override = reps_override
+        self.records = []  # every JSON record, with rt/threads/workload
+        self.failures = []  # text lines
+        self.runs = []  # one per process: rt, workload, threads, rc, seconds
+
+    def exe(self, rt):
+        p = os.path.join(self.bindir, EXE[rt])
+        return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
+
+    def reps(self, workload):
+        if self.reps_override:
+            return self.reps_override
+        return (REPS_QUICK if self.quick else REPS_FULL)[workload]
+
+    def run(self, rt, workload, threads):
+        exe = self.exe(rt)
+        cmd = [exe, "--workload", workload, "--threads", str(threads),
+               "--reps", str(self.reps(workload))]
+        if self.quick:
+            cmd.append("--quick")
+        log("  %-10s %-9s threads=%d reps=%d" % (rt, workload, threads, self.reps(workload)))
+        pre = machine_load(PRE_WINDOW_S)
+        t0 = datetime.datetime.now()
+        busy0, kids0 = system_busy_s(), children_cpu_s()
+        try:
+            cp = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, timeout=TIMEOUT_S[workload])
+            out, err, rc = cp.stdout, cp.stderr, cp.returncode
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout or ""
+            if isinstance(out, bytes):
+                out = out.decode(errors="replace")
+            err, rc = "timed out after %d s" % TIMEOUT_S[workload], None
+        secs = (datetime.datetime.now() - t0).total_seconds()
+        busy1, kids1 = system_busy_s(), children_cpu_s()
+        # CPU time used by anything but this bench process (and the runner):
+        # other people's compilers and tests on a shared machine
+        foreign = None
+        if busy0 is not None and busy1 is not None and secs > 0:
+            fs = max(0.0, (busy1 - busy0) - (kids1 - kids0))
+            foreign = fs / (secs * (os.cpu_count() or 1))
+            if fs < FOREIGN_MIN_S:
+                foreign = 0.0  # within the ticks' resolution
+            if pre is not None and pre > 2 * FOREIGN_LOAD_FLAG:
+                foreign = max(foreign, pre)
+            if foreign > FOREIGN_LOAD_FLAG:
+                log("    (machine busy: other processes used %.0f%% of the CPUs)" % (100 * foreign))
+        got = {}
+        for line in out.splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                self.failures.append("%s %s T%d: bad output line: %s" % (rt, workload, threads, line[:120]))
+                continue
+            rec["rt"] = rt
+            rec["threads_arg"] = threads
+            rec["bench_workload"] = workload
+            rec["foreign_load"] = None if foreign is None else round(foreign, 3)
+            got[rec.get("workload")] = rec
+            self.records.append(rec)
+            if rec.get("check") != "ok":
+                self.failures.append("%s %s T%d: check failed: %s"
+                                     % (rt, rec.get("workload"), threads, rec.get("check")))
+        for m in (METRICS[workload] if rt != "serial" else [workload]):
+            if m not in got:
+                self.failures.append("%s %s T%d: no result for %s" % (rt, workload, threads, m))
+        if rc != 0:
+            tail = " | ".join((err or "").strip().splitlines()[-3:])
+            self.failures.append("%s %s T%d: exit status %s%s"
+                                 % (rt, workload, threads, rc, (": " + tail) if tail else ""))
+        self.runs.append({"rt": rt, "workload": workload, "threads": threads, "rc": rc,
+                          "seconds": round(secs, 2), "cmd": cmd,
+                          "foreign_load": None if foreign is None else round(foreign, 3)})
+
+    def stat(self, rt, metric, threads):
+        for rec in self.records:
+            if rec["rt"] == rt and rec.get("workload") == metric and \
+               (rt == "serial" or rec["threads_arg"] == threads):
+                return summarize(rec.get("samples") or [])
+        return None
+
+    def unit(self, metric):
+        for rec in self.records:
+            if rec.get("workload") == metric:
+                return rec.get("unit", "")
+        return ""
+
+    def record(self, rt, metric, threads):
+        for rec in self.records:
+            if rec["rt"] == rt and rec.get("workload") == metric and rec["threads_arg"] == threads:
+                return rec
+        return None
+
+
+def yes_no(ok):
+    return "yes" if ok else "NO"
+
+
+def build_rows(r, workloads, threads_list, rts, idle_threads):
+    rows = []
+    peers = [p for p in PEERS if p in rts]
+    for w in workloads:
+        tl = idle_threads if w == "idle" else threads_list
+        for metric in METRICS[w]:
+            for t in tl:
+                row = {"metric": metric, "threads": t, "unit": r.unit(metric), "stats": {},
+                       "notes": [], "target": ""}
+                row["failed"] = []
+                for rt in rts:
+                    row["stats"][rt] = r.stat(rt, metric, t) if r.exe(rt) else None
+                    rec = r.record(rt, metric, t)
+                    if r.exe(rt) and (rec is None or rec.get("check") != "ok"):
+                        row["failed"].append(rt)
+                if w in SERIAL_WORKLOADS:
+                    row["stats"]["serial"] = r.stat("serial", metric, t) if r.exe("serial") else None
+                weft = row["stats"].get("weft")
+                best = None
+                for p in peers:
+                    st = row["stats"].get(p)
+                    if st and (best is None or st["median"] < best[1]["median"]):
+                        best = (p, st)
+                row["best_peer"] = best[0] if best else None
+                busy = []
+                for rt in list(rts) + ["serial"]:
+                    rec = r.record(rt, metric, t) if rt != "serial" else \
+                        next((x for x in r.records if x["rt"] == "serial"
+                              and x.get("workload") == metric), None)
+                    fl = (rec or {}).get("foreign_load")
+                    if fl is not None and fl > FOREIGN_LOAD_FLAG:
+                        busy.append("%s %.0f%%" % (rt, 100 * fl))
+                row["busy_machine"] = busy
+                row["ratio"] = (weft["median"] / best[1]["median"]
+                                if weft and best and best[1]["median"] > 0 else None)
+                ser = row["stats"].get("serial")
+                if metric == "fib" and weft:
+                    ns = weft["median"] * 1e6 / FIB_SPAWNS
+                    row["ns_per_spawn"] = ns
+                    row["notes"].append("%.1f ns/spawn" % ns)
+                    one = r.stat("weft", "fib", 1)
+                    if t == 1:
+                        row["target"] = "<=30 ns/spawn: %s" % yes_no(ns <= 30)
+                    else:
+                        tg = []
+                        if t == 2:
+                            tg.append("<=27 ms: %s" % yes_no(weft["median"] <= 27))
+                        if one:
+                            q = weft["median"] / one["median"]
+                            row["notes"].append("%dT/1T %.2f" % (t, q))
+                            tg.append("not slower than 1T: %s" % yes_no(q <= 1.0))
+                        row["target"] = ", ".join(tg)
+                if metric == "pfor_imb" and weft and ser:
+                    perfect = ser["median"] / t
+                    q = weft["median"] / perfect
+                    row["perfect_split"] = perfect
+                    row["weft_vs_perfect"] = q
+                    parts = ["weft %.3f" % q]
+                    for p in peers:
+                        st = row["stats"].get(p)
+                        if st:
+                            parts.append("%s %.3f" % (p, st["median"] / perfect))
+                    row["notes"].append("perfect %s ms; x perfect: %s" % (fmt_num(perfect), " ".join(parts)))
+                    row["target"] = "within 2%% of perfect: %s" % yes_no(q <= 1.02)
+                if metric == "pfor_fine" and weft:
+                    tbb = row["stats"].get("tbb")
+                    if tbb:
+                        q = weft["median"] / tbb["median"]
+                        row["notes"].append("weft/tbb %.2f" % q)
+                        row["target"] = "<= oneTBB: %s" % yes_no(q <= 1.0)
+                    else:
+                        row["target"] = "<= oneTBB: n/a (no bench_tbb)"
+                if metric in TARGET_ABS and weft:
+                    lim = TARGET_ABS[metric]
+                    row["target"] = "<=%g %s: %s" % (lim, row["unit"].replace("cpu_", "CPU "),
+                                                      yes_no(weft["median"] <= lim))
+                if metric.startswith("idle") and weft:
+                    rec = r.record("weft", metric, t)
+                    main = (rec or {}).get("main_thread_cpu_ms")
+                    if main:
+                        row["notes"].append("sleeping main thread alone %s"
+                                            % fmt_num(statistics.median(main)))
+                rows.append(row)
+    return rows
+
+
+def print_table(rows, rts, any_serial):
+    cols = ["metric", "thr", "unit"] + rts + (["serial"] if any_serial else []) + \
+        ["weft/best", "notes", "weft target"]
+    table = []
+    for row in rows:
+        line = [row["metric"], str(row["threads"]), row["unit"]]
+        for rt in rts:
+            cell = fmt_stat(row["stats"].get(rt))
+            if rt in row["failed"]:
+                cell = "FAIL " + cell if row["stats"].get(rt) else "FAIL"
+            line.append(cell)
+        if any_serial:
+            line.append(fmt_stat(row["stats"].get("serial")) if "serial" in row["stats"] else "")
+        if row["ratio"] is not None:
+            line.append("%.2f (%s)" % (row["ratio"], row["best_peer"]))
+        else:
+            line.append(dash())
+        notes = list(row["notes"])
+        if row.get("busy_machine"):
+            notes.append("NOISY, other load: " + ", ".join(row["busy_machine"]))
+        line.append("; ".join(notes))
+        line.append(row["target"])
+        table.append(line)
+    widths = [max(len(c), *(len(l[i]) for l in table)) if table else len(c)
+              for i, c in enumerate(cols)]
+    sep = "  "
+    print(sep.join(c.ljust(widths[i]) for i, c in enumerate(cols)).rstrip())
+    print(sep.join("-" * widths[i] for i in range(len(cols))))
+    for l in table:
+        print(sep.join(v.ljust(widths[i]) for i, v in enumerate(l)).rstrip())
+
+
+def split_list(values):
+    out = []
+    for v in values or []:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    return out
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description="weft bench runner (see the comment at the top)")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--threads", action="append")
+    ap.add_argument("--rt", action="append")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--json")
+    ap.add_argument("--csv")
+    ap.add_argument("--builddir")
+    a = ap.parse_args()
+
+    workloads = split_list(a.only) or list(WORKLOADS)
+    for w in workloads:
+        if w not in WORKLOADS:
+            ap.error("unknown workload %r (one of %s)" % (w, ", ".join(WORKLOADS)))
+    try:
+        threads_list = [int(x) for x in split_list(a.threads)] or [1, 2]
+    except ValueError:
+        ap.error("--threads takes integers")
+    if any(t < 1 for t in threads_list):
+        ap.error("--threads must be >= 1")
+    rts = split_list(a.rt) or list(RUNTIMES)
+    for rt in rts:
+        if rt not in RUNTIMES:
+            ap.error("unknown runtime %r (one of %s)" % (rt, ", ".join(RUNTIMES)))
+    if "weft" in rts:
+        rts = ["weft"] + [x for x in rts if x != "weft"]
+    if a.reps is not None and a.reps < 1:
+        ap.error("--reps must be >= 1")
+
+    bindir = find_bindir(a.builddir, here)
+    if not bindir:
+        print("run.py: no bench executables found (%s); build first:\n"
+              "  meson setup build-bench -Dtests=disabled && ninja -C build-bench"
+              % (a.builddir or "build-bench, build"), file=sys.stderr)
+        return 2
+    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    r = Runner(bindir, a.quick, a.reps)
+    # quick: idle (2 s a repetition) only at the largest thread count
+    idle_threads = [max(threads_list)] if a.quick else threads_list
+
+    missing = [rt for rt in rts + ["serial"] if not r.exe(rt)]
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0, 0, 0)
+    log("weft bench: %s, %d CPUs usable, load %.2f; executables in %s; %s"
+        % (platform.node(), ncpu, load[0], bindir, "quick" if a.quick else "full"))
+    if max(threads_list) > ncpu:
+        log("note: more threads than usable CPUs: timings include oversubscription")
+    if r.exe("weft") is None and "weft" in rts:
+        r.failures.append("bench_weft not found in %s" % bindir)
+
+    started = datetime.datetime.now()
+    for w in workloads:
+        if w in SERIAL_WORKLOADS and r.exe("serial"):
+            r.run("serial", w, 1)
+        for t in (idle_threads if w == "idle" else threads_list):
+            for rt in rts:
+                if r.exe(rt):
+                    r.run(rt, w, t)
+    elapsed = (datetime.datetime.now() - started).total_seconds()
+
+    any_serial = any(w in SERIAL_WORKLOADS for w in workloads)
+    rows = build_rows(r, workloads, threads_list, rts, idle_threads)
+    print()
+    print("weft bench (%s; reps: %s), %s, %d CPUs, %.0f s"
+          % ("quick" if a.quick else "full",
+             ", ".join("%s %d" % (w, r.reps(w)) for w in workloads),
+             platform.node(), ncpu, elapsed))
+    print("median [min-max]; lower is better; weft/best = weft median / best peer median")
+    print()
+    print_table(rows, rts, any_serial)
+    print()
+    for rt in missing:
+        if rt in rts or rt == "serial":
+            print("%s %s: not built (%s)" % (dash(), rt, ENABLE[rt]))
+    if "wake" in workloads:
+        print("wake: weft/tbb submit from main (outside the pool/arena) to N workers; OpenMP: "
+              "a team of N+1, the master submits, N threads wait at a barrier.")
+        print("      wake_hot: 0.2 ms after the previous task ended (actual gap in the JSON, "
+              "idle_gap_us_median).")
+    if "idle" in workloads:
+        print("idle: CPU time of the whole process (every thread) in the 1st / 2nd second after "
+              "a burst%s." % (" (quick: only at %d threads)" % idle_threads[0] if a.quick else ""))
+    if "pfor_imb" in workloads:
+        print("pfor_imb: perfect split = serial median / threads; OpenMP uses schedule(dynamic,256), "
+              "TBB auto_partitioner, weft grain 0 (automatic).")
+
+    noisy = [x for x in r.runs if x["foreign_load"] is not None
+             and x["foreign_load"] > FOREIGN_LOAD_FLAG]
+    if noisy:
+        print("warning: other processes used > %d%% of the CPUs during %d of %d runs "
+              "(marked NOISY): rerun on a quiet machine for numbers to quote."
+              % (100 * FOREIGN_LOAD_FLAG, len(noisy), len(r.runs)))
+
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({
+                "meta": {"date": started.isoformat(timespec="seconds"), "host": platform.node(),
+                         "cpus": ncpu, "quick": a.quick, "argv": sys.argv, "bindir": bindir,
+                         "elapsed_s": round(elapsed, 1), "missing": missing},
+                "records": r.records,
+                "runs": r.runs,
+                "rows": rows,
+                "failures": r.failures,
+            }, f, indent=1)
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            wr = csv.writer(f)
+            wr.writerow(["rt", "metric", "threads", "unit", "n", "median", "min", "max", "check"])
+            for rec in r.records:
+                st = summarize(rec.get("samples") or [])
+                wr.writerow([rec["rt"], rec.get("workload"), rec.get("threads"), rec.get("unit"),
+                             st["n"] if st else 0,
+                             "%.6g" % st["median"] if st else "",
+                             "%.6g" % st["min"] if st else "",
+                             "%.6g" % st["max"] if st else "", rec.get("check")])
+
+    if r.failures:
+        print()
+        print("FAILED (%d):" % len(r.failures))
+        for f in r.failures:
+            print("  " + f)
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
