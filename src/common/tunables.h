@@ -38,6 +38,10 @@
 #define WEFT_HELP_SLEEP_MIN_NS (50 * 1000)
 #define WEFT_HELP_SLEEP_MAX_NS (1000 * 1000)
 
+/* A worker waiting on a group runs other workers' tasks only while less
+ * than this share of its stack is used, percent. */
+#define WEFT_HELP_STACK_PERCENT 50
+
 /* parallel_for automatic grain: the smallest chunk is the range divided by
  * this many chunks per worker, chunks. */
 #define WEFT_PFOR_CHUNKS_PER_WORKER 1024

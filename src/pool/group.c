@@ -59,6 +59,7 @@ bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag)
                               memory_order_relaxed);
     g->local = 0;
   }
+  /* acquire: pairs with the finishers' release (a count of zero means done). */
   uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
   for (;;) {
     if (weft_group_state_count(s) == 0)
@@ -119,6 +120,64 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
   return weft_group_spawn_task(g, weft_worker_of(g->pool), fn, arg, 0, 0);
 }
 
+/* Helping nests: a waiter runs a task, whose own wait may run another, and
+ * so on. Bounded two ways, as oneTBB does: a worker stops taking other
+ * workers' tasks once half of its stack is used (its own deque holds only
+ * what it spawned, so popping it nests as deep as the task tree, no more),
+ * and a thread outside the pool helps only at the outermost level. */
+static _Thread_local int help_depth WEFT_TLS; /* outside threads: tasks being helped */
+
+static bool stack_deep(const weft_worker *w)
+{
+  return (uintptr_t)__builtin_frame_address(0) < w->steal_floor;
+}
+
+/* Sleeps on g until it is done, waking now and then to help (run) w's own
+ * deque (w non-NULL) or (help) what it can find elsewhere. */
+static void wait_sleeping(weft_group_impl *g, weft_pool *pool, weft_worker *w, bool help)
+{
+  weft_pool *prev_task_pool = weft_tls_task_pool;
+  int64_t sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
+  int idle_rounds = 0;
+  while (weft_group_pending(g, w)) {
+    weft_task *t = w ? weft_deque_take(&w->deque) : NULL;
+    if (t) {
+      weft_run_task(pool, w, t);
+      continue;
+    }
+    if (help) {
+      weft_busy_add(pool, +1); /* busy before taking, for destroy's drain */
+      t = weft_find_nonlocal(pool, NULL);
+      if (t) {
+        weft_tls_task_pool = pool;
+        help_depth++;
+        weft_run_task(pool, NULL, t);
+        help_depth--;
+        weft_tls_task_pool = prev_task_pool;
+      }
+      weft_busy_add(pool, -1);
+      if (t) {
+        idle_rounds = 0;
+        sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
+        continue;
+      }
+      if (++idle_rounds < WEFT_HELP_SPIN_ROUNDS) {
+        weft_spin_until(weft_now_ns() + WEFT_SPIN_ROUND_NS);
+        continue;
+      }
+    }
+    if (!weft_group_arm(g, w, WEFT_GROUP_SLEEPING))
+      break;
+    /* acquire: as in weft_group_pending; the futex wait re-checks the word. */
+    uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
+    if (weft_group_state_count(s) && (s & WEFT_GROUP_SLEEPING))
+      weft_futex_wait(&g->state, s, sleep_ns);
+    if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
+      sleep_ns *= 2;
+    idle_rounds = WEFT_HELP_SPIN_ROUNDS - 1; /* one search, then sleep again */
+  }
+}
+
 /* A worker of g's pool waits: it runs its own deque, then what it finds
  * elsewhere, and when there is nothing it idles like any worker (searching,
  * then parked on the eventcount), so that it counts as idle for submitters
@@ -127,6 +186,10 @@ static void wait_as_worker(weft_group_impl *g, weft_pool *pool, weft_worker *w)
 {
   while (weft_group_pending(g, w)) {
     weft_task *t = weft_deque_take(&w->deque);
+    if (!t && stack_deep(w)) {
+      wait_sleeping(g, pool, w, false);
+      return;
+    }
     if (!t)
       t = weft_find_nonlocal(pool, w);
     if (!t)
@@ -137,42 +200,6 @@ static void wait_as_worker(weft_group_impl *g, weft_pool *pool, weft_worker *w)
   }
 }
 
-/* A thread outside the pool waits: it helps with what it can find (counted
- * busy while it does, for destroy's drain), then sleeps on the group,
- * waking now and then to help again. */
-static void wait_as_helper(weft_group_impl *g, weft_pool *pool)
-{
-  weft_pool *prev_task_pool = weft_tls_task_pool;
-  int64_t sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
-  int idle_rounds = 0;
-  while (weft_group_pending(g, NULL)) {
-    weft_busy_add(pool, +1); /* busy before taking */
-    weft_task *t = weft_find_nonlocal(pool, NULL);
-    if (t) {
-      weft_tls_task_pool = pool;
-      weft_run_task(pool, NULL, t);
-      weft_tls_task_pool = prev_task_pool;
-      weft_busy_add(pool, -1);
-      idle_rounds = 0;
-      sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
-      continue;
-    }
-    weft_busy_add(pool, -1);
-    if (++idle_rounds < WEFT_HELP_SPIN_ROUNDS) {
-      weft_spin_until(weft_now_ns() + WEFT_SPIN_ROUND_NS);
-      continue;
-    }
-    if (!weft_group_arm(g, NULL, WEFT_GROUP_SLEEPING))
-      break;
-    uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-    if (weft_group_state_count(s) && (s & WEFT_GROUP_SLEEPING))
-      weft_futex_wait(&g->state, s, sleep_ns);
-    if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
-      sleep_ns *= 2;
-    idle_rounds = WEFT_HELP_SPIN_ROUNDS - 1; /* one search, then sleep again */
-  }
-}
-
 int weft_group_wait_impl(weft_group_impl *g)
 {
   weft_pool *pool = g->pool;
@@ -180,7 +207,7 @@ int weft_group_wait_impl(weft_group_impl *g)
   if (w)
     wait_as_worker(g, pool, w);
   else
-    wait_as_helper(g, pool);
+    wait_sleeping(g, pool, NULL, help_depth == 0);
   int status = atomic_load_explicit(&g->status, memory_order_relaxed);
   /* Reset for reuse: no task of g is left to touch it. */
   g->local = 0;

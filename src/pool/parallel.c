@@ -43,7 +43,7 @@ int weft_pfor_piece(void *loop, size_t b, size_t e)
     /* relaxed: a hint; a failure elsewhere skips the chunks not started. */
     if (atomic_load_explicit(&L->group->status, memory_order_relaxed))
       return 0;
-    if (e - b >= 2 * grain && should_split(pool, w)) {
+    if ((e - b) / 2 >= grain && should_split(pool, w)) { /* no overflow for huge grains */
       /* Split on a multiple of grain from b (and so from the loop's begin):
        * only the piece that ends at the loop's end has a short last chunk. */
       size_t mid = b + (e - b) / 2 / grain * grain;

@@ -44,6 +44,7 @@ int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
    * nsubmitting, so either we see the shutdown or destroy waits for us. */
   atomic_fetch_add_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
   if (atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
+    /* seq_cst: destroy waits for this count to reach zero. */
     atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
     return WEFT_ESHUTDOWN;
   }
@@ -303,13 +304,14 @@ int weft_pool_destroy(weft_pool *pool)
     return WEFT_EDEADLK; /* from one of its own tasks: the drain would wait on us */
   /* seq_cst: pairs with the submitters' increment of nsubmitting. */
   atomic_store_explicit(&pool->state, WEFT_POOL_DRAINING, memory_order_seq_cst);
-  while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0)
+  while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
     sched_yield();
   /* Drain: wait until every worker is parked with nothing queued, and
    * nothing moved between two readings of busy. */
   for (;;) {
     /* acquire: pairs with the release bump in weft_busy_add. */
     uint32_t seq = atomic_load_explicit(&pool->drain_seq, memory_order_acquire);
+    /* seq_cst (both readings): pairs with weft_busy_add; see its comment. */
     uint64_t b1 = atomic_load_explicit(&pool->busy, memory_order_seq_cst);
     if ((uint32_t)b1 == 0) {
       bool work = weft_pool_any_work(pool);

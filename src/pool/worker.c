@@ -53,6 +53,7 @@ void weft_busy_add(weft_pool *pool, int delta)
   /* seq_cst: destroy reads busy, scans the queues and reads busy again; a
    * thread counts itself busy before it takes a task. */
   uint64_t old = atomic_fetch_add_explicit(&pool->busy, add, memory_order_seq_cst);
+  /* seq_cst: pairs with destroy's store of DRAINING before it reads busy. */
   if (delta < 0 && (uint32_t)old == 1 &&
       atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
     /* release: pairs with destroy's acquire load of drain_seq. */
@@ -179,6 +180,8 @@ static void start_searching(weft_pool *pool)
  * work hands the search on, if there is more. */
 static void stop_searching(weft_pool *pool)
 {
+  /* seq_cst: the searcher count is part of the parking handshake (a
+   * submitter that sees it non-zero relies on a searcher's re-check). */
   if (atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst) == 1 &&
       weft_ec_waiters(&pool->ec) > 0 && weft_pool_any_work(pool))
     wake_one(pool);
@@ -198,6 +201,7 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
     atomic_store_explicit(&pool->last_idle_ns, now, memory_order_relaxed);
     for (;;) {
       if (g && weft_group_pending(g, w) == 0) {
+        /* seq_cst: as in stop_searching (no hand-off: we found no work). */
         atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst);
         return NULL;
       }
@@ -219,6 +223,8 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
       if (now - start >= WEFT_SPIN_COUNT_EXTRA_WORKERS * WEFT_SPIN_ROUND_NS) {
         /* Only the last searcher spins the full count. */
         int64_t n = atomic_load_explicit(&pool->nsearching, memory_order_relaxed);
+        /* seq_cst: leaving the count is part of the parking handshake; the
+         * CAS keeps at least one searcher. */
         if (n > 1 && atomic_compare_exchange_strong_explicit(&pool->nsearching, &n, n - 1,
                                                              memory_order_seq_cst,
                                                              memory_order_relaxed)) {
@@ -233,7 +239,7 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
      * eventcount (after the prewait, so that notify cannot miss us). It stays
      * busy: the task waiting here is not finished. */
     bool done = g && !weft_group_arm(g, w, WEFT_GROUP_PARKED);
-    if (searching)
+    if (searching) /* seq_cst: after the prewait, before the re-check's fence */
       atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst);
     if (done) {
       weft_ec_cancel(&pool->ec);
@@ -251,6 +257,7 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
       start_searching(pool);
       continue;
     }
+    /* seq_cst: pairs with destroy's store of EXITING before its notify. */
     if (!g && atomic_load_explicit(&pool->state, memory_order_seq_cst) == WEFT_POOL_EXITING) {
       weft_ec_cancel(&pool->ec);
       return NULL;
@@ -271,6 +278,15 @@ void *weft_worker_main(void *arg)
   weft_tls_worker = w;
   weft_tls_task_pool = pool;
 
+  /* Waiters stop taking others' tasks once this much of the stack is used. */
+  pthread_attr_t attr;
+  void *stack_addr;
+  size_t stack_size;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    if (pthread_attr_getstack(&attr, &stack_addr, &stack_size) == 0)
+      w->steal_floor = (uintptr_t)stack_addr + stack_size * (100 - WEFT_HELP_STACK_PERCENT) / 100;
+    pthread_attr_destroy(&attr);
+  }
   char full[48], name[16];
   snprintf(full, sizeof full, "%s-w%d", pool->name, w->index);
   memcpy(name, full, sizeof name - 1); /* the kernel keeps 15 characters */

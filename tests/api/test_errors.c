@@ -1,0 +1,468 @@
+/*
+ * Every bad input returns its code, and the codes have names: NULL
+ * pointers, negative counts, begin > end, bad config fields, malformed
+ * environment variables (with one "weft: " line on stderr naming the
+ * variable and the value), destroy from inside a task, submission after
+ * destroy began.
+ */
+#include "../common/testutil.h"
+
+#include <limits.h>
+
+static void setup(void)
+{
+  tu_clear_weft_env();
+}
+
+static int noop_task(void *arg)
+{
+  (void)arg;
+  return 0;
+}
+
+static int noop_range(size_t b, size_t e, void *arg)
+{
+  (void)b;
+  (void)e;
+  (void)arg;
+  return 0;
+}
+
+static int noop_launch(void *arg, int id, int n)
+{
+  (void)arg;
+  (void)id;
+  (void)n;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- strerror */
+
+Test(strerror, names_every_code, .timeout = TU_TIMEOUT(10))
+{
+  const int codes[] = {WEFT_EINVAL,   WEFT_ENOMEM, WEFT_EAGAIN, WEFT_ESHUTDOWN,
+                       WEFT_EDEADLK,  WEFT_ENODEV, WEFT_EDEVICE};
+  const size_t n = sizeof codes / sizeof codes[0];
+  const char *unknown = weft_strerror(INT_MIN);
+  cr_assert_not_null(unknown);
+  cr_assert_not_null(strstr(unknown, "unknown"), "weft_strerror(INT_MIN) = \"%s\"", unknown);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_lt(codes[i], 0, "code %d is not negative", codes[i]);
+    const char *s = weft_strerror(codes[i]);
+    cr_assert_not_null(s, "weft_strerror(%d) is NULL", codes[i]);
+    cr_assert_gt(strlen(s), 0, "weft_strerror(%d) is empty", codes[i]);
+    cr_assert_null(strstr(s, "unknown"), "weft_strerror(%d) = \"%s\"", codes[i], s);
+    cr_assert_str_neq(s, weft_strerror(0), "weft_strerror(%d) says success", codes[i]);
+    for (size_t j = 0; j < i; j++) {
+      cr_assert_neq(codes[i], codes[j], "two codes share the value %d", codes[i]);
+      cr_assert_str_neq(s, weft_strerror(codes[j]), "codes %d and %d share the name \"%s\"",
+                        codes[i], codes[j], s);
+    }
+    /* Stable: the same static string every time. */
+    cr_assert_eq(weft_strerror(codes[i]), s);
+  }
+  const char *ok = weft_strerror(0);
+  cr_assert_not_null(ok);
+  cr_assert_not_null(strstr(ok, "success"), "weft_strerror(0) = \"%s\"", ok);
+}
+
+Test(strerror, unknown_for_everything_else, .timeout = TU_TIMEOUT(10))
+{
+  const int others[] = {1, -1, 2, 42, -2, -1000, -1008, -1100, -22, 1001, INT_MIN, INT_MAX};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    const char *s = weft_strerror(others[i]);
+    cr_assert_not_null(s, "weft_strerror(%d) is NULL", others[i]);
+    cr_assert_not_null(strstr(s, "unknown"), "weft_strerror(%d) = \"%s\"", others[i], s);
+  }
+}
+
+/* ------------------------------------------------------------ NULL & ranges */
+
+Test(einval, pool_functions, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_pool_config cfg;
+  weft_pool_config_default(&cfg);
+  cfg.num_threads = 2;
+  cr_assert_eq(weft_pool_create(NULL, &cfg), WEFT_EINVAL, "create with NULL out");
+  cr_assert_eq(weft_pool_create(NULL, NULL), WEFT_EINVAL, "create with NULL out and cfg");
+  cr_assert_eq(weft_pool_destroy(NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_pool_num_threads(NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_pool_submit(NULL, noop_task, NULL), WEFT_EINVAL);
+  weft_worker_stats st[4];
+  cr_assert_eq(weft_pool_stats(NULL, st, 4), WEFT_EINVAL);
+  cr_assert_eq(weft_pool_stats(NULL, NULL, 0), WEFT_EINVAL);
+
+  weft_pool *p = NULL;
+  cr_assert_eq(weft_pool_create(&p, &cfg), 0);
+  cr_assert_eq(weft_pool_submit(p, NULL, NULL), WEFT_EINVAL, "submit with NULL fn");
+  cr_assert_eq(weft_pool_stats(p, NULL, 1), WEFT_EINVAL, "stats with NULL out and max 1");
+  cr_assert_eq(weft_pool_stats(p, st, -1), WEFT_EINVAL, "stats with max -1");
+  cr_assert_eq(weft_pool_stats(p, st, INT_MIN), WEFT_EINVAL, "stats with max INT_MIN");
+  cr_assert_eq(weft_pool_stats(p, NULL, 0), 0, "stats with NULL out and max 0");
+  /* The pool still works after all that. */
+  cr_assert_eq(weft_pool_submit(p, noop_task, NULL), 0);
+  cr_assert_eq(weft_pool_destroy(p), 0);
+  tu_assert_no_leaks();
+}
+
+Test(einval, bad_config_fields, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  int base = tu_thread_baseline();
+  struct {
+    int threads, spin;
+    const char *affinity;
+    const char *what;
+  } bad[] = {
+      {-1, -1, NULL, "num_threads -1"},
+      {INT_MIN, -1, NULL, "num_threads INT_MIN"},
+      {2, -2, NULL, "spin_count -2"},
+      {2, INT_MIN, NULL, "spin_count INT_MIN"},
+      {2, -1, "bogus", "affinity \"bogus\""},
+      {2, -1, "0-", "affinity \"0-\""},
+      {2, -1, "9999", "affinity \"9999\""},
+      {2, -1, ",", "affinity \",\""},
+      {2, -1, "1-0x", "affinity \"1-0x\""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    weft_pool_config cfg;
+    weft_pool_config_default(&cfg);
+    cfg.num_threads = bad[i].threads;
+    cfg.spin_count = bad[i].spin;
+    cfg.affinity = bad[i].affinity;
+    weft_pool *p = NULL;
+    tu_capture cap;
+    char err[4096];
+    tu_capture_begin(&cap);
+    int rc = weft_pool_create(&p, &cfg);
+    tu_capture_end(&cap, err, sizeof err);
+    cr_assert_eq(rc, WEFT_EINVAL, "config with %s: create = %d (%s)", bad[i].what, rc,
+                 weft_strerror(rc));
+    cr_assert_eq(tu_wait_thread_count(base), base, "config with %s left threads running",
+                 bad[i].what);
+  }
+  tu_assert_no_leaks();
+}
+
+Test(einval, group_functions, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_pool *p = tu_pool(2, -1);
+  cr_assert_eq(weft_group_spawn(NULL, noop_task, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_group_wait(NULL), WEFT_EINVAL);
+  weft_group g;
+  weft_group_init(&g, p);
+  cr_assert_eq(weft_group_spawn(&g, NULL, NULL), WEFT_EINVAL, "spawn with NULL fn");
+  cr_assert_eq(weft_group_wait(&g), 0, "group after a refused spawn");
+  /* A zeroed group was never initialised. */
+  weft_group z;
+  memset(&z, 0, sizeof z);
+  cr_assert_eq(weft_group_spawn(&z, noop_task, NULL), WEFT_EINVAL, "spawn into a zeroed group");
+  /* A group initialised without a pool has nowhere to run. */
+  weft_group np;
+  weft_group_init(&np, NULL);
+  cr_assert_eq(weft_group_spawn(&np, noop_task, NULL), WEFT_EINVAL,
+               "spawn into a group initialised with a NULL pool");
+  tu_destroy(p);
+}
+
+Test(einval, parallel_for, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_pool *p = tu_pool(2, -1);
+  cr_assert_eq(weft_parallel_for(NULL, 0, 10, 1, noop_range, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_for(p, 0, 10, 1, NULL, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_for(p, 11, 10, 1, noop_range, NULL), WEFT_EINVAL, "begin > end");
+  cr_assert_eq(weft_parallel_for(p, SIZE_MAX, 0, 0, noop_range, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_for(p, 1, 0, 0, NULL, NULL), WEFT_EINVAL);
+  /* NULL pool with an empty range is still a bad argument. */
+  cr_assert_eq(weft_parallel_for(NULL, 5, 5, 0, noop_range, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_for(p, 5, 5, 0, NULL, NULL), WEFT_EINVAL);
+  tu_destroy(p);
+}
+
+Test(einval, parallel_launch, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_pool *p = tu_pool(2, -1);
+  cr_assert_eq(weft_parallel_launch(NULL, noop_launch, NULL, 4), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_launch(p, NULL, NULL, 4), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_launch(p, noop_launch, NULL, -1), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_launch(p, noop_launch, NULL, INT_MIN), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_launch(NULL, noop_launch, NULL, 0), WEFT_EINVAL);
+  cr_assert_eq(weft_parallel_launch(p, NULL, NULL, 0), WEFT_EINVAL);
+  tu_destroy(p);
+}
+
+/* ------------------------------------------------------ malformed environment */
+
+static void expect_env_einval(const char *var, const char *value)
+{
+  int base = tu_thread_baseline();
+  setenv(var, value, 1);
+  weft_pool *p = NULL;
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  int rc = weft_pool_create(&p, NULL);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\": weft_pool_create = %d (%s)", var, value, rc,
+               weft_strerror(rc));
+  cr_assert(tu_line_has_all(err, "weft: ", var, value),
+            "%s=\"%s\": no stderr line with \"weft: \", the name and the value; stderr was "
+            "\"%s\"",
+            var, value, err);
+  cr_assert_eq(tu_wait_thread_count(base), base, "%s=\"%s\": threads left after the failure",
+               var, value);
+  /* Through a default config too (every field automatic). */
+  weft_pool_config cfg;
+  weft_pool_config_default(&cfg);
+  tu_capture_begin(&cap);
+  rc = weft_pool_create(&p, &cfg);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\" with a default config: create = %d", var, value, rc);
+  cr_assert(tu_line_has_all(err, "weft: ", var, value), "stderr was \"%s\"", err);
+  unsetenv(var);
+  tu_assert_no_leaks();
+}
+
+Test(env, malformed_num_threads, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  const char *vals[] = {"abc", "-1", "0x", "99999999999", "2abc", "0x4", "1.5", "-0x1"};
+  for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+    expect_env_einval("WEFT_NUM_THREADS", vals[i]);
+}
+
+Test(env, malformed_spin_count, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  const char *vals[] = {"abc", "-5", "1x", "0x", "99999999999999999999", "2.5"};
+  for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+    expect_env_einval("WEFT_SPIN_COUNT", vals[i]);
+}
+
+Test(env, malformed_affinity, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  const char *vals[] = {"bogus", "0-", "9999", "compactx", "-1", "0-9999", "abc,0"};
+  for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+    expect_env_einval("WEFT_AFFINITY", vals[i]);
+}
+
+/* A malformed variable fails create even when another one is fine. */
+Test(env, one_bad_variable_among_good_ones, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  setenv("WEFT_NUM_THREADS", "2", 1);
+  setenv("WEFT_AFFINITY", "none", 1);
+  expect_env_einval("WEFT_SPIN_COUNT", "lots");
+  setenv("WEFT_SPIN_COUNT", "10", 1);
+  expect_env_einval("WEFT_NUM_THREADS", "two");
+  setenv("WEFT_NUM_THREADS", "2", 1);
+  weft_pool *p = NULL;
+  cr_assert_eq(weft_pool_create(&p, NULL), 0, "all three variables well-formed");
+  cr_assert_eq(weft_pool_num_threads(p), 2);
+  cr_assert_eq(weft_pool_destroy(p), 0);
+}
+
+/* --------------------------------------------------------------- EDEADLK */
+
+typedef struct self_destroy {
+  weft_pool *pool;
+  atomic_int done;
+  int rc;
+} self_destroy;
+
+static int destroy_from_task(void *arg)
+{
+  self_destroy *x = arg;
+  x->rc = weft_pool_destroy(x->pool);
+  atomic_store(&x->done, 1);
+  return 0;
+}
+
+static int destroy_from_range(size_t b, size_t e, void *arg)
+{
+  (void)e;
+  self_destroy *x = arg;
+  if (b == 0) {
+    x->rc = weft_pool_destroy(x->pool);
+    atomic_store(&x->done, 1);
+  }
+  return 0;
+}
+
+Test(edeadlk, destroy_from_inside_a_task, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  for (int threads = 1; threads <= 4; threads *= 2) {
+    weft_pool *p = tu_pool(threads, -1);
+    self_destroy x = {.pool = p, .rc = 12345};
+    cr_assert_eq(weft_pool_submit(p, destroy_from_task, &x), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&x.done), TU_DEADLINE_S),
+              "weft_pool_destroy inside a task never returned");
+    cr_assert_eq(x.rc, WEFT_EDEADLK, "destroy inside a task (%d threads) = %d", threads, x.rc);
+    /* The pool is intact: it still runs work and destroys normally. */
+    weft_group g;
+    weft_group_init(&g, p);
+    x.rc = 12345;
+    atomic_store(&x.done, 0);
+    cr_assert_eq(weft_group_spawn(&g, destroy_from_task, &x), 0);
+    cr_assert_eq(weft_group_wait(&g), 0);
+    cr_assert_eq(x.rc, WEFT_EDEADLK, "destroy inside a group task = %d", x.rc);
+    tu_destroy(p);
+  }
+}
+
+static int pfor_from_task(void *arg)
+{
+  self_destroy *x = arg;
+  int rc = weft_parallel_for(x->pool, 0, 100, 1, destroy_from_range, x);
+  TU_CHECK(rc == 0, "parallel_for = %d", rc);
+  return 0;
+}
+
+/* A parallel_for started by a task runs its bodies on workers only. */
+Test(edeadlk, destroy_from_parallel_for_body, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_pool *p = tu_pool(2, -1);
+  self_destroy x = {.pool = p, .rc = 12345};
+  weft_group g;
+  weft_group_init(&g, p);
+  cr_assert_eq(weft_group_spawn(&g, pfor_from_task, &x), 0);
+  cr_assert_eq(weft_group_wait(&g), 0);
+  tu_assert_no_errors();
+  cr_assert(atomic_load(&x.done));
+  cr_assert_eq(x.rc, WEFT_EDEADLK, "destroy inside a parallel_for body = %d", x.rc);
+  tu_destroy(p);
+}
+
+/* -------------------------------------------------------------- ESHUTDOWN */
+
+/*
+ * A long task holds destroy in its drain phase. While it runs, it asks an
+ * outside thread to submit: that thread gets WEFT_ESHUTDOWN (after any
+ * submissions that beat destroy's start, which must all run). Then the
+ * task itself submits, which must succeed and run.
+ */
+typedef struct shut {
+  weft_pool *pool;
+  atomic_int task_started;
+  atomic_int destroy_calling;  /* the main thread is about to call destroy */
+  atomic_int outsider_go;
+  atomic_int outsider_done;
+  atomic_long accepted_before; /* outsider submissions that beat destroy */
+  atomic_long ran_accepted;
+  int outsider_rc;
+  int outsider_group_rc;
+  int outsider_pfor_rc;
+  int outsider_launch_rc;
+  int task_submit_rc;
+  atomic_int late_ran;
+  atomic_int task_timeout;
+} shut;
+
+static shut g_shut;
+
+static int accepted_task(void *arg)
+{
+  (void)arg;
+  atomic_fetch_add(&g_shut.ran_accepted, 1);
+  return 0;
+}
+
+static int late_task(void *arg)
+{
+  (void)arg;
+  atomic_store(&g_shut.late_ran, 1);
+  return 0;
+}
+
+static void *outsider(void *arg)
+{
+  (void)arg;
+  while (!atomic_load(&g_shut.outsider_go))
+    tu_sleep_us(100);
+  /* destroy may not have begun at the very first try; it has once the
+   * main thread is inside weft_pool_destroy, which it soon is. */
+  int rc = 0;
+  double deadline = tu_now() + 30.0;
+  for (;;) {
+    rc = weft_pool_submit(g_shut.pool, accepted_task, NULL);
+    if (rc != 0)
+      break;
+    atomic_fetch_add(&g_shut.accepted_before, 1);
+    if (tu_now() > deadline)
+      break;
+    tu_sleep_us(200);
+  }
+  g_shut.outsider_rc = rc;
+  weft_group g;
+  weft_group_init(&g, g_shut.pool);
+  g_shut.outsider_group_rc = weft_group_spawn(&g, accepted_task, NULL);
+  if (g_shut.outsider_group_rc == 0) {
+    atomic_fetch_add(&g_shut.accepted_before, 1);
+    weft_group_wait(&g);
+  }
+  /* Loops from an outside thread are submissions too. */
+  g_shut.outsider_pfor_rc = weft_parallel_for(g_shut.pool, 0, 100, 1, noop_range, NULL);
+  g_shut.outsider_launch_rc = weft_parallel_launch(g_shut.pool, noop_launch, NULL, 4);
+  atomic_store(&g_shut.outsider_done, 1);
+  return NULL;
+}
+
+static int long_task(void *arg)
+{
+  (void)arg;
+  atomic_store(&g_shut.task_started, 1);
+  if (!TU_WAIT_UNTIL(atomic_load(&g_shut.destroy_calling), 30.0)) {
+    atomic_store(&g_shut.task_timeout, 1);
+    return 0;
+  }
+  atomic_store(&g_shut.outsider_go, 1);
+  if (!TU_WAIT_UNTIL(atomic_load(&g_shut.outsider_done), 40.0)) {
+    atomic_store(&g_shut.task_timeout, 2);
+    return 0;
+  }
+  g_shut.task_submit_rc = weft_pool_submit(g_shut.pool, late_task, NULL);
+  return 0;
+}
+
+static void submit_during_destroy(int threads)
+{
+  memset(&g_shut, 0, sizeof g_shut);
+  g_shut.pool = tu_pool(threads, -1);
+  g_shut.task_submit_rc = 12345;
+  g_shut.outsider_rc = 12345;
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, outsider, NULL), 0);
+  cr_assert_eq(weft_pool_submit(g_shut.pool, long_task, NULL), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&g_shut.task_started), TU_DEADLINE_S));
+  atomic_store(&g_shut.destroy_calling, 1);
+  int rc = weft_pool_destroy(g_shut.pool);
+  pthread_join(t, NULL);
+  cr_assert_eq(rc, 0, "destroy = %d", rc);
+  cr_assert_eq(g_shut.task_timeout, 0, "the long task gave up waiting (%d)", g_shut.task_timeout);
+  cr_assert_eq(g_shut.outsider_rc, WEFT_ESHUTDOWN,
+               "an outside thread submitting while destroy drains got %d (%s), after %ld "
+               "accepted submissions",
+               g_shut.outsider_rc, weft_strerror(g_shut.outsider_rc),
+               atomic_load(&g_shut.accepted_before));
+  cr_assert_eq(g_shut.outsider_group_rc, WEFT_ESHUTDOWN,
+               "weft_group_spawn from an outside thread while destroy drains got %d",
+               g_shut.outsider_group_rc);
+  cr_assert_eq(g_shut.outsider_pfor_rc, WEFT_ESHUTDOWN,
+               "weft_parallel_for from an outside thread while destroy drains got %d",
+               g_shut.outsider_pfor_rc);
+  cr_assert_eq(g_shut.outsider_launch_rc, WEFT_ESHUTDOWN,
+               "weft_parallel_launch from an outside thread while destroy drains got %d",
+               g_shut.outsider_launch_rc);
+  cr_assert_eq(g_shut.task_submit_rc, 0, "a task submitting during drain got %d (%s)",
+               g_shut.task_submit_rc, weft_strerror(g_shut.task_submit_rc));
+  cr_assert_eq(atomic_load(&g_shut.late_ran), 1, "work a task submitted during drain never ran");
+  cr_assert_eq(atomic_load(&g_shut.ran_accepted), atomic_load(&g_shut.accepted_before),
+               "%ld submissions were accepted before destroy, %ld of them ran",
+               atomic_load(&g_shut.accepted_before), atomic_load(&g_shut.ran_accepted));
+}
+
+Test(eshutdown, outside_submit_during_drain_1_thread, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  submit_during_destroy(1);
+}
+
+Test(eshutdown, outside_submit_during_drain_3_threads, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  submit_during_destroy(3);
+}
