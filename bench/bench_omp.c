@@ -80,14 +80,7 @@ static void bench_fib(const bench_args *a) {
     if (omp_get_num_threads() != a->threads)
       bench_fail("team has %d threads, asked for %d", omp_get_num_threads(), a->threads);
 #pragma omp single
-    for (int r = -1; r < a->reps; r++) {
-      uint64_t t0 = bench_now_ns();
-      uint64_t v = fib(BENCH_FIB_N);
-      uint64_t t1 = bench_now_ns();
-      bench_check_u64("fib(30)", v, BENCH_FIB_RESULT);
-      if (r >= 0)
-        bench_series_add(&s, (double)(t1 - t0) / 1e6);
-    }
+    bench_time_fib(a, &s, fib, NULL);
   }
   char extra[64];
   snprintf(extra, sizeof extra, ",\"spawns\":%u", BENCH_FIB_SPAWNS);

@@ -18,6 +18,12 @@ static const char RT[] = "serial";
 /* keeps the compiler from hoisting a repetition's work out of the loop */
 static volatile int fib_n = BENCH_FIB_N;
 
+/* fib through a volatile argument, so the compiler cannot fold the call. */
+static uint64_t fib_opaque(int n) {
+  fib_n = n;
+  return bench_fib_serial(fib_n);
+}
+
 static volatile size_t imb_n = BENCH_IMB_N, fine_n = BENCH_FINE_N;
 
 int main(int argc, char **argv) {
@@ -28,14 +34,7 @@ int main(int argc, char **argv) {
   bench_series_init(&s, a.reps);
 
   if (!strcmp(a.workload, "fib")) {
-    for (int r = -1; r < a.reps; r++) {
-      uint64_t t0 = bench_now_ns();
-      uint64_t v = bench_fib_serial(fib_n);
-      uint64_t t1 = bench_now_ns();
-      bench_check_u64("fib(30)", v, BENCH_FIB_RESULT);
-      if (r >= 0)
-        bench_series_add(&s, (double)(t1 - t0) / 1e6);
-    }
+    bench_time_fib(&a, &s, fib_opaque, NULL);
     bench_emit(RT, "fib", 1, "ms", &s, NULL);
   } else if (!strcmp(a.workload, "pfor_imb")) {
     uint64_t want = bench_imb_expected();

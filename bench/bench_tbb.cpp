@@ -96,16 +96,7 @@ int main(int argc, char **argv) {
   uint32_t *out = nullptr;
 
   if (!std::strcmp(a.workload, "fib")) {
-    arena.execute([&] {
-      for (int r = -1; r < a.reps; r++) {
-        uint64_t t0 = bench_now_ns();
-        uint64_t v = fib(BENCH_FIB_N);
-        uint64_t t1 = bench_now_ns();
-        bench_check_u64("fib(30)", v, BENCH_FIB_RESULT);
-        if (r >= 0)
-          bench_series_add(&s, (double)(t1 - t0) / 1e6);
-      }
-    });
+    arena.execute([&] { bench_time_fib(&a, &s, fib, nullptr); });
     char extra[64];
     std::snprintf(extra, sizeof extra, ",\"spawns\":%u", BENCH_FIB_SPAWNS);
     bench_emit(RT, "fib", n, "ms", &s, extra);

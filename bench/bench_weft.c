@@ -130,18 +130,12 @@ static void run_in_pool(driver *d) {
   bench_event_destroy(&d->done);
 }
 
+static void check_fib_errors(void) { check_errors("fib"); }
+
 static void body_fib(driver *d) {
   bench_series s;
   bench_series_init(&s, d->a->reps);
-  for (int r = -1; r < d->a->reps; r++) {
-    uint64_t t0 = bench_now_ns();
-    uint64_t v = fib(BENCH_FIB_N);
-    uint64_t t1 = bench_now_ns();
-    check_errors("fib");
-    bench_check_u64("fib(30)", v, BENCH_FIB_RESULT);
-    if (r >= 0)
-      bench_series_add(&s, (double)(t1 - t0) / 1e6);
-  }
+  bench_time_fib(d->a, &s, fib, check_fib_errors);
   char extra[64];
   snprintf(extra, sizeof extra, ",\"spawns\":%u", BENCH_FIB_SPAWNS);
   bench_emit(RT, "fib", d->a->threads, "ms", &s, extra);

@@ -216,6 +216,11 @@ typedef struct bench_series {
 void bench_series_init(bench_series *s, int cap);
 void bench_series_add(bench_series *s, double v);
 void bench_series_free(bench_series *s);
+/* The timed fib(BENCH_FIB_N) loop every runtime shares: one untimed warm-up,
+ * then a->reps timed runs into s, each result checked; after (if not NULL)
+ * runs after each call, to report errors the runtime recorded. */
+void bench_time_fib(const bench_args *a, bench_series *s, uint64_t (*fib)(int n),
+                    void (*after)(void));
 
 /* Records a failed check (printf-style reason). The first reason is kept and
  * printed in the JSON "check" field; bench_exit_code() becomes 1. Thread-safe. */

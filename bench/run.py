@@ -368,7 +368,7 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                     rec = r.record("weft", metric, t)
                     main = (rec or {}).get("main_thread_cpu_ms")
                     if main:
-                        row["notes"].append("sleeping main thread alone %s"
+                        row["notes"].append("measuring thread apart: %s"
                                             % fmt_num(statistics.median(main)))
                 rows.append(row)
     return rows
@@ -495,8 +495,8 @@ def main():
         print("      wake_hot: 0.2 ms after the previous task ended (actual gap in the JSON, "
               "idle_gap_us_median).")
     if "idle" in workloads:
-        print("idle: CPU time of the whole process (every thread) in the 1st / 2nd second after "
-              "a burst%s." % (" (quick: only at %d threads)" % idle_threads[0] if a.quick else ""))
+        print("idle: CPU time of the runtime's threads (the process less the sleeping, measuring "
+              "main thread) in the 1st / 2nd second after a burst%s." % (" (quick: only at %d threads)" % idle_threads[0] if a.quick else ""))
     if "pfor_imb" in workloads:
         print("pfor_imb: perfect split = serial median / threads; OpenMP uses schedule(dynamic,256), "
               "TBB auto_partitioner, weft grain 0 (automatic).")
