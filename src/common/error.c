@@ -4,6 +4,11 @@
 #include "common/error.h"
 #include "weft/weft.h"
 
+const char *weft_version(void)
+{
+  return WEFT_VERSION_STRING;
+}
+
 const char *weft_strerror(int code)
 {
   switch (code) {
