@@ -192,7 +192,8 @@ Test(einval, parallel_launch, .init = setup, .timeout = TU_TIMEOUT(30))
 
 /* ------------------------------------------------------ malformed environment */
 
-static void expect_env_einval(const char *var, const char *value)
+/* Returns the create result (WEFT_EINVAL), already checked here. */
+static int expect_env_einval(const char *var, const char *value)
 {
   int base = tu_thread_baseline();
   setenv(var, value, 1);
@@ -220,27 +221,28 @@ static void expect_env_einval(const char *var, const char *value)
   cr_assert(tu_line_has_all(err, "weft: ", var, value), "stderr was \"%s\"", err);
   unsetenv(var);
   tu_assert_no_leaks();
+  return rc;
 }
 
 Test(env, malformed_num_threads, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   const char *vals[] = {"abc", "-1", "0x", "99999999999", "2abc", "0x4", "1.5", "-0x1"};
   for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
-    expect_env_einval("WEFT_NUM_THREADS", vals[i]);
+    cr_assert_eq(expect_env_einval("WEFT_NUM_THREADS", vals[i]), WEFT_EINVAL);
 }
 
 Test(env, malformed_spin_count, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   const char *vals[] = {"abc", "-5", "1x", "0x", "99999999999999999999", "2.5"};
   for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
-    expect_env_einval("WEFT_SPIN_COUNT", vals[i]);
+    cr_assert_eq(expect_env_einval("WEFT_SPIN_COUNT", vals[i]), WEFT_EINVAL);
 }
 
 Test(env, malformed_affinity, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   const char *vals[] = {"bogus", "0-", "9999", "compactx", "-1", "0-9999", "abc,0"};
   for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
-    expect_env_einval("WEFT_AFFINITY", vals[i]);
+    cr_assert_eq(expect_env_einval("WEFT_AFFINITY", vals[i]), WEFT_EINVAL);
 }
 
 /* A malformed variable fails create even when another one is fine. */
@@ -248,9 +250,9 @@ Test(env, one_bad_variable_among_good_ones, .init = setup, .timeout = TU_TIMEOUT
 {
   setenv("WEFT_NUM_THREADS", "2", 1);
   setenv("WEFT_AFFINITY", "none", 1);
-  expect_env_einval("WEFT_SPIN_COUNT", "lots");
+  cr_assert_eq(expect_env_einval("WEFT_SPIN_COUNT", "lots"), WEFT_EINVAL);
   setenv("WEFT_SPIN_COUNT", "10", 1);
-  expect_env_einval("WEFT_NUM_THREADS", "two");
+  cr_assert_eq(expect_env_einval("WEFT_NUM_THREADS", "two"), WEFT_EINVAL);
   setenv("WEFT_NUM_THREADS", "2", 1);
   weft_pool *p = NULL;
   cr_assert_eq(weft_pool_create(&p, NULL), 0, "all three variables well-formed");
@@ -420,7 +422,8 @@ static int long_task(void *arg)
   return 0;
 }
 
-static void submit_during_destroy(int threads)
+/* Returns what destroy returned (0), already checked here. */
+static int submit_during_destroy(int threads)
 {
   memset(&g_shut, 0, sizeof g_shut);
   g_shut.pool = tu_pool(threads, -1);
@@ -455,14 +458,15 @@ static void submit_during_destroy(int threads)
   cr_assert_eq(atomic_load(&g_shut.ran_accepted), atomic_load(&g_shut.accepted_before),
                "%ld submissions were accepted before destroy, %ld of them ran",
                atomic_load(&g_shut.accepted_before), atomic_load(&g_shut.ran_accepted));
+  return rc;
 }
 
 Test(eshutdown, outside_submit_during_drain_1_thread, .init = setup, .timeout = TU_TIMEOUT(90))
 {
-  submit_during_destroy(1);
+  cr_assert_eq(submit_during_destroy(1), 0);
 }
 
 Test(eshutdown, outside_submit_during_drain_3_threads, .init = setup, .timeout = TU_TIMEOUT(90))
 {
-  submit_during_destroy(3);
+  cr_assert_eq(submit_during_destroy(3), 0);
 }

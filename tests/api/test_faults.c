@@ -53,7 +53,9 @@ static void use_and_destroy(weft_pool *p)
   cr_assert_eq(weft_pool_destroy(p), 0);
 }
 
-static void create_alloc_failures(int threads, const char *affinity)
+/* Returns the first k for which create succeeds with allocation k failing:
+ * one more than the allocations a create makes (each was failed once). */
+static long create_alloc_failures(int threads, const char *affinity)
 {
   int base = tu_thread_baseline();
   weft_pool_config cfg;
@@ -82,25 +84,29 @@ static void create_alloc_failures(int threads, const char *affinity)
   use_and_destroy(p);
   cr_assert_eq(tu_wait_thread_count(base), base);
   tu_assert_no_leaks();
+  return k;
 }
 
 Test(faults, create_enomem_1_thread, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(120))
 {
-  create_alloc_failures(1, "none");
+  cr_assert_gt(create_alloc_failures(1, "none"), 1);
 }
 
 Test(faults, create_enomem_4_threads, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(120))
 {
-  create_alloc_failures(4, "none");
+  cr_assert_gt(create_alloc_failures(4, "none"), 1);
 }
 
 Test(faults, create_enomem_with_affinity, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(120))
 {
-  create_alloc_failures(2, "compact");
+  cr_assert_gt(create_alloc_failures(2, "compact"), 1);
 }
 
-static void create_thread_failures(int threads)
+/* Returns the first k for which create succeeds with thread start k
+ * failing: one more than the thread starts a create makes (each of which
+ * was failed once), so more than threads. */
+static long create_thread_failures(int threads)
 {
   int base = tu_thread_baseline();
   weft_pool_config cfg;
@@ -129,21 +135,22 @@ static void create_thread_failures(int threads)
   use_and_destroy(p);
   cr_assert_eq(tu_wait_thread_count(base), base);
   tu_assert_no_leaks();
+  return k;
 }
 
 Test(faults, create_eagain_1_thread, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(60))
 {
-  create_thread_failures(1);
+  cr_assert_gt(create_thread_failures(1), 1);
 }
 
 Test(faults, create_eagain_4_threads, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(60))
 {
-  create_thread_failures(4);
+  cr_assert_gt(create_thread_failures(4), 4);
 }
 
 Test(faults, create_eagain_8_threads, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(60))
 {
-  create_thread_failures(8);
+  cr_assert_gt(create_thread_failures(8), 8);
 }
 
 /* Both at once: allocation k and thread start j. */

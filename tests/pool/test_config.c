@@ -160,11 +160,13 @@ Test(config, spin_counts, .init = setup, .timeout = TU_TIMEOUT(30))
 
 /* ------------------------------------------------------------ thread names */
 
-static void check_names(const char *name, const char *prefix, int threads)
+/* Returns how many workers' names it found as expected (all threads). */
+static int check_names(const char *name, const char *prefix, int threads)
 {
   int base = tu_thread_baseline();
   weft_pool *p;
   cr_assert_eq(create_with(&p, threads, -1, NULL, name), 0);
+  int checked = 0;
   for (int w = 0; w < threads; w++) {
     char want[64], other[64];
     snprintf(want, sizeof want, "%s-w%d", prefix, w);
@@ -180,19 +182,33 @@ static void check_names(const char *name, const char *prefix, int threads)
     int found = 0;
     TU_WAIT_UNTIL((found = tu_threads_named(want)) >= expect, 10.0);
     cr_assert_eq(found, expect, "%d threads named \"%s\", expected %d", found, want, expect);
+    checked++;
   }
   cr_assert_eq(tu_thread_count(), base + threads, "%d threads before create, %d after (%d workers)",
                base, tu_thread_count(), threads);
   cr_assert_eq(weft_pool_destroy(p), 0);
   cr_assert_eq(tu_wait_thread_count(base), base, "threads left after destroy");
+  return checked;
 }
 
-Test(names, default_weft_wN, .init = setup, .timeout = TU_TIMEOUT(30)) { check_names(NULL, "weft", 4); }
-Test(names, custom_name_wN, .init = setup, .timeout = TU_TIMEOUT(30)) { check_names("io", "io", 3); }
-Test(names, twelve_workers_two_digits, .init = setup, .timeout = TU_TIMEOUT(30)) { check_names("calc", "calc", 12); }
+Test(names, default_weft_wN, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_names(NULL, "weft", 4), 4);
+}
+
+Test(names, custom_name_wN, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_names("io", "io", 3), 3);
+}
+
+Test(names, twelve_workers_two_digits, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_names("calc", "calc", 12), 12);
+}
+
 Test(names, long_name_truncated, .init = setup, .timeout = TU_TIMEOUT(30))
 {
-  check_names("averyveryverylongname", "averyveryverylongname", 2);
+  cr_assert_eq(check_names("averyveryverylongname", "averyveryverylongname", 2), 2);
 }
 
 /* Inside a task, the thread's name matches weft_current_worker(). */
@@ -238,6 +254,9 @@ typedef struct aff_probe {
 
 static aff_probe g_aff;
 
+/* Tasks check_affinity runs on the pool. */
+enum { AFF_TASKS = 300 };
+
 static int aff_task(void *arg)
 {
   (void)arg;
@@ -260,7 +279,8 @@ static int aff_task(void *arg)
   return 0;
 }
 
-static void check_affinity(const char *mode, bool via_env)
+/* Returns how many tasks ran and checked their worker's mask (AFF_TASKS). */
+static long check_affinity(const char *mode, bool via_env)
 {
   tu_allowed_cpus(&g_aff.process);
   g_aff.list = mode;
@@ -277,38 +297,64 @@ static void check_affinity(const char *mode, bool via_env)
   }
   cr_assert_eq(rc, 0, "affinity \"%s\" (%s): create = %d (%s); a refused bind must not fail",
                mode, via_env ? "WEFT_AFFINITY" : "config", rc, weft_strerror(rc));
-  for (int i = 0; i < 300; i++)
+  for (int i = 0; i < AFF_TASKS; i++)
     cr_assert_eq(weft_pool_submit(p, aff_task, NULL), 0);
-  cr_assert(TU_WAIT_UNTIL(atomic_load(&g_aff.ran) == 300, TU_DEADLINE_S),
-            "affinity \"%s\": %ld of 300 tasks ran", mode, atomic_load(&g_aff.ran));
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&g_aff.ran) == AFF_TASKS, TU_DEADLINE_S),
+            "affinity \"%s\": %ld of %d tasks ran", mode, atomic_load(&g_aff.ran), AFF_TASKS);
   cr_assert_eq(atomic_load(&g_aff.outside), 0,
                "affinity \"%s\": a worker was bound to a CPU the process may not use", mode);
   cr_assert_eq(atomic_load(&g_aff.mismatch), 0,
                "affinity \"0\": a worker was bound to something other than CPU 0");
   cr_assert_eq(weft_pool_destroy(p), 0);
+  return atomic_load(&g_aff.ran);
 }
 
-Test(affinity, env_none, .init = setup, .timeout = TU_TIMEOUT(30)) { check_affinity("none", true); }
-Test(affinity, env_compact, .init = setup, .timeout = TU_TIMEOUT(30)) { check_affinity("compact", true); }
-Test(affinity, env_scatter, .init = setup, .timeout = TU_TIMEOUT(30)) { check_affinity("scatter", true); }
+Test(affinity, env_none, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_affinity("none", true), AFF_TASKS);
+}
+
+Test(affinity, env_compact, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_affinity("compact", true), AFF_TASKS);
+}
+
+Test(affinity, env_scatter, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_affinity("scatter", true), AFF_TASKS);
+}
+
 Test(affinity, env_cpu_list_0, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   cpu_set_t s;
   tu_allowed_cpus(&s);
   if (!CPU_ISSET(0, &s))
     cr_skip_test("this process may not use CPU 0");
-  check_affinity("0", true);
+  cr_assert_eq(check_affinity("0", true), AFF_TASKS);
 }
-Test(affinity, config_none, .init = setup, .timeout = TU_TIMEOUT(30)) { check_affinity("none", false); }
-Test(affinity, config_compact, .init = setup, .timeout = TU_TIMEOUT(30)) { check_affinity("compact", false); }
-Test(affinity, config_scatter, .init = setup, .timeout = TU_TIMEOUT(30)) { check_affinity("scatter", false); }
+
+Test(affinity, config_none, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_affinity("none", false), AFF_TASKS);
+}
+
+Test(affinity, config_compact, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_affinity("compact", false), AFF_TASKS);
+}
+
+Test(affinity, config_scatter, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  cr_assert_eq(check_affinity("scatter", false), AFF_TASKS);
+}
+
 Test(affinity, config_cpu_list_0, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   cpu_set_t s;
   tu_allowed_cpus(&s);
   if (!CPU_ISSET(0, &s))
     cr_skip_test("this process may not use CPU 0");
-  check_affinity("0", false);
+  cr_assert_eq(check_affinity("0", false), AFF_TASKS);
 }
 
 Test(affinity, cpu_list_of_all_allowed_cpus, .init = setup, .timeout = TU_TIMEOUT(30))
@@ -320,7 +366,7 @@ Test(affinity, cpu_list_of_all_allowed_cpus, .init = setup, .timeout = TU_TIMEOU
   for (int c = 0; c < CPU_SETSIZE && len + 8 < sizeof list; c++)
     if (CPU_ISSET(c, &s))
       len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? "," : "", c);
-  check_affinity(list, false);
+  cr_assert_eq(check_affinity(list, false), AFF_TASKS);
 }
 
 /* A CPU outside the process's mask is "a CPU the process may not use". */

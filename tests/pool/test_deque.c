@@ -213,7 +213,8 @@ static void *thief(void *arg)
   return NULL;
 }
 
-static void run_once(long n, int thieves, int pin_cpu, bool thieves_only, uint64_t seed)
+/* Returns how many items came out, each exactly once (n). */
+static long run_once(long n, int thieves, int pin_cpu, bool thieves_only, uint64_t seed)
 {
   run *r = calloc(1, sizeof *r);
   cr_assert_not_null(r);
@@ -294,11 +295,13 @@ static void run_once(long n, int thieves, int pin_cpu, bool thieves_only, uint64
   weft_deque_destroy(&r->dq);
   free(r->seen);
   free(r);
+  return total;
 }
 
 /* Item counts 1..100k; small counts repeat many times, since their races
- * (owner and thief on the last item) are what goes wrong. */
-static void exactly_once(int thieves, bool pinned, bool thieves_only)
+ * (owner and thief on the last item) are what goes wrong. Returns how many
+ * items came out exactly once, over every run. */
+static long exactly_once(int thieves, bool pinned, bool thieves_only)
 {
   static const struct {
     long n;
@@ -308,28 +311,64 @@ static void exactly_once(int thieves, bool pinned, bool thieves_only)
   if (pinned && tu_pin_self(cpu) != 0)
     cr_skip_test("sched_setaffinity is not permitted here");
   uint64_t seed = 0x5eed0000u + (uint64_t)thieves * 7 + (pinned ? 1 : 0);
+  long items = 0;
   for (size_t k = 0; k < sizeof plan / sizeof plan[0]; k++) {
     long reps = tu_scaled(plan[k].reps, 1);
     for (long rep = 0; rep < reps; rep++)
-      run_once(plan[k].n, thieves, cpu, thieves_only, seed + (uint64_t)rep * 131);
+      items += run_once(plan[k].n, thieves, cpu, thieves_only, seed + (uint64_t)rep * 131);
   }
   tu_assert_no_leaks(); /* retired arrays are freed by destroy */
+  return items;
 }
 
-Test(deque, exactly_once_1_thief, .timeout = TU_TIMEOUT(60)) { exactly_once(1, false, false); }
-Test(deque, exactly_once_2_thieves, .timeout = TU_TIMEOUT(60)) { exactly_once(2, false, false); }
-Test(deque, exactly_once_4_thieves, .timeout = TU_TIMEOUT(60)) { exactly_once(4, false, false); }
-Test(deque, exactly_once_1_thief_pinned, .timeout = TU_TIMEOUT(60)) { exactly_once(1, true, false); }
-Test(deque, exactly_once_2_thieves_pinned, .timeout = TU_TIMEOUT(60)) { exactly_once(2, true, false); }
-Test(deque, exactly_once_4_thieves_pinned, .timeout = TU_TIMEOUT(60)) { exactly_once(4, true, false); }
+Test(deque, exactly_once_1_thief, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(1, false, false), 0);
+}
+
+Test(deque, exactly_once_2_thieves, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(2, false, false), 0);
+}
+
+Test(deque, exactly_once_4_thieves, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(4, false, false), 0);
+}
+
+Test(deque, exactly_once_1_thief_pinned, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(1, true, false), 0);
+}
+
+Test(deque, exactly_once_2_thieves_pinned, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(2, true, false), 0);
+}
+
+Test(deque, exactly_once_4_thieves_pinned, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(4, true, false), 0);
+}
 
 /* Thieves alone drain a full deque and quit at their first EMPTY. With no
  * push any more, EMPTY is only correct once every item is claimed, so a
  * steal that finds an item after some steal said EMPTY means a lost race was
  * reported as EMPTY (and in a pool, a worker would have parked on work). */
-Test(deque, retry_is_not_empty_2_thieves, .timeout = TU_TIMEOUT(60)) { exactly_once(2, false, true); }
-Test(deque, retry_is_not_empty_4_thieves, .timeout = TU_TIMEOUT(60)) { exactly_once(4, false, true); }
-Test(deque, retry_is_not_empty_4_thieves_pinned, .timeout = TU_TIMEOUT(60)) { exactly_once(4, true, true); }
+Test(deque, retry_is_not_empty_2_thieves, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(2, false, true), 0);
+}
+
+Test(deque, retry_is_not_empty_4_thieves, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(4, false, true), 0);
+}
+
+Test(deque, retry_is_not_empty_4_thieves_pinned, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_gt(exactly_once(4, true, true), 0);
+}
 
 /* --------------------------------------------------------------- hammer */
 
@@ -379,10 +418,12 @@ static void *hammer_thief(void *arg)
   }
 }
 
-static void hammer_run(int thieves, long rounds)
+/* Returns how many rounds it checked (rounds). */
+static long hammer_run(int thieves, long rounds)
 {
   hammer *h = calloc(1, sizeof *h);
   cr_assert_not_null(h);
+  long checked = 0;
   h->thieves = thieves;
   cr_assert_eq(weft_deque_init(&h->dq, 2), 0);
   pthread_t th[4];
@@ -424,6 +465,7 @@ static void hammer_run(int thieves, long rounds)
       cr_assert_eq(atomic_load(&h->seen[i]), 1,
                    "round %ld (%d items, %d thieves, pattern %d): item %d came out %u times",
                    r, n, thieves, pattern, i, atomic_load(&h->seen[i]));
+    checked++;
   }
   atomic_store(&h->quit, 1);
   for (int t = 0; t < thieves; t++)
@@ -431,8 +473,23 @@ static void hammer_run(int thieves, long rounds)
   cr_log_info("%d thieves: %ld rounds, %ld items stolen", thieves, rounds, atomic_load(&h->stolen));
   weft_deque_destroy(&h->dq);
   free(h);
+  return checked;
 }
 
-Test(deque, hammer_last_items_1_thief, .timeout = TU_TIMEOUT(60)) { hammer_run(1, tu_scaled(1000000, 5000)); }
-Test(deque, hammer_last_items_2_thieves, .timeout = TU_TIMEOUT(60)) { hammer_run(2, tu_scaled(500000, 5000)); }
-Test(deque, hammer_last_items_3_thieves, .timeout = TU_TIMEOUT(60)) { hammer_run(3, tu_scaled(200000, 2000)); }
+Test(deque, hammer_last_items_1_thief, .timeout = TU_TIMEOUT(60))
+{
+  const long rounds = tu_scaled(1000000, 5000);
+  cr_assert_eq(hammer_run(1, rounds), rounds);
+}
+
+Test(deque, hammer_last_items_2_thieves, .timeout = TU_TIMEOUT(60))
+{
+  const long rounds = tu_scaled(500000, 5000);
+  cr_assert_eq(hammer_run(2, rounds), rounds);
+}
+
+Test(deque, hammer_last_items_3_thieves, .timeout = TU_TIMEOUT(60))
+{
+  const long rounds = tu_scaled(200000, 2000);
+  cr_assert_eq(hammer_run(3, rounds), rounds);
+}

@@ -51,10 +51,18 @@ static int barrier_seed_task(void *arg)
   return barrier_task(arg);
 }
 
-static void work_conservation(int n, int spin)
+static long conservation_rounds(void)
+{
+  return tu_scaled(80, 5);
+}
+
+/* Returns how many barrier rounds opened, each with its n tasks on n
+ * distinct workers (conservation_rounds()). */
+static long work_conservation(int n, int spin)
 {
   weft_pool *p = tu_pool(n, spin);
-  const long rounds = tu_scaled(80, 5);
+  const long rounds = conservation_rounds();
+  long opened = 0;
   barrier_round *r = calloc(1, sizeof *r);
   cr_assert_not_null(r);
   for (long round = 0; round < rounds; round++) {
@@ -82,20 +90,45 @@ static void work_conservation(int n, int spin)
     for (int w = 0; w < n; w++)
       cr_assert_eq(atomic_load(&r->ids[w]), 1, "round %ld: worker %d ran %d barrier tasks",
                    round, w, atomic_load(&r->ids[w]));
+    opened++;
     /* Sometimes let the workers go idle and park before the next round. */
     if (round % 3 == 2)
       tu_sleep_us(3000);
   }
   free(r);
   tu_destroy(p);
+  return opened;
 }
 
-Test(conservation, workers_2_spin_0, .init = setup, .timeout = TU_TIMEOUT(90)) { work_conservation(2, 0); }
-Test(conservation, workers_4_spin_0, .init = setup, .timeout = TU_TIMEOUT(90)) { work_conservation(4, 0); }
-Test(conservation, workers_8_spin_0, .init = setup, .timeout = TU_TIMEOUT(90)) { work_conservation(8, 0); }
-Test(conservation, workers_2_spin_default, .init = setup, .timeout = TU_TIMEOUT(90)) { work_conservation(2, -1); }
-Test(conservation, workers_4_spin_default, .init = setup, .timeout = TU_TIMEOUT(90)) { work_conservation(4, -1); }
-Test(conservation, workers_8_spin_default, .init = setup, .timeout = TU_TIMEOUT(90)) { work_conservation(8, -1); }
+Test(conservation, workers_2_spin_0, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(work_conservation(2, 0), conservation_rounds());
+}
+
+Test(conservation, workers_4_spin_0, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(work_conservation(4, 0), conservation_rounds());
+}
+
+Test(conservation, workers_8_spin_0, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(work_conservation(8, 0), conservation_rounds());
+}
+
+Test(conservation, workers_2_spin_default, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(work_conservation(2, -1), conservation_rounds());
+}
+
+Test(conservation, workers_4_spin_default, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(work_conservation(4, -1), conservation_rounds());
+}
+
+Test(conservation, workers_8_spin_default, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(work_conservation(8, -1), conservation_rounds());
+}
 
 /* ---------------------------------------------------- park/unpark torture */
 
@@ -152,7 +185,8 @@ static void *burst_thread(void *arg)
   return NULL;
 }
 
-static void park_torture(int workers, int spin, int submitters)
+/* Returns how many tasks ran (every one submitted, none lost). */
+static long park_torture(int workers, int spin, int submitters)
 {
   weft_pool *p = tu_pool(workers, spin);
   torture *t = calloc(1, sizeof *t);
@@ -183,12 +217,28 @@ static void park_torture(int workers, int spin, int submitters)
   tu_destroy(p);
   cr_assert_eq(atomic_load(&t->ran), total, "destroy ran tasks that were never submitted?");
   free(t);
+  return total;
 }
 
-Test(park, torture_2_workers_spin_0, .init = setup, .timeout = TU_TIMEOUT(90)) { park_torture(2, 0, 2); }
-Test(park, torture_4_workers_spin_0, .init = setup, .timeout = TU_TIMEOUT(90)) { park_torture(4, 0, 3); }
-Test(park, torture_4_workers_spin_default, .init = setup, .timeout = TU_TIMEOUT(90)) { park_torture(4, -1, 2); }
-Test(park, torture_8_workers_spin_5, .init = setup, .timeout = TU_TIMEOUT(90)) { park_torture(8, 5, 4); }
+Test(park, torture_2_workers_spin_0, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_gt(park_torture(2, 0, 2), 0);
+}
+
+Test(park, torture_4_workers_spin_0, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_gt(park_torture(4, 0, 3), 0);
+}
+
+Test(park, torture_4_workers_spin_default, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_gt(park_torture(4, -1, 2), 0);
+}
+
+Test(park, torture_8_workers_spin_5, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_gt(park_torture(8, 5, 4), 0);
+}
 
 /* One task at a time into an idle pool, each after everyone parked: every
  * one of them needs a wake-up. */
@@ -229,10 +279,16 @@ static int pong_task(void *arg)
   return 0;
 }
 
-static void ping_pong(int workers, int spin)
+static long ping_pong_rounds(void)
+{
+  return tu_scaled(100000, 2000);
+}
+
+/* Returns how many round trips completed (ping_pong_rounds()). */
+static long ping_pong(int workers, int spin)
 {
   weft_pool *p = tu_pool(workers, spin);
-  const long n = tu_scaled(100000, 2000);
+  const long n = ping_pong_rounds();
   uint64_t rng = 7;
   for (long i = 0; i < n; i++) {
     cr_assert_eq(weft_pool_submit(p, pong_task, NULL), 0);
@@ -248,12 +304,28 @@ static void ping_pong(int workers, int spin)
       atomic_signal_fence(memory_order_seq_cst);
   }
   tu_destroy(p);
+  return atomic_load(&g_pong);
 }
 
-Test(park, ping_pong_1_worker_spin_0, .init = setup, .timeout = TU_TIMEOUT(60)) { ping_pong(1, 0); }
-Test(park, ping_pong_2_workers_spin_0, .init = setup, .timeout = TU_TIMEOUT(60)) { ping_pong(2, 0); }
-Test(park, ping_pong_2_workers_spin_3, .init = setup, .timeout = TU_TIMEOUT(60)) { ping_pong(2, 3); }
-Test(park, ping_pong_4_workers_spin_default, .init = setup, .timeout = TU_TIMEOUT(60)) { ping_pong(4, -1); }
+Test(park, ping_pong_1_worker_spin_0, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(ping_pong(1, 0), ping_pong_rounds());
+}
+
+Test(park, ping_pong_2_workers_spin_0, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(ping_pong(2, 0), ping_pong_rounds());
+}
+
+Test(park, ping_pong_2_workers_spin_3, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(ping_pong(2, 3), ping_pong_rounds());
+}
+
+Test(park, ping_pong_4_workers_spin_default, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(ping_pong(4, -1), ping_pong_rounds());
+}
 
 /* ------------------------------------------------------------- shutdown */
 
@@ -327,7 +399,9 @@ static void *releaser(void *arg)
   return NULL;
 }
 
-static void destroy_with_pending(int threads, int spin, bool block)
+/* Returns how many tasks destroy ran to completion (all that were queued
+ * or submitted during the drain). */
+static long destroy_with_pending(int threads, int spin, bool block)
 {
   int base = tu_thread_baseline();
   g_pool = tu_pool(threads, spin);
@@ -368,22 +442,25 @@ static void destroy_with_pending(int threads, int spin, bool block)
   int left = tu_wait_thread_count(base);
   cr_assert_eq(left, base, "%d threads before the pool, %d after destroy", base, left);
   tu_assert_no_leaks();
+  return atomic_load(&g_ran);
 }
 
 Test(shutdown, destroy_runs_pending_1_thread, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  destroy_with_pending(1, -1, false);
-  destroy_with_pending(1, 0, true);
+  cr_assert_gt(destroy_with_pending(1, -1, false), 0);
+  cr_assert_gt(destroy_with_pending(1, 0, true), 0);
 }
+
 Test(shutdown, destroy_runs_pending_2_threads, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  destroy_with_pending(2, 0, false);
-  destroy_with_pending(2, -1, true);
+  cr_assert_gt(destroy_with_pending(2, 0, false), 0);
+  cr_assert_gt(destroy_with_pending(2, -1, true), 0);
 }
+
 Test(shutdown, destroy_runs_pending_4_threads, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  destroy_with_pending(4, -1, false);
-  destroy_with_pending(4, 0, true);
+  cr_assert_gt(destroy_with_pending(4, -1, false), 0);
+  cr_assert_gt(destroy_with_pending(4, 0, true), 0);
 }
 
 /* Create and destroy again and again, idle or barely used, parked or not:

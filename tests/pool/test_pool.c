@@ -48,12 +48,17 @@ static int fib_task(void *p)
   return 0;
 }
 
-static void fib_at(int threads)
+/* How many results fib_at checks: fib(n - 3) .. fib(n). */
+enum { FIB_ROUNDS = 4 };
+
+/* Returns how many results matched the serial ones (FIB_ROUNDS). */
+static int fib_at(int threads)
 {
   int n = tu_scale() >= 0.5 ? 21 : 17;
   g_threads = threads;
   g_pool = tu_pool(threads, -1);
-  for (int k = n - 3; k <= n; k++) {
+  int matched = 0;
+  for (int k = n - (FIB_ROUNDS - 1); k <= n; k++) {
     fib_arg f = {k, -1};
     weft_group g;
     weft_group_init(&g, g_pool);
@@ -61,16 +66,33 @@ static void fib_at(int threads)
     cr_assert_eq(weft_group_wait(&g), 0);
     cr_assert_eq(f.result, fib_serial(k), "fib(%d) = %ld at %d threads, serial says %ld", k,
                  f.result, threads, fib_serial(k));
+    matched++;
   }
   tu_destroy(g_pool);
   tu_assert_no_errors();
   tu_assert_no_leaks();
+  return matched;
 }
 
-Test(group, fib_1_thread, .init = setup, .timeout = TU_TIMEOUT(60)) { fib_at(1); }
-Test(group, fib_2_threads, .init = setup, .timeout = TU_TIMEOUT(60)) { fib_at(2); }
-Test(group, fib_4_threads, .init = setup, .timeout = TU_TIMEOUT(60)) { fib_at(4); }
-Test(group, fib_8_threads, .init = setup, .timeout = TU_TIMEOUT(60)) { fib_at(8); }
+Test(group, fib_1_thread, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(fib_at(1), FIB_ROUNDS);
+}
+
+Test(group, fib_2_threads, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(fib_at(2), FIB_ROUNDS);
+}
+
+Test(group, fib_4_threads, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(fib_at(4), FIB_ROUNDS);
+}
+
+Test(group, fib_8_threads, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  cr_assert_eq(fib_at(8), FIB_ROUNDS);
+}
 
 static void *fib_outside(void *arg)
 {
@@ -132,7 +154,8 @@ static void *small_stack_waiter(void *arg)
   return NULL;
 }
 
-static void waiter_stack_bounded(int threads)
+/* Returns the waiter's fib(24), already checked against fib_serial(24). */
+static long waiter_stack_bounded(int threads)
 {
   g_threads = threads;
   g_pool = tu_pool(threads, -1);
@@ -149,16 +172,17 @@ static void waiter_stack_bounded(int threads)
   cr_assert_eq(j.result, fib_serial(24), "fib(24) = %ld", j.result);
   tu_destroy(g_pool);
   tu_assert_no_errors();
+  return j.result;
 }
 
 Test(group, outside_waiter_stack_bounded_1_thread, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  waiter_stack_bounded(1);
+  cr_assert_eq(waiter_stack_bounded(1), fib_serial(24));
 }
 
 Test(group, outside_waiter_stack_bounded_4_threads, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  waiter_stack_bounded(4);
+  cr_assert_eq(waiter_stack_bounded(4), fib_serial(24));
 }
 
 static atomic_long g_ran;
@@ -289,8 +313,8 @@ static int cover_fn(size_t b, size_t e, void *p)
 }
 
 /* Runs parallel_for over [begin, begin + n) and checks every index was
- * covered exactly once. */
-static void check_cover(weft_pool *p, size_t begin, size_t n, size_t grain)
+ * covered exactly once; returns how many indices it checked (n). */
+static size_t check_cover(weft_pool *p, size_t begin, size_t n, size_t grain)
 {
   cover c = {.begin = begin, .end = begin + n, .grain = grain};
   c.hits = calloc(n ? n : 1, sizeof *c.hits);
@@ -298,48 +322,57 @@ static void check_cover(weft_pool *p, size_t begin, size_t n, size_t grain)
   int rc = weft_parallel_for(p, begin, begin + n, grain, cover_fn, &c);
   cr_assert_eq(rc, 0, "parallel_for(%zu, %zu, grain %zu) = %d", begin, begin + n, grain, rc);
   tu_assert_no_errors();
-  for (size_t i = 0; i < n; i++)
+  size_t checked = 0;
+  for (size_t i = 0; i < n; i++) {
     cr_assert_eq(atomic_load(&c.hits[i]), 1,
                  "parallel_for(%zu, %zu, grain %zu): index %zu covered %u times", begin,
                  begin + n, grain, begin + i, atomic_load(&c.hits[i]));
+    checked++;
+  }
   if (n == 0)
     cr_assert_eq(atomic_load(&c.calls), 0, "fn was called for an empty range");
   if (grain >= n && n > 0)
     cr_assert_eq(atomic_load(&c.calls), 1, "grain %zu >= range %zu but fn called %ld times",
                  grain, n, atomic_load(&c.calls));
   free(c.hits);
+  return checked;
 }
 
-static void cover_suite(int threads)
+/* Returns how many ranges it checked, each covered exactly once. */
+static int cover_suite(int threads)
 {
   g_threads = threads;
   weft_pool *p = tu_pool(threads, -1);
   const size_t big = (size_t)tu_scaled(200000, 20000);
   const size_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 4097, big};
   const size_t grains[] = {0, 1, 3, 100, 5000};
+  int ranges = 0;
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (size_t g = 0; g < sizeof grains / sizeof grains[0]; g++) {
       if (sizes[s] == big && grains[g] == 1 && tu_scale() < 1.0)
         continue;
-      check_cover(p, 0, sizes[s], grains[g]);
-      check_cover(p, 1000003, sizes[s], grains[g]);
+      cr_assert_eq(check_cover(p, 0, sizes[s], grains[g]), sizes[s]);
+      cr_assert_eq(check_cover(p, 1000003, sizes[s], grains[g]), sizes[s]);
+      ranges += 2;
     }
   /* Grain larger than the range, equal to it, and huge. */
-  check_cover(p, 10, 100, 101);
-  check_cover(p, 10, 100, 100);
-  check_cover(p, 10, 100, SIZE_MAX);
+  cr_assert_eq(check_cover(p, 10, 100, 101), 100);
+  cr_assert_eq(check_cover(p, 10, 100, 100), 100);
+  cr_assert_eq(check_cover(p, 10, 100, SIZE_MAX), 100);
+  ranges += 3;
   tu_destroy(p);
   tu_assert_no_leaks();
+  return ranges;
 }
 
 Test(parallel_for, covers_each_index_once_1_thread, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  cover_suite(1);
+  cr_assert_gt(cover_suite(1), 0);
 }
 
 Test(parallel_for, covers_each_index_once_4_threads, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  cover_suite(4);
+  cr_assert_gt(cover_suite(4), 0);
 }
 
 /* Ranges at the top of size_t: splitting must not overflow (b + e). */
@@ -347,10 +380,10 @@ Test(parallel_for, range_near_size_max, .init = setup, .timeout = TU_TIMEOUT(30)
 {
   g_threads = 4;
   weft_pool *p = tu_pool(4, -1);
-  check_cover(p, SIZE_MAX - 5000, 5000, 1);
-  check_cover(p, SIZE_MAX - 5000, 5000, 0);
-  check_cover(p, SIZE_MAX - 1, 1, 0);
-  check_cover(p, SIZE_MAX / 2 - 777, 3000, 7);
+  cr_assert_eq(check_cover(p, SIZE_MAX - 5000, 5000, 1), 5000);
+  cr_assert_eq(check_cover(p, SIZE_MAX - 5000, 5000, 0), 5000);
+  cr_assert_eq(check_cover(p, SIZE_MAX - 1, 1, 0), 1);
+  cr_assert_eq(check_cover(p, SIZE_MAX / 2 - 777, 3000, 7), 3000);
   tu_destroy(p);
 }
 
@@ -721,17 +754,23 @@ static int launch_fn(void *arg, int id, int num_tasks)
   return id == l->fail_id ? l->fail_value : 0;
 }
 
-static void check_launch(weft_pool *p, int num_tasks)
+/* Runs parallel_launch with num_tasks ids and checks each ran exactly once;
+ * returns how many ids it checked (num_tasks). */
+static int check_launch(weft_pool *p, int num_tasks)
 {
   launch l = {num_tasks, calloc((size_t)num_tasks + 1, sizeof(atomic_uint)), -1, 0};
   cr_assert_not_null(l.hits);
   int rc = weft_parallel_launch(p, launch_fn, &l, num_tasks);
   cr_assert_eq(rc, 0, "parallel_launch(%d) = %d", num_tasks, rc);
   tu_assert_no_errors();
-  for (int i = 0; i < num_tasks; i++)
+  int checked = 0;
+  for (int i = 0; i < num_tasks; i++) {
     cr_assert_eq(atomic_load(&l.hits[i]), 1, "parallel_launch(%d): id %d ran %u times",
                  num_tasks, i, atomic_load(&l.hits[i]));
+    checked++;
+  }
   free(l.hits);
+  return checked;
 }
 
 static int never_called_launch(void *arg, int id, int num_tasks)
@@ -751,16 +790,16 @@ Test(parallel_launch, runs_each_id_once, .init = setup, .timeout = TU_TIMEOUT(60
   const int counts[] = {1, 2, 3, 4, 5, 8, 17, 100, 1000, (int)tu_scaled(20000, 2000)};
   for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
     for (int rep = 0; rep < 3; rep++)
-      check_launch(p, counts[k]);
+      cr_assert_eq(check_launch(p, counts[k]), counts[k]);
   tu_destroy(p);
 }
 
 Test(parallel_launch, one_thread_pool, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   weft_pool *p = tu_pool(1, -1);
-  check_launch(p, 1);
-  check_launch(p, 7);
-  check_launch(p, 1000);
+  cr_assert_eq(check_launch(p, 1), 1);
+  cr_assert_eq(check_launch(p, 7), 7);
+  cr_assert_eq(check_launch(p, 1000), 1000);
   tu_destroy(p);
 }
 
@@ -853,12 +892,21 @@ static void *submitter_thread(void *arg)
   return NULL;
 }
 
-static void external_submitters(int threads)
+/* Outside submitting threads, and the tasks each of them submits. */
+enum { EXT_SUBMITTERS = 4 };
+
+static long ext_per_submitter(void)
+{
+  return tu_scaled(25000, 2500);
+}
+
+/* Returns how many of the submitted tasks ran (all of them, checked here). */
+static long external_submitters(int threads)
 {
   g_threads = threads;
   weft_pool *p = tu_pool(threads, -1);
-  enum { K = 4 };
-  const long per = tu_scaled(25000, 2500);
+  enum { K = EXT_SUBMITTERS };
+  const long per = ext_per_submitter();
   atomic_store(&g_ran, 0);
   pthread_t t[K];
   submitter s[K];
@@ -882,16 +930,17 @@ static void external_submitters(int threads)
   tu_destroy(p);
   cr_assert_eq(atomic_load(&g_ran), K * per, "destroy ran extra tasks?");
   tu_assert_no_leaks();
+  return atomic_load(&g_ran);
 }
 
 Test(submit, external_threads_100k_tasks_2_workers, .init = setup, .timeout = TU_TIMEOUT(90))
 {
-  external_submitters(2);
+  cr_assert_eq(external_submitters(2), EXT_SUBMITTERS * ext_per_submitter());
 }
 
 Test(submit, external_threads_100k_tasks_4_workers, .init = setup, .timeout = TU_TIMEOUT(90))
 {
-  external_submitters(4);
+  cr_assert_eq(external_submitters(4), EXT_SUBMITTERS * ext_per_submitter());
 }
 
 /* Tasks submitting from workers (their own deques), fanning out. */
