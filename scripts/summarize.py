@@ -40,7 +40,13 @@ def count(path):
 def main():
     total = [0, 0, 0]
     for path in sys.argv[1:]:
-        for i, v in enumerate(count(path)):
+        try:
+            counts = count(path)
+        except (OSError, ValueError) as e:
+            # The build or the test run never got as far as a log: a failure.
+            print(f"summarize: no usable test log {path}: {e}", file=sys.stderr)
+            counts = (0, 1, 0)
+        for i, v in enumerate(counts):
             total[i] += v
     print(f"{total[0]} passed, {total[1]} failed, {total[2]} skipped")
     return 1 if total[1] else 0
