@@ -123,6 +123,8 @@ static inline void mr_log_(const char *fmt, ...)
 #define MR_NULL_(op, text, p, ...) MR_CMP_(op, text, (const void *)(p), NULL, __VA_ARGS__)
 
 #define cr_assert(...) MR_ASSERT_("cr_assert(" #__VA_ARGS__ ")", __VA_ARGS__, "")
+#define MR_NOT_(text, cond, ...) MR_ASSERT_(text, !(cond), __VA_ARGS__)
+#define cr_assert_not(...) MR_NOT_("cr_assert_not(" #__VA_ARGS__ ")", __VA_ARGS__, "")
 #define cr_assert_eq(...) MR_CMP_(==, "cr_assert_eq(" #__VA_ARGS__ ")", __VA_ARGS__, "")
 #define cr_assert_neq(...) MR_CMP_(!=, "cr_assert_neq(" #__VA_ARGS__ ")", __VA_ARGS__, "")
 #define cr_assert_lt(...) MR_CMP_(<, "cr_assert_lt(" #__VA_ARGS__ ")", __VA_ARGS__, "")
