@@ -25,11 +25,13 @@
 /* Initial capacity of each worker's deque, items (power of two). */
 #define WEFT_DEQUE_INITIAL_CAPACITY 1024
 
-/* Task records are carved from slabs of this size, bytes. */
-#define WEFT_TASK_SLAB_BYTES (64 * 1024)
-/* A worker's free task list longer than this gives half back to the pool's
- * shared list (tasks freed by thieves drift between workers), tasks. */
-#define WEFT_TASK_CACHE_MAX 4096
+/* Recycled objects (task records, operator blocks) are carved from slabs of
+ * this size, bytes. */
+#define WEFT_OBJ_SLAB_BYTES (64 * 1024)
+/* A worker's free list of one object kind longer than this gives half back
+ * to the shared store (objects drift: a thief or a completing worker frees
+ * what another allocated), objects. */
+#define WEFT_OBJ_CACHE_MAX 4096
 
 /* group wait: search rounds (each about WEFT_SPIN_ROUND_NS) before the
  * waiter sleeps on the group, rounds; then it sleeps with a timeout that

@@ -14,6 +14,7 @@
 
 #include "common/sync.h"
 #include "pool/group.h"
+#include "pool/pool_ext.h"
 
 _Static_assert(sizeof(weft_group_impl) <= sizeof(weft_group), "weft_group too small");
 _Static_assert(_Alignof(weft_group_impl) <= _Alignof(weft_group), "weft_group misaligned");
@@ -130,6 +131,33 @@ static _Thread_local int help_depth WEFT_TLS; /* outside threads: tasks being he
 static bool stack_deep(const weft_worker *w)
 {
   return (uintptr_t)__builtin_frame_address(0) < w->steal_floor;
+}
+
+bool weft_pool_help_one(weft_pool *pool)
+{
+  weft_worker *w = weft_worker_of(pool);
+  if (w) {
+    weft_task *t = weft_deque_take(&w->deque);
+    if (!t && !stack_deep(w))
+      t = weft_find_nonlocal(pool, w);
+    if (t)
+      weft_run_task(pool, w, t);
+    return t != NULL;
+  }
+  if (help_depth > 0)
+    return false;
+  weft_pool *prev_task_pool = weft_tls_task_pool;
+  weft_busy_add(pool, +1); /* busy before taking, for destroy's drain */
+  weft_task *t = weft_find_nonlocal(pool, NULL);
+  if (t) {
+    weft_tls_task_pool = pool;
+    help_depth++;
+    weft_run_task(pool, NULL, t);
+    help_depth--;
+    weft_tls_task_pool = prev_task_pool;
+  }
+  weft_busy_add(pool, -1);
+  return t != NULL;
 }
 
 /* Sleeps on g until it is done, waking now and then to help (run) w's own

@@ -10,6 +10,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/sync.h"
+#include "pool/pool_ext.h"
 #include "pool/pool_internal.h"
 
 void weft_pool_config_default(weft_pool_config *cfg)
@@ -71,6 +72,48 @@ int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
   if (rc)
     weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
   return rc;
+}
+
+int weft_pool_submit_priority(weft_pool *pool, weft_task_fn fn, void *arg, int priority)
+{
+  if (!pool || !fn)
+    return WEFT_EINVAL;
+  weft_worker *w = weft_worker_of(pool);
+  if (!w && weft_tls_task_pool != pool) {
+    /* seq_cst: as in weft_pool_enqueue (destroy's drain handshake). */
+    atomic_fetch_add_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
+      atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
+      return WEFT_ESHUTDOWN;
+    }
+  }
+  int rc = WEFT_ENOMEM;
+  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  if (t) {
+    t->fn = fn;
+    t->arg = arg;
+    t->lo = t->hi = 0;
+    t->group = NULL;
+    rc = weft_prio_push(&pool->prio, t, priority);
+    if (rc)
+      weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    else
+      weft_pool_wake_exact(pool);
+  }
+  if (!w && weft_tls_task_pool != pool) /* release: as in weft_pool_enqueue */
+    atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_release);
+  return rc;
+}
+
+int weft_pool_worker_index(const weft_pool *pool)
+{
+  weft_worker *w = weft_tls_worker;
+  return (w && w->pool == pool) ? w->index : -1;
+}
+
+bool weft_pool_in_task(const weft_pool *pool)
+{
+  return weft_tls_task_pool == pool;
 }
 
 int weft_current_worker(void)
@@ -182,6 +225,7 @@ static void free_pool(weft_pool *pool)
   }
   weft_task_store_destroy(&pool->tasks);
   weft_inject_destroy(&pool->inject);
+  weft_prio_destroy(&pool->prio);
   weft_topo_destroy(&pool->topo);
   weft_free(pool);
 }
@@ -224,6 +268,13 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     return WEFT_ENOMEM;
   }
   if (weft_inject_init(&pool->inject)) {
+    weft_task_store_destroy(&pool->tasks);
+    weft_topo_destroy(&pool->topo);
+    weft_free(pool);
+    return WEFT_ENOMEM;
+  }
+  if (weft_prio_init(&pool->prio)) {
+    weft_inject_destroy(&pool->inject);
     weft_task_store_destroy(&pool->tasks);
     weft_topo_destroy(&pool->topo);
     weft_free(pool);

@@ -13,6 +13,7 @@
 #include "pool/deque.h"
 #include "pool/inject.h"
 #include "pool/park.h"
+#include "pool/prio.h"
 #include "pool/task.h"
 #include "pool/topo.h"
 #include "weft/weft.h"
@@ -48,6 +49,7 @@ struct weft_pool {
 
   weft_task_store tasks; /* internally locked */
   weft_inject inject;    /* internally locked */
+  weft_prio prio;        /* internally locked: taken before any deque */
 
   /* The idle protocol, each on its own line: read on every submission,
    * written only on idle transitions. */

@@ -1,17 +1,14 @@
 /*
- * Task records: what a deque slot or the injection queue points to. Carved
- * from slabs; each worker keeps a private free list, and a pool-wide list
- * (under a mutex) serves non-worker threads and balances the drift that
- * stealing causes (a task freed by its thief lands on the thief's list).
- * Slabs are freed only when the pool is destroyed.
+ * Task records: what a deque slot or the injection queue points to. Recycled
+ * through an object store (src/common/objstore.h): a cache per worker, a
+ * locked store for threads without one.
  */
 #ifndef WEFT_POOL_TASK_H
 #define WEFT_POOL_TASK_H
 
-#include <pthread.h>
 #include <stddef.h>
 
-#include "common/tunables.h"
+#include "common/objstore.h"
 #include "weft/weft.h"
 
 struct weft_group_impl;
@@ -21,48 +18,31 @@ typedef struct weft_task {
   void *arg;                     /* fn's argument, or the loop of a piece */
   size_t lo, hi;                 /* a piece's range */
   struct weft_group_impl *group; /* NULL: a plain submission */
-  struct weft_task *next;        /* free list or injection queue link */
+  struct weft_task *next;        /* injection queue link */
 } weft_task;
 
-typedef struct weft_task_cache { /* owner only */
-  weft_task *free;
-  long nfree;
-} weft_task_cache;
+typedef weft_obj_store weft_task_store;
+typedef weft_obj_cache weft_task_cache;
 
-typedef struct weft_task_store {
-  pthread_mutex_t lock;
-  weft_task *free;  /* under lock */
-  long nfree;       /* under lock */
-  void *slabs;      /* under lock: singly linked through each slab's first word */
-} weft_task_store;
+static inline int weft_task_store_init(weft_task_store *s)
+{
+  return weft_obj_store_init(s, sizeof(weft_task));
+}
 
-int weft_task_store_init(weft_task_store *s);
-void weft_task_store_destroy(weft_task_store *s);
+static inline void weft_task_store_destroy(weft_task_store *s)
+{
+  weft_obj_store_destroy(s);
+}
 
-/* cache NULL: a thread without a worker (takes the store's lock). */
-weft_task *weft_task_alloc_slow(weft_task_store *s, weft_task_cache *c);
-void weft_task_free_slow(weft_task_store *s, weft_task_cache *c, weft_task *t);
-
+/* cache NULL: a thread without a worker. */
 static inline weft_task *weft_task_alloc(weft_task_store *s, weft_task_cache *c)
 {
-  if (c && c->free) {
-    weft_task *t = c->free;
-    c->free = t->next;
-    c->nfree--;
-    return t;
-  }
-  return weft_task_alloc_slow(s, c);
+  return (weft_task *)weft_obj_alloc(s, c);
 }
 
 static inline void weft_task_free(weft_task_store *s, weft_task_cache *c, weft_task *t)
 {
-  if (c && c->nfree < WEFT_TASK_CACHE_MAX) {
-    t->next = c->free;
-    c->free = t;
-    c->nfree++;
-    return;
-  }
-  weft_task_free_slow(s, c, t);
+  weft_obj_free(s, c, t);
 }
 
 #endif /* WEFT_POOL_TASK_H */

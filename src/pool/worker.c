@@ -118,7 +118,10 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
 weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
 {
   for (;;) {
-    weft_task *t = weft_inject_pop(&pool->inject);
+    weft_task *t = weft_prio_pop(&pool->prio);
+    if (t)
+      return t;
+    t = weft_inject_pop(&pool->inject);
     if (t)
       return t;
     bool retry = false;
@@ -130,7 +133,7 @@ weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
 
 bool weft_pool_any_work(weft_pool *pool)
 {
-  if (!weft_inject_looks_empty(&pool->inject))
+  if (!weft_inject_looks_empty(&pool->inject) || !weft_prio_looks_empty(&pool->prio))
     return true;
   for (int i = 0; i < pool->nworkers; i++)
     if (!weft_deque_looks_empty(&pool->workers[i].deque))
@@ -305,7 +308,9 @@ void *weft_worker_main(void *arg)
   }
 
   for (;;) {
-    weft_task *t = weft_deque_take(&w->deque);
+    weft_task *t = weft_prio_pop(&pool->prio); /* one relaxed load when empty */
+    if (!t)
+      t = weft_deque_take(&w->deque);
     if (!t)
       t = weft_find_nonlocal(pool, w);
     if (!t)

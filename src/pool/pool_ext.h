@@ -1,0 +1,28 @@
+/*
+ * What the layers above the pool (the dependency engine) may use of it,
+ * beyond the public API. Nothing here knows of them.
+ */
+#ifndef WEFT_POOL_EXT_H
+#define WEFT_POOL_EXT_H
+
+#include <stdbool.h>
+
+#include "weft/weft.h"
+
+/* Queues fn(arg) on the priority queue every worker takes from first
+ * (higher priority first, then first in first out). Same errors as
+ * weft_pool_submit. */
+int weft_pool_submit_priority(weft_pool *pool, weft_task_fn fn, void *arg, int priority);
+
+/* Runs one task of pool on the calling thread if it can find one (a worker
+ * of pool: its deque, then elsewhere; another thread: only when it is not
+ * already helping). Returns whether it ran one. */
+bool weft_pool_help_one(weft_pool *pool);
+
+/* The calling thread's worker index in pool, or -1. */
+int weft_pool_worker_index(const weft_pool *pool);
+
+/* Whether the calling thread is running one of pool's tasks. */
+bool weft_pool_in_task(const weft_pool *pool);
+
+#endif /* WEFT_POOL_EXT_H */
