@@ -140,6 +140,110 @@ typedef int (*weft_launch_fn)(void *arg, int task_id, int num_tasks);
  * num_tasks == 0 returns 0 without calling fn. */
 WEFT_API int weft_parallel_launch(weft_pool *pool, weft_launch_fn fn, void *arg, int num_tasks);
 
+/* ------------------------------------------------------------------ engine */
+
+/*
+ * The dependency engine (MXNet's): operators declare the vars they read and
+ * write; an operator runs once every operator pushed before it that writes a
+ * var it uses, or reads a var it writes, has finished. Reads of a var run
+ * together, writes alone and in push order.
+ */
+typedef struct weft_engine weft_engine;
+typedef struct weft_var weft_var;   /* a handle (generation-tagged): dead once deleted */
+typedef struct weft_op weft_op;     /* a reusable operator (handle, as vars) */
+typedef struct weft_done weft_done; /* an async operator's completion token */
+
+typedef enum { WEFT_DEV_CPU = 0, WEFT_DEV_GPU = 1 } weft_dev_type;
+typedef struct weft_ctx {
+  weft_dev_type type;
+  int id; /* GPU: 0 <= id < weft_gpu_count(); ignored for the CPU */
+} weft_ctx;
+
+typedef enum {
+  WEFT_PROP_NORMAL = 0,
+  WEFT_PROP_COPY_TO_GPU,   /* a copy to the GPU ctx.id (GPU copy workers) */
+  WEFT_PROP_COPY_FROM_GPU, /* a copy from the GPU ctx.id */
+  WEFT_PROP_PRIORITIZED,   /* ahead of other ready work, higher priority first */
+  WEFT_PROP_ASYNC          /* run inline by the thread that makes it ready */
+} weft_prop;
+
+/* An operator that uses a failed var runs anyway; its own status decides. */
+enum { WEFT_OP_NOSKIP = 1u << 0 };
+
+typedef struct weft_run_ctx {
+  weft_ctx ctx;
+  void *stream; /* the device worker's stream for GPU operators, else NULL */
+  int worker;   /* the pool worker running it, -1 elsewhere */
+} weft_run_ctx;
+
+/* A non-zero return fails the operator: every var it writes is marked failed. */
+typedef int (*weft_op_fn)(const weft_run_ctx *rc, void *arg);
+/* Completes later, by weft_done_signal(done, status) from any thread. */
+typedef void (*weft_async_op_fn)(const weft_run_ctx *rc, void *arg, weft_done *done);
+
+/* Completes an async operator, exactly once, from any thread. A second
+ * signal on the same token is detected and ignored (with a message). */
+WEFT_API void weft_done_signal(weft_done *done, int status);
+
+typedef struct weft_op_desc {
+  weft_op_fn fn;             /* exactly one of fn and async_fn */
+  weft_async_op_fn async_fn;
+  void *arg;
+  weft_var *const *reads;    /* may repeat vars; a var also written counts as written */
+  size_t num_reads;
+  weft_var *const *writes;
+  size_t num_writes;
+  weft_ctx ctx;
+  weft_prop prop;
+  int priority;              /* WEFT_PROP_PRIORITIZED: higher runs first */
+  unsigned flags;            /* WEFT_OP_* */
+  const char *name;          /* for traces; not copied, must outlive the operator */
+} weft_op_desc;
+
+typedef struct weft_engine_config {
+  weft_pool *pool;   /* NULL: the engine creates and owns a pool (environment) */
+  const char *kind;  /* NULL: automatic (WEFT_ENGINE, default "threaded");
+                        "threaded" | "naive" (every push runs synchronously) */
+  int max_inflight;  /* -1: automatic (WEFT_MAX_INFLIGHT, default 0 = unbounded);
+                        the most operators pushed but not finished */
+} weft_engine_config;
+
+/* Sets every field to "automatic". */
+WEFT_API void weft_engine_config_default(weft_engine_config *cfg);
+/* cfg NULL: all automatic. WEFT_EINVAL for a bad field or environment value
+ * (one line on stderr names it), WEFT_ENOMEM, WEFT_EAGAIN. */
+WEFT_API int weft_engine_create(weft_engine **out, const weft_engine_config *cfg);
+/* Waits for every operator, frees the engine (and the pool it created).
+ * Returns the first failure recorded since the last weft_wait_all, else 0.
+ * From one of the engine's own operators: WEFT_EDEADLK. */
+WEFT_API int weft_engine_destroy(weft_engine *eng);
+
+WEFT_API int weft_var_new(weft_engine *eng, weft_var **out);
+/* Deferred until every operator pushed before on var has finished; the
+ * handle is dead when this returns. */
+WEFT_API int weft_var_delete(weft_engine *eng, weft_var *var);
+
+/* Pushes a one-shot operator; desc and its arrays are copied. */
+WEFT_API int weft_push(weft_engine *eng, const weft_op_desc *desc);
+/* A reusable operator, pushed any number of times with weft_op_push. */
+WEFT_API int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
+WEFT_API int weft_op_push(weft_engine *eng, weft_op *op);
+/* Deferred until every push of op has finished; the handle is dead at once. */
+WEFT_API int weft_op_delete(weft_engine *eng, weft_op *op);
+
+/* Waits until every operator pushed before on var has finished. Returns the
+ * var's failure status (and clears it), else 0. From inside an operator that
+ * reads or writes var: WEFT_EDEADLK; other waits inside operators run other
+ * work meanwhile. */
+WEFT_API int weft_var_wait(weft_engine *eng, weft_var *var);
+/* Waits until every operator pushed so far has finished. Returns the first
+ * failure recorded since the previous weft_wait_all, and clears it and every
+ * var's failed state. */
+WEFT_API int weft_wait_all(weft_engine *eng);
+/* The number of GPUs operators may use (0 without a GPU layer or devices).
+ * Returns the count, not an error code. */
+WEFT_API int weft_gpu_count(const weft_engine *eng);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,132 @@
+/*
+ * Running operators: dispatch of a ready operator by where it comes from
+ * (the pool: the worker's own deque or the injection queue; the priority
+ * queue; inline for WEFT_PROP_ASYNC), running or skipping it, and its
+ * completion, which releases its vars and dispatches, from the completing
+ * thread, the operators that this makes ready.
+ */
+#include "common/alloc.h"
+#include "common/sync.h"
+#include "deps/engine.h"
+#include "pool/pool_ext.h"
+
+/* Inline (WEFT_PROP_ASYNC) operators made ready while this thread is already
+ * running one are queued here and run by the outermost call, so a chain of
+ * inline operators runs in a loop, not in ever deeper recursion. */
+static _Thread_local weft_opr *inline_head __attribute__((tls_model("initial-exec")));
+static _Thread_local weft_opr *inline_tail __attribute__((tls_model("initial-exec")));
+static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
+
+static int run_task(void *arg)
+{
+  weft_opr_run(arg);
+  return 0;
+}
+
+void weft_opr_ready(weft_opr *op)
+{
+  if (op->prop != WEFT_PROP_ASYNC) {
+    weft_pool *pool = op->eng->pool;
+    int rc = op->prop == WEFT_PROP_PRIORITIZED
+                 ? weft_pool_submit_priority(pool, run_task, op, op->priority)
+                 : weft_pool_submit(pool, run_task, op);
+    if (rc == 0)
+      return;
+    /* No memory for a task record: run it here rather than lose it. */
+  }
+  op->link = NULL;
+  if (inline_tail)
+    inline_tail->link = op;
+  else
+    inline_head = op;
+  inline_tail = op;
+  if (inline_active)
+    return;
+  inline_active = true;
+  while (inline_head) {
+    weft_opr *o = inline_head;
+    inline_head = o->link;
+    if (!inline_head)
+      inline_tail = NULL;
+    weft_opr_run(o);
+  }
+  inline_active = false;
+}
+
+void weft_opr_run(weft_opr *op)
+{
+  int status = 0;
+  if (op->internal == WEFT_OPR_USER && !(op->flags & WEFT_OP_NOSKIP)) {
+    /* Skip an operator that uses a failed var; it passes the status on. */
+    for (int k = 0; k < op->nvars && !status; k++) {
+      weft_var_impl *v = op->var[k];
+      weft_spin_lock(&v->q.lock);
+      status = v->failed;
+      weft_spin_unlock(&v->q.lock);
+    }
+    if (status) {
+      weft_opr_complete(op, status);
+      return;
+    }
+  }
+  weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
+  weft_opr *prev = weft_tls_opr;
+  weft_tls_opr = op;
+  if (op->fn) {
+    status = op->fn(&rc, op->arg);
+    weft_tls_opr = prev;
+    weft_opr_complete(op, status);
+    return;
+  }
+  weft_done *done = weft_done_token(op);
+  if (!done) {
+    weft_tls_opr = prev;
+    weft_opr_complete(op, WEFT_ENOMEM);
+    return;
+  }
+  op->async_fn(&rc, op->arg, done); /* completes through weft_done_signal */
+  weft_tls_opr = prev;
+}
+
+void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
+{
+  pthread_mutex_lock(&eng->fail_lock);
+  if (!eng->first_failure) {
+    eng->first_failure = status;
+    eng->first_failure_name = name;
+  }
+  pthread_mutex_unlock(&eng->fail_lock);
+}
+
+void weft_opr_complete(weft_opr *op, int status)
+{
+  weft_engine *eng = op->eng;
+  bool user = op->internal == WEFT_OPR_USER;
+  if (status && user)
+    weft_engine_record_failure(eng, status, op->name);
+  for (int k = 0; k < op->nvars; k++) {
+    weft_var_impl *v = op->var[k];
+    bool write = op->req[k].write;
+    weft_spin_lock(&v->q.lock);
+    if (write && user)
+      v->failed = status; /* a write's status is the var's: failed, or fine again */
+    weft_var_req *g = weft_varq_complete(&v->q, write);
+    weft_spin_unlock(&v->q.lock);
+    while (g) {
+      weft_var_req *next = g->next; /* g's op may run and be freed at once */
+      weft_opr *o = g->op;
+      /* acq_rel: as in weft_push_opr (the last grant dispatches). */
+      if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)
+        weft_opr_ready(o);
+      g = next;
+    }
+    if (op->internal == WEFT_OPR_DELETE) /* the var's last request: free it */
+      weft_handles_free(&eng->vars, &v->slot);
+  }
+  if (op->tmpl)
+    weft_op_tmpl_release(eng, op->tmpl);
+  weft_opr_free(eng, op);
+  /* seq_cst: pairs with the waiters' announcement in weft_engine_wait. */
+  atomic_fetch_sub_explicit(&eng->inflight, 1, memory_order_seq_cst);
+  weft_engine_notify(eng);
+}

@@ -1,0 +1,56 @@
+/*
+ * Completion tokens of async operators. weft_done_signal carries no engine,
+ * so the tokens live in one process-wide table of generation-tagged slots:
+ * a token is live from the start of the operator's async_fn until its first
+ * signal, and a second signal finds it dead (detected, reported, ignored)
+ * instead of touching a recycled operator.
+ */
+#include <pthread.h>
+
+#include "common/error.h"
+#include "common/sync.h"
+#include "deps/engine.h"
+
+static weft_handles tokens;
+static pthread_once_t tokens_once = PTHREAD_ONCE_INIT;
+static int tokens_rc;
+
+static void tokens_init(void)
+{
+  tokens_rc = weft_handles_init(&tokens, sizeof(weft_done_impl));
+}
+
+weft_done *weft_done_token(weft_opr *op)
+{
+  pthread_once(&tokens_once, tokens_init);
+  if (tokens_rc)
+    return NULL;
+  uintptr_t h;
+  weft_done_impl *d = (weft_done_impl *)weft_handles_alloc(&tokens, &h);
+  if (!d)
+    return NULL;
+  d->opr = op;
+  return (weft_done *)h;
+}
+
+void weft_done_signal(weft_done *done, int status)
+{
+  pthread_once(&tokens_once, tokens_init);
+  weft_done_impl *d = tokens_rc ? NULL : (weft_done_impl *)weft_handles_get(&tokens, (uintptr_t)done);
+  weft_opr *op = d ? d->opr : NULL;
+  if (!d || !weft_slot_kill(&d->slot, weft_handle_gen((uintptr_t)done))) {
+    weft_log("weft_done_signal(%p, %d): the operator was already signalled (or this is no "
+             "token); ignored",
+             (void *)done, status);
+    return;
+  }
+  weft_handles_free(&tokens, &d->slot);
+  if (op->eng->naive) {
+    op->status = status;
+    /* release: publishes status to the pusher waiting in naive_push. */
+    atomic_store_explicit(&op->async_done, 1, memory_order_release);
+    weft_futex_wake(&op->async_done, 1);
+    return;
+  }
+  weft_opr_complete(op, status);
+}

@@ -1,0 +1,257 @@
+/*
+ * Engine life cycle, configuration and waiting (weft_wait_all, and the
+ * common wait used by var waits, destroy and back pressure).
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "common/sync.h"
+#include "deps/engine.h"
+#include "pool/pool_ext.h"
+
+void weft_engine_config_default(weft_engine_config *cfg)
+{
+  if (!cfg)
+    return;
+  cfg->pool = NULL;
+  cfg->kind = NULL;
+  cfg->max_inflight = -1;
+}
+
+int weft_gpu_count(const weft_engine *eng)
+{
+  (void)eng;
+  return 0; /* the GPU layer registers devices once it exists (issue 4) */
+}
+
+void weft_engine_notify(weft_engine *eng)
+{
+  /* seq_cst: pairs with the waiter's increment before it re-checks. */
+  if (atomic_load_explicit(&eng->waiters, memory_order_seq_cst) > 0) {
+    /* release: pairs with the acquire load of idle_seq in weft_engine_wait. */
+    atomic_fetch_add_explicit(&eng->idle_seq, 1, memory_order_release);
+    weft_futex_wake(&eng->idle_seq, INT_MAX);
+  }
+}
+
+void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg)
+{
+  /* Inside the pool's work (an operator, a task) a wait helps run work; a
+   * thread outside sleeps until a completion wakes it. */
+  bool help = weft_pool_worker_index(eng->pool) >= 0 || weft_pool_in_task(eng->pool);
+  int64_t sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
+  for (;;) {
+    if (pred(eng, arg))
+      return;
+    if (help && weft_pool_help_one(eng->pool)) {
+      sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
+      continue;
+    }
+    /* seq_cst: announce, then re-check; pairs with weft_engine_notify. */
+    atomic_fetch_add_explicit(&eng->waiters, 1, memory_order_seq_cst);
+    /* acquire: pairs with the release bump in weft_engine_notify. */
+    uint32_t seq = atomic_load_explicit(&eng->idle_seq, memory_order_acquire);
+    if (!pred(eng, arg))
+      weft_futex_wait(&eng->idle_seq, seq, help ? sleep_ns : -1);
+    atomic_fetch_sub_explicit(&eng->waiters, 1, memory_order_relaxed);
+    if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
+      sleep_ns *= 2;
+  }
+}
+
+static bool drained(weft_engine *eng, void *arg)
+{
+  (void)arg;
+  /* seq_cst: pairs with the decrement in weft_opr_complete. */
+  return atomic_load_explicit(&eng->inflight, memory_order_seq_cst) == 0;
+}
+
+static bool inside_own_op(const weft_engine *eng)
+{
+  return weft_tls_opr && weft_tls_opr->eng == eng;
+}
+
+/* Clears every live var's failed state. */
+static void clear_failures(weft_engine *eng)
+{
+  for (uint32_t c = 0; c < WEFT_HANDLE_CHUNKS; c++) {
+    /* acquire: pairs with the publication of the chunk. */
+    char *chunk = atomic_load_explicit(&eng->vars.chunk[c], memory_order_acquire);
+    if (!chunk)
+      break;
+    for (uint32_t i = 0; i < WEFT_HANDLE_CHUNK_SLOTS; i++) {
+      weft_var_impl *v = (weft_var_impl *)(chunk + i * eng->vars.slot_size);
+      weft_spin_lock(&v->q.lock);
+      v->failed = 0;
+      weft_spin_unlock(&v->q.lock);
+    }
+  }
+}
+
+static int take_failure(weft_engine *eng)
+{
+  pthread_mutex_lock(&eng->fail_lock);
+  int rc = eng->first_failure;
+  eng->first_failure = 0;
+  eng->first_failure_name = NULL;
+  pthread_mutex_unlock(&eng->fail_lock);
+  return rc;
+}
+
+int weft_wait_all(weft_engine *eng)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  if (inside_own_op(eng))
+    return WEFT_EDEADLK; /* the calling operator is one of those waited for */
+  if (eng->naive) {
+    pthread_mutex_lock(&eng->naive_lock);
+    int rc = take_failure(eng);
+    clear_failures(eng);
+    pthread_mutex_unlock(&eng->naive_lock);
+    return rc;
+  }
+  weft_engine_wait(eng, drained, NULL);
+  int rc = take_failure(eng);
+  clear_failures(eng);
+  return rc;
+}
+
+/* Slots are zeroed when their chunk is made; a var's lock must be usable
+ * by clear_failures even before the var is first created. */
+static int config(weft_engine *eng, const weft_engine_config *cfg)
+{
+  const char *kind = cfg->kind, *origin = "weft_engine_config.kind";
+  if (!kind) {
+    kind = weft_env_str("WEFT_ENGINE");
+    origin = "WEFT_ENGINE";
+  }
+  if (!kind || strcmp(kind, "threaded") == 0) {
+    eng->naive = false;
+  } else if (strcmp(kind, "naive") == 0) {
+    eng->naive = true;
+  } else {
+    weft_log("malformed %s=\"%s\": expected threaded or naive", origin, kind);
+    return WEFT_EINVAL;
+  }
+  if (cfg->max_inflight < -1) {
+    weft_log("bad weft_engine_config.max_inflight = %d: expected -1 (automatic) or >= 0",
+             cfg->max_inflight);
+    return WEFT_EINVAL;
+  }
+  eng->max_inflight = cfg->max_inflight;
+  if (eng->max_inflight < 0) {
+    long v;
+    int rc = weft_env_int("WEFT_MAX_INFLIGHT", 0, INT_MAX, &v);
+    if (rc < 0)
+      return rc;
+    eng->max_inflight = rc == 0 ? (int)v : 0;
+  }
+  return 0;
+}
+
+static void free_op_slot(weft_slot *s)
+{
+  weft_op_impl *t = (weft_op_impl *)s;
+  weft_free(t->uses); /* live reusable operators at destroy */
+  t->uses = NULL;
+}
+
+static void free_engine(weft_engine *eng)
+{
+  weft_handles_destroy(&eng->vars, NULL);
+  weft_handles_destroy(&eng->ops, free_op_slot);
+  weft_obj_store_destroy(&eng->oprs);
+  weft_free(eng->caches);
+  pthread_mutex_destroy(&eng->fail_lock);
+  pthread_mutex_destroy(&eng->naive_lock);
+  if (eng->own_pool)
+    weft_pool_destroy(eng->pool);
+  weft_free(eng);
+}
+
+int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
+{
+  if (!out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  weft_engine_config cfg;
+  if (cfg_in)
+    cfg = *cfg_in;
+  else
+    weft_engine_config_default(&cfg);
+  weft_engine *eng = weft_aligned_alloc(64, sizeof *eng);
+  if (!eng)
+    return WEFT_ENOMEM;
+  memset(eng, 0, sizeof *eng);
+  int rc = config(eng, &cfg);
+  if (rc) {
+    weft_free(eng);
+    return rc;
+  }
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE); /* naive ops push from inside */
+  bool ok_naive = pthread_mutex_init(&eng->naive_lock, &ma) == 0;
+  pthread_mutexattr_destroy(&ma);
+  bool ok_fail = pthread_mutex_init(&eng->fail_lock, NULL) == 0;
+  bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl)) == 0;
+  bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl)) == 0;
+  bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64) == 0;
+  if (!(ok_naive && ok_fail && ok_vars && ok_ops && ok_oprs)) {
+    if (ok_naive)
+      pthread_mutex_destroy(&eng->naive_lock);
+    if (ok_fail)
+      pthread_mutex_destroy(&eng->fail_lock);
+    if (ok_vars)
+      weft_handles_destroy(&eng->vars, NULL);
+    if (ok_ops)
+      weft_handles_destroy(&eng->ops, NULL);
+    if (ok_oprs)
+      weft_obj_store_destroy(&eng->oprs);
+    weft_free(eng);
+    return WEFT_ENOMEM;
+  }
+  eng->pool = cfg.pool;
+  if (!eng->pool) {
+    rc = weft_pool_create(&eng->pool, NULL);
+    if (rc) {
+      eng->pool = NULL;
+      free_engine(eng);
+      return rc;
+    }
+    eng->own_pool = true;
+  }
+  eng->caches = weft_calloc((size_t)weft_pool_num_threads(eng->pool), sizeof *eng->caches);
+  if (!eng->caches) {
+    free_engine(eng);
+    return WEFT_ENOMEM;
+  }
+  atomic_init(&eng->inflight, 0);
+  atomic_init(&eng->waiters, 0);
+  atomic_init(&eng->idle_seq, 0);
+  atomic_init(&eng->state, WEFT_ENGINE_RUNNING);
+  atomic_init(&eng->nsubmitting, 0);
+  *out = eng;
+  return 0;
+}
+
+int weft_engine_destroy(weft_engine *eng)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  if (inside_own_op(eng) || (eng->own_pool && weft_pool_in_task(eng->pool)))
+    return WEFT_EDEADLK;
+  /* seq_cst: pairs with the pushers' increment of nsubmitting. */
+  atomic_store_explicit(&eng->state, WEFT_ENGINE_DRAINING, memory_order_seq_cst);
+  while (atomic_load_explicit(&eng->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
+    sched_yield();
+  if (!eng->naive)
+    weft_engine_wait(eng, drained, NULL);
+  int rc = take_failure(eng);
+  free_engine(eng);
+  return rc;
+}

@@ -1,0 +1,142 @@
+/*
+ * The dependency engine's internal structures, shared by src/deps/.
+ *
+ * An operator in flight is an opr: a block holding the copied descriptor and
+ * one var-queue request per var it uses (vars sorted by index, duplicates
+ * merged, read+write counted as write). Its wait counter starts at
+ * nvars + 1: each granted request takes one off, and the pusher takes the
+ * last one once it has appended the op to every var, so the op cannot start
+ * before its registration is complete. At zero the op is dispatched; when it
+ * finishes, each var's queue is completed and the requests this grants are
+ * counted off their own ops, from the finishing thread.
+ */
+#ifndef WEFT_DEPS_ENGINE_H
+#define WEFT_DEPS_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/objstore.h"
+#include "deps/handles.h"
+#include "deps/var_queue.h"
+#include "weft/weft.h"
+
+/* Operators with at most this many vars take their requests from the
+ * recycled block itself; larger ones allocate them, vars. */
+#define WEFT_OPR_INLINE_VARS 6
+
+typedef struct weft_var_impl {
+  weft_slot slot;  /* handle: generation-tagged */
+  weft_varq q;     /* the queue and its lock */
+  int failed;      /* under q.lock: status of the last failed write, 0 when fine */
+} weft_var_impl;
+
+/* Normalised var list of an operator: sorted by index, distinct. */
+typedef struct weft_var_use {
+  uintptr_t handle; /* the var's handle, for re-validation at push */
+  bool write;
+} weft_var_use;
+
+/* A reusable operator (weft_op_new). */
+typedef struct weft_op_impl {
+  weft_slot slot;
+  weft_op_desc desc;  /* copied; reads/writes cleared (see uses) */
+  weft_var_use *uses; /* owned */
+  int nuses;
+  _Atomic int refs;   /* the live handle + one per push in flight */
+} weft_op_impl;
+
+/* Internal operator kinds (opr.internal). */
+enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE };
+
+typedef struct weft_opr {
+  void *link;                 /* object store link while free */
+  weft_engine *eng;
+  weft_op_fn fn;
+  weft_async_op_fn async_fn;
+  void *arg;
+  weft_ctx ctx;
+  weft_prop prop;
+  int priority;
+  unsigned flags;
+  const char *name;
+  int internal;               /* WEFT_OPR_* */
+  weft_op_impl *tmpl;         /* the reusable op it was pushed from, or NULL */
+  int nvars;
+  weft_var_impl **var;        /* [nvars], sorted by index */
+  weft_var_req *req;          /* [nvars]: req[k].write tells the kind */
+  _Atomic int wait;           /* atomic: grants missing, +1 until registered */
+  int status;                 /* set by the thread that runs or skips it */
+  _Atomic uint32_t async_done; /* naive engine: set when an async op signals */
+  weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
+  weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+} weft_opr;
+
+/* Completion token of an async operator (process-wide table: the signal
+ * carries no engine). */
+typedef struct weft_done_impl {
+  weft_slot slot;
+  weft_opr *opr; /* written before the token is handed out */
+} weft_done_impl;
+
+enum { WEFT_ENGINE_RUNNING = 0, WEFT_ENGINE_DRAINING = 1 };
+
+struct weft_engine {
+  weft_pool *pool;     /* immutable */
+  bool own_pool;       /* immutable */
+  bool naive;          /* immutable */
+  int max_inflight;    /* immutable: 0 = unbounded */
+
+  weft_handles vars;   /* internally locked */
+  weft_handles ops;    /* internally locked */
+  weft_obj_store oprs; /* internally locked */
+  weft_obj_cache *caches; /* [pool workers]: each owned by its worker */
+
+  /* Operators pushed and not finished, and the threads waiting for that
+   * count to fall (wait_all, destroy, pushers held back by max_inflight). */
+  _Alignas(64) _Atomic int64_t inflight;
+  _Atomic int waiters;       /* atomic: threads sleeping on idle_seq */
+  _Atomic uint32_t idle_seq; /* atomic: futex word, bumped on completions */
+
+  _Alignas(64) _Atomic int state;       /* WEFT_ENGINE_* */
+  _Atomic int64_t nsubmitting;          /* outside pushers inside weft_push */
+
+  pthread_mutex_t fail_lock;
+  int first_failure;   /* under fail_lock: first failure since wait_all */
+  const char *first_failure_name; /* under fail_lock */
+
+  pthread_mutex_t naive_lock; /* naive engine: one push at a time (recursive) */
+};
+
+/* The operator running on this thread (its fn or async_fn), or NULL. */
+extern _Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));
+
+/* push.c */
+weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var);
+/* Pushes an operator on the given normalised vars (internal ops too). */
+int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses, int nuses,
+                  int internal, weft_op_impl *tmpl, bool from_outside);
+
+/* Drops a reference to a reusable operator (freeing it with the last). */
+void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t);
+
+/* dispatch.c */
+void weft_opr_ready(weft_opr *op);
+void weft_opr_complete(weft_opr *op, int status);
+void weft_opr_free(weft_engine *eng, weft_opr *op);
+void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
+/* Runs the operator now on this thread (its fn, or starts its async_fn). */
+void weft_opr_run(weft_opr *op);
+
+/* engine.c */
+/* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker. */
+void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
+/* Wakes threads in weft_engine_wait (after a completion). */
+void weft_engine_notify(weft_engine *eng);
+
+/* done.c */
+weft_done *weft_done_token(weft_opr *op);
+
+#endif /* WEFT_DEPS_ENGINE_H */

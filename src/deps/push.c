@@ -1,0 +1,404 @@
+/*
+ * Pushing operators: checking and normalising a descriptor, registering the
+ * operator on its vars (all their locks, in index order, so its requests
+ * take the same place on every queue relative to any other operator's),
+ * reusable operators, and the naive engine's synchronous path.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/sync.h"
+#include "deps/engine.h"
+#include "pool/pool_ext.h"
+
+_Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));
+
+weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var)
+{
+  return (weft_var_impl *)weft_handles_get(&eng->vars, (uintptr_t)var);
+}
+
+/* Checks everything in desc but its vars. */
+static int check_desc(const weft_engine *eng, const weft_op_desc *d)
+{
+  if (!d || (d->fn == NULL) == (d->async_fn == NULL))
+    return WEFT_EINVAL;
+  if ((d->num_reads && !d->reads) || (d->num_writes && !d->writes))
+    return WEFT_EINVAL;
+  if (d->num_reads > INT32_MAX / 2 || d->num_writes > INT32_MAX / 2)
+    return WEFT_EINVAL;
+  if (d->ctx.type != WEFT_DEV_CPU && d->ctx.type != WEFT_DEV_GPU)
+    return WEFT_EINVAL;
+  if ((int)d->prop < (int)WEFT_PROP_NORMAL || (int)d->prop > (int)WEFT_PROP_ASYNC)
+    return WEFT_EINVAL;
+  bool copy = d->prop == WEFT_PROP_COPY_TO_GPU || d->prop == WEFT_PROP_COPY_FROM_GPU;
+  if (copy && d->ctx.type != WEFT_DEV_GPU)
+    return WEFT_EINVAL; /* a copy names the GPU it copies to or from */
+  if (d->ctx.type == WEFT_DEV_GPU && (d->ctx.id < 0 || d->ctx.id >= weft_gpu_count(eng)))
+    return WEFT_ENODEV;
+  return 0;
+}
+
+static int cmp_use(const void *a, const void *b)
+{
+  uint32_t x = (uint32_t)((const weft_var_use *)a)->handle;
+  uint32_t y = (uint32_t)((const weft_var_use *)b)->handle;
+  return x < y ? -1 : x > y;
+}
+
+/* Normalises desc's vars into out[] (room for num_reads + num_writes):
+ * every handle live, sorted by slot index, one entry per var, read+write
+ * counted as write. Returns the count, or WEFT_EINVAL for a dead handle. */
+static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
+{
+  int n = 0;
+  for (size_t i = 0; i < d->num_writes; i++)
+    out[n++] = (weft_var_use){(uintptr_t)d->writes[i], true};
+  for (size_t i = 0; i < d->num_reads; i++)
+    out[n++] = (weft_var_use){(uintptr_t)d->reads[i], false};
+  for (int i = 0; i < n; i++)
+    if (!weft_handles_get(&eng->vars, out[i].handle))
+      return WEFT_EINVAL;
+  if (n > 1)
+    qsort(out, (size_t)n, sizeof *out, cmp_use);
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (m > 0 && out[m - 1].handle == out[i].handle) {
+      out[m - 1].write |= out[i].write;
+      continue;
+    }
+    if (m > 0 && (uint32_t)out[m - 1].handle == (uint32_t)out[i].handle)
+      return WEFT_EINVAL; /* same slot, two generations: one is dead */
+    out[m++] = out[i];
+  }
+  return m;
+}
+
+static weft_opr *opr_alloc(weft_engine *eng, int nvars)
+{
+  int w = weft_pool_worker_index(eng->pool);
+  weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL);
+  if (!op)
+    return NULL;
+  if (nvars <= WEFT_OPR_INLINE_VARS) {
+    op->var = op->var_inline;
+    op->req = op->req_inline;
+  } else {
+    op->var = weft_malloc(sizeof *op->var * (size_t)nvars);
+    op->req = weft_malloc(sizeof *op->req * (size_t)nvars);
+    if (!op->var || !op->req) {
+      weft_free(op->var);
+      weft_free(op->req);
+      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
+      return NULL;
+    }
+  }
+  op->nvars = nvars;
+  return op;
+}
+
+void weft_opr_free(weft_engine *eng, weft_opr *op)
+{
+  if (op->var != op->var_inline) {
+    weft_free(op->var);
+    weft_free(op->req);
+  }
+  int w = weft_pool_worker_index(eng->pool);
+  weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
+}
+
+static void unlock_vars(weft_opr *op, int n)
+{
+  while (n-- > 0)
+    weft_spin_unlock(&op->var[n]->q.lock);
+}
+
+int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                  int internal, weft_op_impl *tmpl, bool from_outside)
+{
+  (void)from_outside;
+  weft_opr *op = opr_alloc(eng, n);
+  if (!op)
+    return WEFT_ENOMEM;
+  op->eng = eng;
+  op->fn = d->fn;
+  op->async_fn = d->async_fn;
+  op->arg = d->arg;
+  op->ctx = d->ctx;
+  op->prop = d->prop;
+  op->priority = d->priority;
+  op->flags = d->flags;
+  op->name = d->name;
+  op->internal = internal;
+  op->tmpl = tmpl;
+  op->status = 0;
+  atomic_init(&op->async_done, 0);
+  for (int k = 0; k < n; k++) {
+    op->var[k] = weft_var_lookup(eng, (weft_var *)uses[k].handle);
+    if (!op->var[k]) {
+      weft_opr_free(eng, op);
+      return WEFT_EINVAL;
+    }
+  }
+  atomic_init(&op->wait, n + 1);
+  /* seq_cst: counted before it can complete; pairs with the waiters'
+   * check of inflight in weft_engine_wait. */
+  atomic_fetch_add_explicit(&eng->inflight, 1, memory_order_seq_cst);
+
+  for (int k = 0; k < n; k++)
+    weft_spin_lock(&op->var[k]->q.lock);
+  /* Under every lock: each var still live (a deletion kills the handle
+   * under the var's lock), and a deletion kills it now. */
+  for (int k = 0; k < n; k++) {
+    uint32_t gen = weft_handle_gen(uses[k].handle);
+    bool ok = weft_slot_live(&op->var[k]->slot, gen);
+    if (ok && internal == WEFT_OPR_DELETE)
+      ok = weft_slot_kill(&op->var[k]->slot, gen);
+    if (!ok) {
+      unlock_vars(op, n);
+      weft_opr_free(eng, op);
+      /* seq_cst: as the increment above. */
+      if (atomic_fetch_sub_explicit(&eng->inflight, 1, memory_order_seq_cst) == 1)
+        weft_engine_notify(eng);
+      return WEFT_EINVAL;
+    }
+  }
+  int granted = 0;
+  for (int k = 0; k < n; k++) {
+    op->req[k].op = op;
+    op->req[k].write = uses[k].write;
+    granted += weft_varq_append(&op->var[k]->q, &op->req[k]);
+  }
+  unlock_vars(op, n);
+  /* acq_rel: the last decrement (here or in a completion) hands the op to
+   * the thread that dispatches it, with everything written before. */
+  if (atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) == granted + 1)
+    weft_opr_ready(op);
+  return 0;
+}
+
+/* ------------------------------------------------------------- naive */
+
+/* Runs one push synchronously: the reference engine. */
+static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                      weft_op_impl *tmpl)
+{
+  weft_var_impl *vars[64], **var = n <= 64 ? vars : weft_malloc(sizeof *var * (size_t)n);
+  if (!var)
+    return WEFT_ENOMEM;
+  pthread_mutex_lock(&eng->naive_lock);
+  int rc = 0;
+  for (int k = 0; k < n && !rc; k++) {
+    var[k] = weft_var_lookup(eng, (weft_var *)uses[k].handle);
+    if (!var[k])
+      rc = WEFT_EINVAL;
+  }
+  if (!rc) {
+    int status = 0;
+    if (!(d->flags & WEFT_OP_NOSKIP))
+      for (int k = 0; k < n && !status; k++)
+        status = var[k]->failed;
+    if (!status) {
+      weft_opr op = {0};
+      op.eng = eng;
+      op.fn = d->fn;
+      op.async_fn = d->async_fn;
+      op.arg = d->arg;
+      op.ctx = d->ctx;
+      op.prop = d->prop;
+      op.flags = d->flags;
+      op.name = d->name;
+      op.nvars = n;
+      op.var = var;
+      weft_run_ctx rctx = {d->ctx, NULL, weft_current_worker()};
+      weft_opr *prev = weft_tls_opr;
+      weft_tls_opr = &op;
+      if (d->fn) {
+        status = d->fn(&rctx, d->arg);
+      } else {
+        atomic_init(&op.async_done, 0);
+        weft_done *done = weft_done_token(&op);
+        if (!done) {
+          status = WEFT_ENOMEM;
+        } else {
+          d->async_fn(&rctx, d->arg, done);
+          /* acquire: pairs with the release store in weft_done_signal. */
+          while (!atomic_load_explicit(&op.async_done, memory_order_acquire))
+            weft_futex_wait(&op.async_done, 0, -1);
+          status = op.status;
+        }
+      }
+      weft_tls_opr = prev;
+    }
+    for (int k = 0; k < n; k++)
+      if (uses[k].write)
+        var[k]->failed = status;
+    if (status)
+      weft_engine_record_failure(eng, status, d->name);
+  }
+  pthread_mutex_unlock(&eng->naive_lock);
+  if (var != vars)
+    weft_free(var);
+  (void)tmpl;
+  return rc;
+}
+
+/* ------------------------------------------------------------- pushes */
+
+/* Whether the calling thread pushes from outside the engine's work (then
+ * it is refused during destroy and held back by max_inflight). */
+static bool outside(weft_engine *eng)
+{
+  return !(weft_tls_opr && weft_tls_opr->eng == eng) && !weft_pool_in_task(eng->pool);
+}
+
+static bool below_cap(weft_engine *eng, void *arg)
+{
+  (void)arg;
+  return atomic_load_explicit(&eng->inflight, memory_order_seq_cst) < eng->max_inflight;
+}
+
+/* Pushes normalised uses, with the shutdown gate and back pressure. */
+static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                     weft_op_impl *tmpl)
+{
+  if (eng->naive)
+    return naive_push(eng, d, uses, n, tmpl);
+  bool out = outside(eng);
+  if (out) {
+    /* seq_cst (both): pairs with destroy's store of state and its read of
+     * nsubmitting: either we see the shutdown or destroy waits for us. */
+    atomic_fetch_add_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&eng->state, memory_order_seq_cst) != WEFT_ENGINE_RUNNING) {
+      atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
+      return WEFT_ESHUTDOWN;
+    }
+  }
+  if (eng->max_inflight > 0 && !below_cap(eng, NULL)) {
+    if (out) {
+      weft_engine_wait(eng, below_cap, NULL);
+    } else {
+      /* Inside the engine's work: never block; help while over the cap. */
+      while (!below_cap(eng, NULL) && weft_pool_help_one(eng->pool)) {
+      }
+    }
+  }
+  int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, out);
+  if (out) /* release: the push is complete before destroy stops waiting */
+    atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
+  return rc;
+}
+
+int weft_push(weft_engine *eng, const weft_op_desc *desc)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  int rc = check_desc(eng, desc);
+  if (rc)
+    return rc;
+  size_t cap = desc->num_reads + desc->num_writes;
+  weft_var_use local[16];
+  weft_var_use *uses = cap <= 16 ? local : weft_malloc(sizeof *uses * cap);
+  if (!uses)
+    return WEFT_ENOMEM;
+  int n = normalize(eng, desc, uses);
+  rc = n < 0 ? n : push_uses(eng, desc, uses, n, NULL);
+  if (uses != local)
+    weft_free(uses);
+  return rc;
+}
+
+/* ---------------------------------------------------- reusable operators */
+
+static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
+{
+  return (weft_op_impl *)weft_handles_get(&eng->ops, (uintptr_t)op);
+}
+
+static void op_unref(weft_engine *eng, weft_op_impl *t)
+{
+  /* acq_rel: the last reference frees what the others used. */
+  if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
+    weft_free(t->uses);
+    t->uses = NULL;
+    weft_handles_free(&eng->ops, &t->slot);
+  }
+}
+
+void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t)
+{
+  op_unref(eng, t);
+}
+
+int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
+{
+  if (!eng || !out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  int rc = check_desc(eng, desc);
+  if (rc)
+    return rc;
+  size_t cap = desc->num_reads + desc->num_writes;
+  weft_var_use *uses = weft_malloc(sizeof *uses * (cap ? cap : 1));
+  if (!uses)
+    return WEFT_ENOMEM;
+  int n = normalize(eng, desc, uses);
+  if (n < 0) {
+    weft_free(uses);
+    return n;
+  }
+  uintptr_t h;
+  weft_op_impl *t = (weft_op_impl *)weft_handles_alloc(&eng->ops, &h);
+  if (!t) {
+    weft_free(uses);
+    return WEFT_ENOMEM;
+  }
+  t->desc = *desc;
+  t->desc.reads = t->desc.writes = NULL;
+  t->desc.num_reads = t->desc.num_writes = 0;
+  t->uses = uses;
+  t->nuses = n;
+  /* release: the template is complete before another thread can take a
+   * reference (pairs with the acquire CAS in weft_op_push). */
+  atomic_store_explicit(&t->refs, 1, memory_order_release);
+  *out = (weft_op *)h;
+  return 0;
+}
+
+int weft_op_push(weft_engine *eng, weft_op *op)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  weft_op_impl *t = op_lookup(eng, op);
+  if (!t)
+    return WEFT_EINVAL;
+  /* Take a reference only while the template is alive (refs > 0)... */
+  int r = atomic_load_explicit(&t->refs, memory_order_relaxed);
+  do {
+    if (r <= 0)
+      return WEFT_EINVAL;
+    /* acquire: pairs with the release in op_new (the template's contents). */
+  } while (!atomic_compare_exchange_weak_explicit(&t->refs, &r, r + 1, memory_order_acquire,
+                                                  memory_order_relaxed));
+  /* ...and then make sure it is still the same, live operator. */
+  if (!weft_slot_live(&t->slot, weft_handle_gen((uintptr_t)op))) {
+    op_unref(eng, t);
+    return WEFT_EINVAL;
+  }
+  int rc = push_uses(eng, &t->desc, t->uses, t->nuses, t);
+  if (rc || eng->naive)
+    op_unref(eng, t); /* no operator in flight holds it */
+  return rc;
+}
+
+int weft_op_delete(weft_engine *eng, weft_op *op)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  weft_op_impl *t = op_lookup(eng, op);
+  if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
+    return WEFT_EINVAL;
+  op_unref(eng, t); /* the handle's reference; pushes in flight hold theirs */
+  return 0;
+}

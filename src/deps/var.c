@@ -1,0 +1,124 @@
+/* Vars: creation, deferred deletion, and waiting for a var. */
+#include "common/sync.h"
+#include "deps/engine.h"
+
+int weft_var_new(weft_engine *eng, weft_var **out)
+{
+  if (!eng || !out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  uintptr_t h;
+  weft_var_impl *v = (weft_var_impl *)weft_handles_alloc(&eng->vars, &h);
+  if (!v)
+    return WEFT_ENOMEM;
+  weft_spin_lock(&v->q.lock); /* a wait_all may be clearing failures */
+  v->q.nreaders = 0;
+  v->q.writer = false;
+  v->q.head = v->q.tail = NULL;
+  v->failed = 0;
+  weft_spin_unlock(&v->q.lock);
+  *out = (weft_var *)h;
+  return 0;
+}
+
+static int delete_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  return 0;
+}
+
+int weft_var_delete(weft_engine *eng, weft_var *var)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  weft_var_impl *v = weft_var_lookup(eng, var);
+  if (!v)
+    return WEFT_EINVAL;
+  uint32_t gen = weft_handle_gen((uintptr_t)var);
+  if (eng->naive) {
+    pthread_mutex_lock(&eng->naive_lock);
+    weft_spin_lock(&v->q.lock);
+    bool killed = weft_slot_kill(&v->slot, gen);
+    weft_spin_unlock(&v->q.lock);
+    if (killed)
+      weft_handles_free(&eng->vars, &v->slot);
+    pthread_mutex_unlock(&eng->naive_lock);
+    return killed ? 0 : WEFT_EINVAL;
+  }
+  /* An internal write that kills the handle as it registers (under the
+   * var's lock) and frees the var when it completes, after every earlier
+   * operator on it. */
+  weft_op_desc d = {0};
+  d.fn = delete_fn;
+  d.prop = WEFT_PROP_ASYNC; /* trivial: run inline when ready */
+  d.flags = WEFT_OP_NOSKIP;
+  d.name = "weft_var_delete";
+  weft_var_use use = {(uintptr_t)var, true};
+  return weft_push_opr(eng, &d, &use, 1, WEFT_OPR_DELETE, NULL, true);
+}
+
+typedef struct var_waiter {
+  weft_var_impl *v;
+  int status;
+  _Atomic int done; /* atomic: set once status is written */
+} var_waiter;
+
+static int wait_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  var_waiter *w = arg;
+  weft_engine *eng = weft_tls_opr->eng;
+  weft_spin_lock(&w->v->q.lock);
+  w->status = w->v->failed; /* reported once: */
+  w->v->failed = 0;
+  weft_spin_unlock(&w->v->q.lock);
+  /* seq_cst: publishes status; pairs with the waiter's re-check after it
+   * announced itself (weft_engine_wait). */
+  atomic_store_explicit(&w->done, 1, memory_order_seq_cst);
+  weft_engine_notify(eng); /* w may be gone from here on */
+  return 0;
+}
+
+static bool waiter_done(weft_engine *eng, void *arg)
+{
+  (void)eng;
+  /* seq_cst: pairs with the store in wait_fn. */
+  return atomic_load_explicit(&((var_waiter *)arg)->done, memory_order_seq_cst) != 0;
+}
+
+int weft_var_wait(weft_engine *eng, weft_var *var)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  weft_var_impl *v = weft_var_lookup(eng, var);
+  if (!v)
+    return WEFT_EINVAL;
+  weft_opr *cur = weft_tls_opr;
+  if (cur && cur->eng == eng)
+    for (int k = 0; k < cur->nvars; k++)
+      if (cur->var[k] == v)
+        return WEFT_EDEADLK; /* it waits for the calling operator itself */
+  if (eng->naive) {
+    pthread_mutex_lock(&eng->naive_lock);
+    weft_spin_lock(&v->q.lock);
+    int status = v->failed;
+    v->failed = 0;
+    weft_spin_unlock(&v->q.lock);
+    pthread_mutex_unlock(&eng->naive_lock);
+    return status;
+  }
+  var_waiter w = {v, 0, 0};
+  weft_op_desc d = {0};
+  d.fn = wait_fn;
+  d.arg = &w;
+  d.prop = WEFT_PROP_ASYNC; /* trivial: run inline when ready */
+  d.flags = WEFT_OP_NOSKIP;
+  d.name = "weft_var_wait";
+  weft_var_use use = {(uintptr_t)var, true};
+  int rc = weft_push_opr(eng, &d, &use, 1, WEFT_OPR_WAIT, NULL, true);
+  if (rc)
+    return rc;
+  weft_engine_wait(eng, waiter_done, &w);
+  return w.status;
+}
