@@ -60,8 +60,19 @@ static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
   for (int i = 0; i < n; i++)
     if (!weft_handles_get(&eng->vars, out[i].handle))
       return WEFT_EINVAL;
-  if (n > 1)
+  if (n > 16) {
     qsort(out, (size_t)n, sizeof *out, cmp_use);
+  } else { /* the common case: a handful of vars */
+    for (int i = 1; i < n; i++) {
+      weft_var_use x = out[i];
+      int j = i - 1;
+      while (j >= 0 && cmp_use(&out[j], &x) > 0) {
+        out[j + 1] = out[j];
+        j--;
+      }
+      out[j + 1] = x;
+    }
+  }
   int m = 0;
   for (int i = 0; i < n; i++) {
     if (m > 0 && out[m - 1].handle == out[i].handle) {
