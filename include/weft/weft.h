@@ -105,7 +105,10 @@ typedef struct weft_group {
   void *weft_private_[4];
 } weft_group;
 
-/* Prepares g for spawning into pool. A group may be reused after wait. */
+/* Prepares g for spawning into pool. A group may be reused after wait.
+ * The thread that calls init is the one that waits (the group counts the
+ * spawns made on that thread without atomics); the group's tasks may spawn
+ * into it from any thread. */
 WEFT_API void weft_group_init(weft_group *g, weft_pool *pool);
 
 /* Runs fn(arg) as part of g. WEFT_EINVAL for NULL g/fn or an uninitialised
@@ -114,7 +117,8 @@ WEFT_API void weft_group_init(weft_group *g, weft_pool *pool);
 WEFT_API int weft_group_spawn(weft_group *g, weft_task_fn fn, void *arg);
 
 /* Waits until every task spawned into g (and every task they spawned into g)
- * has finished; returns the first non-zero value one of them returned, else 0.
+ * has finished; returns the first non-zero value one of them returned, else 0
+ * (WEFT_EINVAL from another thread than the one that called init).
  * The waiting thread runs other tasks meanwhile, so a worker is never blocked
  * and nested fork-join cannot deadlock. */
 WEFT_API int weft_group_wait(weft_group *g);
@@ -126,7 +130,8 @@ typedef int (*weft_range_fn)(size_t begin, size_t end, void *arg);
 /* Calls fn on disjoint chunks covering [begin, end), in parallel; the caller
  * takes part. grain: the smallest chunk one call receives, except the range's
  * last chunk (0: automatic). Chunks are split adaptively, as idle workers ask
- * for work. Returns 0, WEFT_EINVAL (NULL pool or fn, begin > end), or the
+ * for work. Returns 0, WEFT_EINVAL (NULL pool or fn, begin > end),
+ * WEFT_ESHUTDOWN (from outside the pool's work once destroy began), or the
  * first non-zero value fn returned (the chunks not yet started are then
  * skipped). An empty range returns 0 without calling fn. */
 WEFT_API int weft_parallel_for(weft_pool *pool, size_t begin, size_t end, size_t grain,
@@ -136,7 +141,8 @@ typedef int (*weft_launch_fn)(void *arg, int task_id, int num_tasks);
 
 /* MindSpore's ParallelLaunch: calls fn(arg, id, num_tasks) once for each id in
  * 0..num_tasks-1, in parallel; the caller takes part. Returns 0, WEFT_EINVAL
- * (NULL pool or fn, num_tasks < 0), or the first non-zero value fn returned.
+ * (NULL pool or fn, num_tasks < 0), WEFT_ESHUTDOWN (as parallel_for), or the
+ * first non-zero value fn returned.
  * num_tasks == 0 returns 0 without calling fn. */
 WEFT_API int weft_parallel_launch(weft_pool *pool, weft_launch_fn fn, void *arg, int num_tasks);
 

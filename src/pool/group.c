@@ -118,7 +118,14 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
   weft_group_impl *g = (weft_group_impl *)pub;
   if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool)
     return WEFT_EINVAL;
-  return weft_group_spawn_task(g, weft_worker_of(g->pool), fn, arg, 0, 0);
+  bool guest;
+  int rc = weft_pool_guest_enter(g->pool, true, &guest);
+  if (rc)
+    return rc;
+  rc = weft_group_spawn_task(g, weft_worker_of(g->pool), fn, arg, 0, 0);
+  if (guest)
+    weft_pool_guest_leave(g->pool);
+  return rc;
 }
 
 /* Helping nests: a waiter runs a task, whose own wait may run another, and
@@ -249,5 +256,14 @@ int weft_group_wait(weft_group *pub)
   weft_group_impl *g = (weft_group_impl *)pub;
   if (!g || g->magic != WEFT_GROUP_MAGIC || !g->pool)
     return WEFT_EINVAL;
-  return weft_group_wait_impl(g);
+  /* The owner's spawns are counted on its thread alone (weft_group_impl). */
+  if (g->owner && weft_worker_of(g->pool) != g->owner)
+    return WEFT_EINVAL;
+  /* Never refused: the group's tasks point at it until they finish. */
+  bool guest;
+  weft_pool_guest_enter(g->pool, false, &guest);
+  int rc = weft_group_wait_impl(g);
+  if (guest)
+    weft_pool_guest_leave(g->pool);
+  return rc;
 }

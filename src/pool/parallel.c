@@ -76,20 +76,20 @@ static int run_loop(weft_pool *pool, size_t begin, size_t end, size_t grain, wef
   weft_group_init(&g_pub, pool);
   weft_group_impl *g = (weft_group_impl *)&g_pub;
   pfor_loop L = {fn, arg, grain, g};
+  /* A caller outside the pool's work registers (destroy waits for it),
+   * counts as busy while it runs pieces, and splits into the injection
+   * queue; inside the pool's work, the loop is part of any drain. */
+  bool guest;
+  int rc = weft_pool_guest_enter(pool, true, &guest);
+  if (rc)
+    return rc;
   weft_worker *w = weft_worker_of(pool);
   weft_pool *prev_task_pool = weft_tls_task_pool;
   if (!w) {
-    /* The caller takes part from outside the pool: it counts as busy (destroy
-     * waits for it) and its splits go to the injection queue. */
     weft_busy_add(pool, +1);
-    /* seq_cst: pairs with destroy's store of state and read of busy. */
-    if (atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
-      weft_busy_add(pool, -1);
-      return WEFT_ESHUTDOWN;
-    }
     weft_tls_task_pool = pool;
   }
-  int rc = weft_pfor_piece(&L, begin, end);
+  rc = weft_pfor_piece(&L, begin, end);
   if (rc)
     weft_group_fail(g, rc);
   rc = weft_group_wait_impl(g);
@@ -97,6 +97,8 @@ static int run_loop(weft_pool *pool, size_t begin, size_t end, size_t grain, wef
     weft_tls_task_pool = prev_task_pool;
     weft_busy_add(pool, -1);
   }
+  if (guest)
+    weft_pool_guest_leave(pool);
   return rc;
 }
 

@@ -23,86 +23,91 @@ void weft_pool_config_default(weft_pool_config *cfg)
   cfg->name = NULL;
 }
 
-int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
+bool weft_pool_is_inside(const weft_pool *pool)
 {
-  if (w) {
-    if (weft_deque_push(&w->deque, t) == 0) {
-      weft_pool_wake_heuristic(pool);
-      return 0;
-    }
-    /* The deque could not grow: the injection queue needs no memory. */
-    weft_inject_push(&pool->inject, t);
-    weft_pool_wake_exact(pool);
-    return 0;
-  }
-  if (weft_tls_task_pool == pool) {
-    /* A helper thread inside one of our tasks: part of the drain. */
-    weft_inject_push(&pool->inject, t);
-    weft_pool_wake_exact(pool);
-    return 0;
-  }
+  weft_worker *w = weft_tls_worker;
+  return (w && w->pool == pool) || weft_tls_task_pool == pool;
+}
+
+int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest)
+{
+  *guest = !weft_pool_is_inside(pool);
+  if (!*guest)
+    return 0; /* the pool's own work: part of any drain */
   /* seq_cst (both): pairs with destroy's store of state and its read of
    * nsubmitting, so either we see the shutdown or destroy waits for us. */
   atomic_fetch_add_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
+  if (refuse && atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
     /* seq_cst: destroy waits for this count to reach zero. */
     atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
+    *guest = false;
     return WEFT_ESHUTDOWN;
   }
-  weft_inject_push(&pool->inject, t);
-  weft_pool_wake_exact(pool);
-  /* release: the push is complete before destroy stops waiting for us. */
-  atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_release);
   return 0;
 }
 
-int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
+void weft_pool_guest_leave(weft_pool *pool)
 {
-  if (!pool || !fn)
-    return WEFT_EINVAL;
-  weft_worker *w = weft_worker_of(pool);
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
-  if (!t)
-    return WEFT_ENOMEM;
-  t->fn = fn;
-  t->arg = arg;
-  t->lo = t->hi = 0;
-  t->group = NULL;
-  int rc = weft_pool_enqueue(pool, w, t);
-  if (rc)
-    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
-  return rc;
+  /* release: everything the call did to the pool is done before destroy,
+   * which waits for this count (acquire), frees it. */
+  atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_release);
 }
 
-int weft_pool_submit_priority(weft_pool *pool, weft_task_fn fn, void *arg, int priority)
+int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
+{
+  if (w && weft_deque_push(&w->deque, t) == 0) {
+    weft_pool_wake_heuristic(pool);
+    return 0;
+  }
+  /* A thread without a deque (registered by weft_pool_guest_enter, or
+   * inside one of our tasks), or a deque that could not grow: the injection
+   * queue needs no memory. */
+  weft_inject_push(&pool->inject, t);
+  weft_pool_wake_exact(pool);
+  return 0;
+}
+
+/* fn(arg) as a task on the deque or injection queue (priority < 0 means
+ * none) or on the priority queue. */
+static int submit(weft_pool *pool, weft_task_fn fn, void *arg, bool prio, int priority)
 {
   if (!pool || !fn)
     return WEFT_EINVAL;
+  bool guest;
+  int rc = weft_pool_guest_enter(pool, true, &guest);
+  if (rc)
+    return rc;
   weft_worker *w = weft_worker_of(pool);
-  if (!w && weft_tls_task_pool != pool) {
-    /* seq_cst: as in weft_pool_enqueue (destroy's drain handshake). */
-    atomic_fetch_add_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
-      atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-      return WEFT_ESHUTDOWN;
-    }
-  }
-  int rc = WEFT_ENOMEM;
   weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  rc = WEFT_ENOMEM;
   if (t) {
     t->fn = fn;
     t->arg = arg;
     t->lo = t->hi = 0;
     t->group = NULL;
-    rc = weft_prio_push(&pool->prio, t, priority);
+    if (!prio) {
+      rc = weft_pool_enqueue(pool, w, t);
+    } else {
+      rc = weft_prio_push(&pool->prio, t, priority);
+      if (rc == 0)
+        weft_pool_wake_exact(pool);
+    }
     if (rc)
       weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
-    else
-      weft_pool_wake_exact(pool);
   }
-  if (!w && weft_tls_task_pool != pool) /* release: as in weft_pool_enqueue */
-    atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_release);
+  if (guest)
+    weft_pool_guest_leave(pool);
   return rc;
+}
+
+int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
+{
+  return submit(pool, fn, arg, false, 0);
+}
+
+int weft_pool_submit_priority(weft_pool *pool, weft_task_fn fn, void *arg, int priority)
+{
+  return submit(pool, fn, arg, true, priority);
 }
 
 int weft_pool_worker_index(const weft_pool *pool)
@@ -113,7 +118,7 @@ int weft_pool_worker_index(const weft_pool *pool)
 
 bool weft_pool_in_task(const weft_pool *pool)
 {
-  return weft_tls_task_pool == pool;
+  return weft_pool_is_inside(pool);
 }
 
 int weft_current_worker(void)
@@ -351,8 +356,8 @@ int weft_pool_destroy(weft_pool *pool)
 {
   if (!pool)
     return WEFT_EINVAL;
-  if (weft_tls_task_pool == pool)
-    return WEFT_EDEADLK; /* from one of its own tasks: the drain would wait on us */
+  if (weft_pool_is_inside(pool))
+    return WEFT_EDEADLK; /* from its own work: the drain would wait on us */
   /* seq_cst: pairs with the submitters' increment of nsubmitting. */
   atomic_store_explicit(&pool->state, WEFT_POOL_DRAINING, memory_order_seq_cst);
   while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
@@ -379,6 +384,9 @@ int weft_pool_destroy(weft_pool *pool)
     weft_futex_wait(&pool->drain_seq, seq, 10 * 1000 * 1000);
   }
   stop_workers(pool);
+  /* A waiter on an older group may have registered after the first wait. */
+  while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
+    sched_yield();
   free_pool(pool);
   return 0;
 }

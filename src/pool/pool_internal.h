@@ -60,10 +60,11 @@ struct weft_pool {
   /* atomic: a notify is in flight; suppresses repeated wake syscalls until
    * a worker reaches the searching state. */
   _Atomic int wake_pending;
-  /* atomic, relaxed: when a worker last ran out of work (monotonic ns). The
+  /* atomic, relaxed, on its own line (written at every idle entry): when a
+   * worker last ran out of work (monotonic ns). The
    * last searcher spins until spin_count rounds after it, so a burst whose
    * workers finish at different times costs one spin, not one per worker. */
-  _Atomic int64_t last_idle_ns;
+  _Alignas(WEFT_CACHE_LINE) _Atomic int64_t last_idle_ns;
 
   /* Life cycle and quiescence, for destroy. */
   _Alignas(WEFT_CACHE_LINE) _Atomic int state;
@@ -129,9 +130,16 @@ void weft_busy_add(weft_pool *pool, int delta);
  * w waits for g; returns a task to run meanwhile, or NULL once g is done. */
 weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g);
 
-/* pool.c: queues t from the calling thread (w: its worker in pool, or NULL);
- * external threads are refused with WEFT_ESHUTDOWN once destroy began. */
+/* pool.c: queues t from the calling thread (w: its worker in pool, or NULL:
+ * then the caller is inside the pool's work or a registered guest). */
 int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t);
+/* Whether the calling thread is one of pool's workers or runs its task. */
+bool weft_pool_is_inside(const weft_pool *pool);
+/* A thread outside the pool's work entering an API call registers, so that
+ * destroy waits for it before freeing the pool; refuse: fail with
+ * WEFT_ESHUTDOWN once destroy began. *guest tells whether to leave. */
+int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest);
+void weft_pool_guest_leave(weft_pool *pool);
 
 /* group.c: help run tasks until the group is done. */
 int weft_group_wait_impl(weft_group_impl *g);

@@ -185,9 +185,11 @@ static void stop_searching(weft_pool *pool)
 {
   /* seq_cst: the searcher count is part of the parking handshake (a
    * submitter that sees it non-zero relies on a searcher's re-check). */
-  if (atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst) == 1 &&
-      weft_ec_waiters(&pool->ec) > 0 && weft_pool_any_work(pool))
-    wake_one(pool);
+  if (atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst) == 1) {
+    weft_fence_sc(&pool->nsearching); /* orders the RMW before the scan */
+    if (weft_ec_waiters(&pool->ec) > 0 && weft_pool_any_work(pool))
+      wake_one(pool);
+  }
 }
 
 weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
@@ -204,8 +206,13 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
     atomic_store_explicit(&pool->last_idle_ns, now, memory_order_relaxed);
     for (;;) {
       if (g && weft_group_pending(g, w) == 0) {
-        /* seq_cst: as in stop_searching (no hand-off: we found no work). */
-        atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst);
+        /* Leaving the search: if we were the last searcher, work queued
+         * meanwhile must not wait for us (submitters relied on a searcher). */
+        if (atomic_fetch_sub_explicit(&pool->nsearching, 1, memory_order_seq_cst) == 1) {
+          weft_fence_sc(&pool->nsearching); /* orders the RMW before the scan */
+          if (weft_ec_waiters(&pool->ec) > 0 && weft_pool_any_work(pool))
+            wake_one(pool);
+        }
         return NULL;
       }
       weft_task *t = weft_find_nonlocal(pool, w);
@@ -238,6 +245,10 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
       now = weft_spin_until(now + WEFT_SPIN_ROUND_NS);
     }
     uint32_t key = weft_ec_prewait(&pool->ec);
+    /* seq_cst: a wake sent before our key was read may have found no
+     * sleeper; our re-check below covers its work, so let later
+     * submitters wake (pairs with the exchange in wake_one). */
+    atomic_store_explicit(&pool->wake_pending, 0, memory_order_seq_cst);
     /* A group waiter asks the group's last finisher to notify the pool's
      * eventcount (after the prewait, so that notify cannot miss us). It stays
      * busy: the task waiting here is not finished. */
