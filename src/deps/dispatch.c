@@ -19,12 +19,21 @@ static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")
 
 static int run_task(void *arg)
 {
-  weft_opr_run(arg);
+  for (weft_opr *op = arg; op;)
+    op = weft_opr_run(op);
   return 0;
 }
 
 void weft_opr_ready(weft_opr *op)
 {
+  if (op->internal != WEFT_OPR_USER) {
+    /* A var wait or deletion: trivial, and never queued behind the inline
+     * operator that may be the one waiting (weft_var_wait inside it). */
+    weft_opr *next = weft_opr_run(op);
+    if (next)
+      weft_opr_ready(next); /* a successor it kept: queue it as usual */
+    return;
+  }
   if (op->prop != WEFT_PROP_ASYNC) {
     weft_pool *pool = op->eng->pool;
     int rc = op->prop == WEFT_PROP_PRIORITIZED
@@ -48,12 +57,13 @@ void weft_opr_ready(weft_opr *op)
     inline_head = o->link;
     if (!inline_head)
       inline_tail = NULL;
-    weft_opr_run(o);
+    while (o)
+      o = weft_opr_run(o);
   }
   inline_active = false;
 }
 
-void weft_opr_run(weft_opr *op)
+weft_opr *weft_opr_run(weft_opr *op)
 {
   int status = 0;
   if (op->internal == WEFT_OPR_USER && !(op->flags & WEFT_OP_NOSKIP)) {
@@ -64,10 +74,8 @@ void weft_opr_run(weft_opr *op)
       status = v->failed;
       weft_spin_unlock(&v->q.lock);
     }
-    if (status) {
-      weft_opr_complete(op, status);
-      return;
-    }
+    if (status)
+      return weft_opr_complete(op, status, true);
   }
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
   weft_opr *prev = weft_tls_opr;
@@ -75,17 +83,16 @@ void weft_opr_run(weft_opr *op)
   if (op->fn) {
     status = op->fn(&rc, op->arg);
     weft_tls_opr = prev;
-    weft_opr_complete(op, status);
-    return;
+    return weft_opr_complete(op, status, true);
   }
   weft_done *done = weft_done_token(op);
   if (!done) {
     weft_tls_opr = prev;
-    weft_opr_complete(op, WEFT_ENOMEM);
-    return;
+    return weft_opr_complete(op, WEFT_ENOMEM, true);
   }
   op->async_fn(&rc, op->arg, done); /* completes through weft_done_signal */
   weft_tls_opr = prev;
+  return NULL;
 }
 
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
@@ -98,10 +105,13 @@ void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
   pthread_mutex_unlock(&eng->fail_lock);
 }
 
-void weft_opr_complete(weft_opr *op, int status)
+weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
 {
   weft_engine *eng = op->eng;
   bool user = op->internal == WEFT_OPR_USER;
+  weft_opr *next = NULL;
+  if (keep_one && weft_pool_worker_index(eng->pool) < 0)
+    keep_one = false;
   if (status && user)
     weft_engine_record_failure(eng, status, op->name);
   for (int k = 0; k < op->nvars; k++) {
@@ -113,20 +123,26 @@ void weft_opr_complete(weft_opr *op, int status)
     weft_var_req *g = weft_varq_complete(&v->q, write);
     weft_spin_unlock(&v->q.lock);
     while (g) {
-      weft_var_req *next = g->next; /* g's op may run and be freed at once */
+      weft_var_req *gnext = g->next; /* g's op may run and be freed at once */
       weft_opr *o = g->op;
       /* acq_rel: as in weft_push_opr (the last grant dispatches). */
-      if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)
-        weft_opr_ready(o);
-      g = next;
+      if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
+        if (keep_one && !next && (o->prop == WEFT_PROP_NORMAL))
+          next = o;
+        else
+          weft_opr_ready(o);
+      }
+      g = gnext;
     }
     if (op->internal == WEFT_OPR_DELETE) /* the var's last request: free it */
       weft_handles_free(&eng->vars, &v->slot);
   }
   if (op->tmpl)
     weft_op_tmpl_release(eng, op->tmpl);
+  int slot = op->slot;
+  if (op->admitted) /* seq_cst: pairs with admit and below_cap */
+    atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
   weft_opr_free(eng, op);
-  /* seq_cst: pairs with the waiters' announcement in weft_engine_wait. */
-  atomic_fetch_sub_explicit(&eng->inflight, 1, memory_order_seq_cst);
-  weft_engine_notify(eng);
+  weft_engine_count_done(eng, slot);
+  return next;
 }

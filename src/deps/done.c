@@ -52,5 +52,6 @@ void weft_done_signal(weft_done *done, int status)
     weft_futex_wake(&op->async_done, 1);
     return;
   }
-  weft_opr_complete(op, status);
+  weft_opr *next = weft_opr_complete(op, status, false);
+  (void)next; /* keep_one false: always NULL */
 }

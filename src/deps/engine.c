@@ -62,11 +62,43 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
   }
 }
 
+int weft_engine_count_push(weft_engine *eng)
+{
+  weft_opr *parent = weft_tls_opr;
+  if (parent && parent->eng == eng) {
+    /* Pushed from inside an operator: counted with it, so a weft_wait_all
+     * that waits for the parent waits for what it pushes. The parent's own
+     * count keeps that slot from draining meanwhile. seq_cst: as below. */
+    atomic_fetch_add_explicit(&eng->inflight[parent->slot], 1, memory_order_seq_cst);
+    return parent->slot;
+  }
+  for (;;) {
+    /* seq_cst (all three): a weft_wait_all that flipped the epoch after we
+     * read it either sees our count in the old slot, or we see its flip on
+     * the re-read and move to the new slot. */
+    uint64_t e = atomic_load_explicit(&eng->epoch, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&eng->inflight[e & 1], 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&eng->epoch, memory_order_seq_cst) == e)
+      return (int)(e & 1);
+    weft_engine_count_done(eng, (int)(e & 1));
+  }
+}
+
+void weft_engine_count_done(weft_engine *eng, int slot)
+{
+  /* seq_cst: pairs with the waiters' announcement in weft_engine_wait. */
+  atomic_fetch_sub_explicit(&eng->inflight[slot], 1, memory_order_seq_cst);
+  weft_engine_notify(eng);
+}
+
+/* arg: a slot, or NULL for both. */
 static bool drained(weft_engine *eng, void *arg)
 {
-  (void)arg;
-  /* seq_cst: pairs with the decrement in weft_opr_complete. */
-  return atomic_load_explicit(&eng->inflight, memory_order_seq_cst) == 0;
+  /* seq_cst: pairs with the updates in weft_engine_count_*. */
+  if (arg)
+    return atomic_load_explicit(&eng->inflight[*(int *)arg], memory_order_seq_cst) == 0;
+  return atomic_load_explicit(&eng->inflight[0], memory_order_seq_cst) == 0 &&
+         atomic_load_explicit(&eng->inflight[1], memory_order_seq_cst) == 0;
 }
 
 static bool inside_own_op(const weft_engine *eng)
@@ -114,7 +146,12 @@ int weft_wait_all(weft_engine *eng)
     pthread_mutex_unlock(&eng->naive_lock);
     return rc;
   }
-  weft_engine_wait(eng, drained, NULL);
+  /* Later pushes count in the next epoch; wait for this one to drain. */
+  pthread_mutex_lock(&eng->wait_lock);
+  /* seq_cst: pairs with the re-read in weft_engine_count_push. */
+  int slot = (int)(atomic_fetch_add_explicit(&eng->epoch, 1, memory_order_seq_cst) & 1);
+  weft_engine_wait(eng, drained, &slot);
+  pthread_mutex_unlock(&eng->wait_lock);
   int rc = take_failure(eng);
   clear_failures(eng);
   return rc;
@@ -167,6 +204,7 @@ static void free_engine(weft_engine *eng)
   weft_obj_store_destroy(&eng->oprs);
   weft_free(eng->caches);
   pthread_mutex_destroy(&eng->fail_lock);
+  pthread_mutex_destroy(&eng->wait_lock);
   pthread_mutex_destroy(&eng->naive_lock);
   if (eng->own_pool)
     weft_pool_destroy(eng->pool);
@@ -198,14 +236,20 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   bool ok_naive = pthread_mutex_init(&eng->naive_lock, &ma) == 0;
   pthread_mutexattr_destroy(&ma);
   bool ok_fail = pthread_mutex_init(&eng->fail_lock, NULL) == 0;
+  if (ok_fail && pthread_mutex_init(&eng->wait_lock, NULL)) {
+    pthread_mutex_destroy(&eng->fail_lock);
+    ok_fail = false;
+  }
   bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl)) == 0;
   bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl)) == 0;
   bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64) == 0;
   if (!(ok_naive && ok_fail && ok_vars && ok_ops && ok_oprs)) {
     if (ok_naive)
       pthread_mutex_destroy(&eng->naive_lock);
-    if (ok_fail)
+    if (ok_fail) {
       pthread_mutex_destroy(&eng->fail_lock);
+      pthread_mutex_destroy(&eng->wait_lock);
+    }
     if (ok_vars)
       weft_handles_destroy(&eng->vars, NULL);
     if (ok_ops)
@@ -230,7 +274,10 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     free_engine(eng);
     return WEFT_ENOMEM;
   }
-  atomic_init(&eng->inflight, 0);
+  atomic_init(&eng->inflight[0], 0);
+  atomic_init(&eng->inflight[1], 0);
+  atomic_init(&eng->epoch, 0);
+  atomic_init(&eng->admitted, 0);
   atomic_init(&eng->waiters, 0);
   atomic_init(&eng->idle_seq, 0);
   atomic_init(&eng->state, WEFT_ENGINE_RUNNING);
@@ -249,8 +296,12 @@ int weft_engine_destroy(weft_engine *eng)
   atomic_store_explicit(&eng->state, WEFT_ENGINE_DRAINING, memory_order_seq_cst);
   while (atomic_load_explicit(&eng->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
     sched_yield();
-  if (!eng->naive)
+  if (eng->naive) { /* a push from inside one of its ops may still run */
+    pthread_mutex_lock(&eng->naive_lock);
+    pthread_mutex_unlock(&eng->naive_lock);
+  } else {
     weft_engine_wait(eng, drained, NULL);
+  }
   int rc = take_failure(eng);
   free_engine(eng);
   return rc;

@@ -70,6 +70,8 @@ typedef struct weft_opr {
   _Atomic int wait;           /* atomic: grants missing, +1 until registered */
   int status;                 /* set by the thread that runs or skips it */
   _Atomic uint32_t async_done; /* naive engine: set when an async op signals */
+  int slot;                   /* the inflight slot (epoch & 1) it is counted in */
+  bool admitted;              /* counted in eng->admitted */
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
   weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
 } weft_opr;
@@ -94,9 +96,17 @@ struct weft_engine {
   weft_obj_store oprs; /* internally locked */
   weft_obj_cache *caches; /* [pool workers]: each owned by its worker */
 
-  /* Operators pushed and not finished, and the threads waiting for that
-   * count to fall (wait_all, destroy, pushers held back by max_inflight). */
-  _Alignas(64) _Atomic int64_t inflight;
+  /* Operators pushed and not finished, counted by epoch (two slots): a
+   * weft_wait_all moves pushes on to the next epoch and waits for its own
+   * slot to drain, so operators pushed after it began cannot hold it up.
+   * The threads waiting for a count to fall (wait_all, destroy, pushers held
+   * back by max_inflight) sleep on idle_seq. */
+  _Alignas(64) _Atomic int64_t inflight[2];
+  _Atomic uint64_t epoch;    /* atomic: bumped by weft_wait_all */
+  /* atomic: with max_inflight, operators admitted and not finished; an
+   * outside pusher takes a place before it pushes, so the cap is exact. */
+  _Atomic int64_t admitted;
+  pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
   _Atomic int waiters;       /* atomic: threads sleeping on idle_seq */
   _Atomic uint32_t idle_seq; /* atomic: futex word, bumped on completions */
 
@@ -116,21 +126,32 @@ extern _Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-ex
 /* push.c */
 weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var);
 /* Pushes an operator on the given normalised vars (internal ops too). */
+/* admitted: the caller took a place under max_inflight for it (released at
+ * completion; on failure the caller gives it back). */
 int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses, int nuses,
-                  int internal, weft_op_impl *tmpl, bool from_outside);
+                  int internal, weft_op_impl *tmpl, bool admitted);
 
 /* Drops a reference to a reusable operator (freeing it with the last). */
 void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t);
 
 /* dispatch.c */
 void weft_opr_ready(weft_opr *op);
-void weft_opr_complete(weft_opr *op, int status);
+/* Finishes op: releases its vars and dispatches what that makes ready.
+ * keep_one: on a pool worker, one ready pool operator is returned to run
+ * next on this thread instead of being queued (its inputs are in this
+ * core's cache, and it skips a push and a pop); else NULL. */
+weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one);
 void weft_opr_free(weft_engine *eng, weft_opr *op);
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
-/* Runs the operator now on this thread (its fn, or starts its async_fn). */
-void weft_opr_run(weft_opr *op);
+/* Runs the operator now on this thread (its fn, or starts its async_fn);
+ * returns a successor to run next on this thread, or NULL. */
+weft_opr *weft_opr_run(weft_opr *op);
 
 /* engine.c */
+/* Counts a new operator in the current epoch; returns its slot. */
+int weft_engine_count_push(weft_engine *eng);
+/* Uncounts it (a completion, or a push that failed). */
+void weft_engine_count_done(weft_engine *eng, int slot);
 /* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker. */
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
 /* Wakes threads in weft_engine_wait (after a completion). */

@@ -126,9 +126,8 @@ static void unlock_vars(weft_opr *op, int n)
 }
 
 int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                  int internal, weft_op_impl *tmpl, bool from_outside)
+                  int internal, weft_op_impl *tmpl, bool admitted)
 {
-  (void)from_outside;
   weft_opr *op = opr_alloc(eng, n);
   if (!op)
     return WEFT_ENOMEM;
@@ -143,6 +142,7 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   op->name = d->name;
   op->internal = internal;
   op->tmpl = tmpl;
+  op->admitted = false; /* set once registered: a failed push gives its place back itself */
   op->status = 0;
   atomic_init(&op->async_done, 0);
   for (int k = 0; k < n; k++) {
@@ -153,9 +153,7 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
     }
   }
   atomic_init(&op->wait, n + 1);
-  /* seq_cst: counted before it can complete; pairs with the waiters'
-   * check of inflight in weft_engine_wait. */
-  atomic_fetch_add_explicit(&eng->inflight, 1, memory_order_seq_cst);
+  op->slot = weft_engine_count_push(eng); /* before it can complete */
 
   for (int k = 0; k < n; k++)
     weft_spin_lock(&op->var[k]->q.lock);
@@ -168,13 +166,13 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
       ok = weft_slot_kill(&op->var[k]->slot, gen);
     if (!ok) {
       unlock_vars(op, n);
+      int slot = op->slot;
       weft_opr_free(eng, op);
-      /* seq_cst: as the increment above. */
-      if (atomic_fetch_sub_explicit(&eng->inflight, 1, memory_order_seq_cst) == 1)
-        weft_engine_notify(eng);
+      weft_engine_count_done(eng, slot);
       return WEFT_EINVAL;
     }
   }
+  op->admitted = admitted;
   int granted = 0;
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
@@ -242,8 +240,8 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
       }
       weft_tls_opr = prev;
     }
-    for (int k = 0; k < n; k++)
-      if (uses[k].write)
+    for (int k = 0; k < n; k++) /* not a var the op deleted (its slot may be reused) */
+      if (uses[k].write && weft_slot_live(&var[k]->slot, weft_handle_gen(uses[k].handle)))
         var[k]->failed = status;
     if (status)
       weft_engine_record_failure(eng, status, d->name);
@@ -267,15 +265,34 @@ static bool outside(weft_engine *eng)
 static bool below_cap(weft_engine *eng, void *arg)
 {
   (void)arg;
-  return atomic_load_explicit(&eng->inflight, memory_order_seq_cst) < eng->max_inflight;
+  /* seq_cst: pairs with the decrement in weft_opr_complete. */
+  return atomic_load_explicit(&eng->admitted, memory_order_seq_cst) < eng->max_inflight;
+}
+
+/* Takes a place under max_inflight: an outside pusher waits for one; from
+ * inside the engine's work it helps run operators while over the cap, and
+ * then goes over it rather than block. */
+static void admit(weft_engine *eng, bool out)
+{
+  for (;;) {
+    /* seq_cst: pairs with below_cap's load and the completion's decrement. */
+    if (atomic_fetch_add_explicit(&eng->admitted, 1, memory_order_seq_cst) < eng->max_inflight)
+      return;
+    if (!out) {
+      while (atomic_load_explicit(&eng->admitted, memory_order_seq_cst) > eng->max_inflight &&
+             weft_pool_help_one(eng->pool)) {
+      }
+      return; /* keep the place: never block inside the engine's work */
+    }
+    atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
+    weft_engine_wait(eng, below_cap, NULL);
+  }
 }
 
 /* Pushes normalised uses, with the shutdown gate and back pressure. */
 static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                      weft_op_impl *tmpl)
 {
-  if (eng->naive)
-    return naive_push(eng, d, uses, n, tmpl);
   bool out = outside(eng);
   if (out) {
     /* seq_cst (both): pairs with destroy's store of state and its read of
@@ -286,16 +303,20 @@ static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use
       return WEFT_ESHUTDOWN;
     }
   }
-  if (eng->max_inflight > 0 && !below_cap(eng, NULL)) {
-    if (out) {
-      weft_engine_wait(eng, below_cap, NULL);
-    } else {
-      /* Inside the engine's work: never block; help while over the cap. */
-      while (!below_cap(eng, NULL) && weft_pool_help_one(eng->pool)) {
-      }
-    }
+  if (eng->naive) {
+    int rc = naive_push(eng, d, uses, n, tmpl);
+    if (out) /* release: as below */
+      atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
+    return rc;
   }
-  int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, out);
+  bool capped = eng->max_inflight > 0;
+  if (capped)
+    admit(eng, out);
+  int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
+  if (rc && capped) { /* seq_cst: as in admit */
+    atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
+    weft_engine_notify(eng);
+  }
   if (out) /* release: the push is complete before destroy stops waiting */
     atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
   return rc;

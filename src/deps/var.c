@@ -55,7 +55,7 @@ int weft_var_delete(weft_engine *eng, weft_var *var)
   d.flags = WEFT_OP_NOSKIP;
   d.name = "weft_var_delete";
   weft_var_use use = {(uintptr_t)var, true};
-  return weft_push_opr(eng, &d, &use, 1, WEFT_OPR_DELETE, NULL, true);
+  return weft_push_opr(eng, &d, &use, 1, WEFT_OPR_DELETE, NULL, false);
 }
 
 typedef struct var_waiter {
@@ -116,7 +116,7 @@ int weft_var_wait(weft_engine *eng, weft_var *var)
   d.flags = WEFT_OP_NOSKIP;
   d.name = "weft_var_wait";
   weft_var_use use = {(uintptr_t)var, true};
-  int rc = weft_push_opr(eng, &d, &use, 1, WEFT_OPR_WAIT, NULL, true);
+  int rc = weft_push_opr(eng, &d, &use, 1, WEFT_OPR_WAIT, NULL, false);
   if (rc)
     return rc;
   weft_engine_wait(eng, waiter_done, &w);
