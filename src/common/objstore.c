@@ -3,8 +3,9 @@
 #include "common/alloc.h"
 #include "weft/weft.h"
 
-int weft_obj_store_init(weft_obj_store *s, size_t size)
+int weft_obj_store_init(weft_obj_store *s, size_t size, long cache_max)
 {
+  s->cache_max = cache_max < 2 ? 2 : cache_max;
   if (pthread_mutex_init(&s->lock, NULL))
     return WEFT_ENOMEM;
   s->size = size < sizeof(void *) ? sizeof(void *) : size;
@@ -56,7 +57,7 @@ void *weft_obj_alloc_slow(weft_obj_store *s, weft_obj_cache *c)
   s->free = *(void **)p;
   s->n--;
   if (c) { /* refill the cache with up to half a cache's worth */
-    while (s->free && c->n < WEFT_OBJ_CACHE_MAX / 2) {
+    while (s->free && c->n < s->cache_max / 2) {
       void *q = s->free;
       s->free = *(void **)q;
       s->n--;
@@ -76,7 +77,7 @@ void weft_obj_free_slow(weft_obj_store *s, weft_obj_cache *c, void *p)
   s->free = p;
   s->n++;
   if (c) { /* the cache is full: give half of it back */
-    while (c->n > WEFT_OBJ_CACHE_MAX / 2) {
+    while (c->n > s->cache_max / 2) {
       void *q = c->free;
       c->free = *(void **)q;
       c->n--;

@@ -30,8 +30,15 @@
 #define WEFT_OBJ_SLAB_BYTES (64 * 1024)
 /* A worker's free list of one object kind longer than this gives half back
  * to the shared store (objects drift: a thief or a completing worker frees
- * what another allocated), objects. */
-#define WEFT_OBJ_CACHE_MAX 4096
+ * what another allocated), objects. Task records: large, for fork-join's
+ * hot spawn path; operator blocks: small, since an outside pusher allocates
+ * from the store while workers free into their caches, and the store must
+ * not keep growing until those caches are full. */
+#define WEFT_TASK_CACHE_MAX 4096
+#define WEFT_OPR_CACHE_MAX 256
+/* Operators with more vars than fit inline take their var and request
+ * arrays from a second store, up to this many vars (more: the heap), vars. */
+#define WEFT_OPR_BIG_VARS 64
 
 /* group wait: search rounds (each about WEFT_SPIN_ROUND_NS) before the
  * waiter sleeps on the group, rounds; then it sleeps with a timeout that

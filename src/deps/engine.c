@@ -202,6 +202,7 @@ static void free_engine(weft_engine *eng)
   weft_handles_destroy(&eng->vars, NULL);
   weft_handles_destroy(&eng->ops, free_op_slot);
   weft_obj_store_destroy(&eng->oprs);
+  weft_obj_store_destroy(&eng->bigs);
   weft_free(eng->caches);
   pthread_mutex_destroy(&eng->fail_lock);
   pthread_mutex_destroy(&eng->wait_lock);
@@ -242,7 +243,12 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   }
   bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl)) == 0;
   bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl)) == 0;
-  bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64) == 0;
+  bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64,
+                                     WEFT_OPR_CACHE_MAX) == 0;
+  if (ok_oprs && weft_obj_store_init(&eng->bigs, sizeof(weft_opr_big), WEFT_OPR_CACHE_MAX / 8)) {
+    weft_obj_store_destroy(&eng->oprs);
+    ok_oprs = false;
+  }
   if (!(ok_naive && ok_fail && ok_vars && ok_ops && ok_oprs)) {
     if (ok_naive)
       pthread_mutex_destroy(&eng->naive_lock);
@@ -254,8 +260,10 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
       weft_handles_destroy(&eng->vars, NULL);
     if (ok_ops)
       weft_handles_destroy(&eng->ops, NULL);
-    if (ok_oprs)
+    if (ok_oprs) {
       weft_obj_store_destroy(&eng->oprs);
+      weft_obj_store_destroy(&eng->bigs);
+    }
     weft_free(eng);
     return WEFT_ENOMEM;
   }
@@ -269,7 +277,7 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     }
     eng->own_pool = true;
   }
-  eng->caches = weft_calloc((size_t)weft_pool_num_threads(eng->pool), sizeof *eng->caches);
+  eng->caches = weft_calloc(2 * (size_t)weft_pool_num_threads(eng->pool), sizeof *eng->caches);
   if (!eng->caches) {
     free_engine(eng);
     return WEFT_ENOMEM;

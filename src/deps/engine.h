@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/objstore.h"
+#include "common/tunables.h"
 #include "deps/handles.h"
 #include "deps/var_queue.h"
 #include "weft/weft.h"
@@ -78,6 +79,14 @@ typedef struct weft_opr {
 
 /* Completion token of an async operator (process-wide table: the signal
  * carries no engine). */
+/* The var and request arrays of an operator with more than
+ * WEFT_OPR_INLINE_VARS vars (up to WEFT_OPR_BIG_VARS). */
+typedef struct weft_opr_big {
+  void *link; /* object store link while free */
+  weft_var_impl *var[WEFT_OPR_BIG_VARS];
+  weft_var_req req[WEFT_OPR_BIG_VARS];
+} weft_opr_big;
+
 typedef struct weft_done_impl {
   weft_slot slot;
   weft_opr *opr; /* written before the token is handed out */
@@ -94,7 +103,8 @@ struct weft_engine {
   weft_handles vars;   /* internally locked */
   weft_handles ops;    /* internally locked */
   weft_obj_store oprs; /* internally locked */
-  weft_obj_cache *caches; /* [pool workers]: each owned by its worker */
+  weft_obj_store bigs; /* internally locked: arrays of operators with many vars */
+  weft_obj_cache *caches; /* [2 * pool workers]: oprs, then bigs; each owned by its worker */
 
   /* Operators pushed and not finished, counted by epoch (two slots): a
    * weft_wait_all moves pushes on to the next epoch and waits for its own

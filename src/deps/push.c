@@ -4,6 +4,7 @@
  * take the same place on every queue relative to any other operator's),
  * reusable operators, and the naive engine's synchronous path.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,12 +90,21 @@ static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
 static weft_opr *opr_alloc(weft_engine *eng, int nvars)
 {
   int w = weft_pool_worker_index(eng->pool);
+  int nw = weft_pool_num_threads(eng->pool);
   weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL);
   if (!op)
     return NULL;
   if (nvars <= WEFT_OPR_INLINE_VARS) {
     op->var = op->var_inline;
     op->req = op->req_inline;
+  } else if (nvars <= WEFT_OPR_BIG_VARS) {
+    weft_opr_big *b = weft_obj_alloc(&eng->bigs, w >= 0 ? &eng->caches[nw + w] : NULL);
+    if (!b) {
+      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
+      return NULL;
+    }
+    op->var = b->var;
+    op->req = b->req;
   } else {
     op->var = weft_malloc(sizeof *op->var * (size_t)nvars);
     op->req = weft_malloc(sizeof *op->req * (size_t)nvars);
@@ -111,11 +121,15 @@ static weft_opr *opr_alloc(weft_engine *eng, int nvars)
 
 void weft_opr_free(weft_engine *eng, weft_opr *op)
 {
-  if (op->var != op->var_inline) {
+  int w = weft_pool_worker_index(eng->pool);
+  if (op->nvars > WEFT_OPR_BIG_VARS) {
     weft_free(op->var);
     weft_free(op->req);
+  } else if (op->nvars > WEFT_OPR_INLINE_VARS) {
+    int nw = weft_pool_num_threads(eng->pool);
+    weft_obj_free(&eng->bigs, w >= 0 ? &eng->caches[nw + w] : NULL,
+                  (char *)op->var - offsetof(weft_opr_big, var));
   }
-  int w = weft_pool_worker_index(eng->pool);
   weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
 }
 
@@ -330,8 +344,8 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
   if (rc)
     return rc;
   size_t cap = desc->num_reads + desc->num_writes;
-  weft_var_use local[16];
-  weft_var_use *uses = cap <= 16 ? local : weft_malloc(sizeof *uses * cap);
+  weft_var_use local[2 * WEFT_OPR_BIG_VARS]; /* no allocation for ordinary ops */
+  weft_var_use *uses = cap <= 2 * WEFT_OPR_BIG_VARS ? local : weft_malloc(sizeof *uses * cap);
   if (!uses)
     return WEFT_ENOMEM;
   int n = normalize(eng, desc, uses);

@@ -26,7 +26,7 @@ typedef weft_obj_cache weft_task_cache;
 
 static inline int weft_task_store_init(weft_task_store *s)
 {
-  return weft_obj_store_init(s, sizeof(weft_task));
+  return weft_obj_store_init(s, sizeof(weft_task), WEFT_TASK_CACHE_MAX);
 }
 
 static inline void weft_task_store_destroy(weft_task_store *s)
