@@ -1,16 +1,23 @@
 #include "common/objstore.h"
 
+#include <stdint.h>
+
 #include "common/alloc.h"
+#include "common/tunables.h"
 #include "weft/weft.h"
 
-int weft_obj_store_init(weft_obj_store *s, size_t size, long cache_max)
+#define NEXT(p) (((void **)(p))[0])
+#define MAG_NEXT(p) (((void **)(p))[1])
+#define MAG_LEN(p) (((intptr_t *)(p))[2])
+
+int weft_obj_store_init(weft_obj_store *s, size_t size, long batch)
 {
-  s->cache_max = cache_max < 2 ? 2 : cache_max;
   if (pthread_mutex_init(&s->lock, NULL))
     return WEFT_ENOMEM;
-  s->size = size < sizeof(void *) ? sizeof(void *) : size;
-  s->free = NULL;
-  s->n = 0;
+  size = (size + 7) / 8 * 8;
+  s->size = size < 3 * sizeof(void *) ? 3 * sizeof(void *) : size;
+  s->batch = batch < 1 ? 1 : batch;
+  s->mags = NULL;
   s->slabs = NULL;
   return 0;
 }
@@ -22,13 +29,20 @@ void weft_obj_store_destroy(weft_obj_store *s)
     weft_free(slab);
   }
   s->slabs = NULL;
-  s->free = NULL;
+  s->mags = NULL;
   pthread_mutex_destroy(&s->lock);
 }
 
-/* Under s->lock: carves a new slab onto s->free. Objects start a cache line
- * into the slab (after the link word), so each is aligned to 64 bytes' worth
- * of its own size's alignment needs (sizes here are multiples of 8). */
+/* Under s->lock. */
+static void push_mag(weft_obj_store *s, void *head, long len)
+{
+  MAG_NEXT(head) = s->mags;
+  MAG_LEN(head) = len;
+  s->mags = head;
+}
+
+/* Under s->lock: carves a new slab into magazines. Objects start a cache
+ * line into the slab, after the slab link. */
 static int add_slab(weft_obj_store *s)
 {
   char *slab = weft_malloc(WEFT_OBJ_SLAB_BYTES);
@@ -36,55 +50,80 @@ static int add_slab(weft_obj_store *s)
     return WEFT_ENOMEM;
   *(void **)slab = s->slabs;
   s->slabs = slab;
-  size_t n = (WEFT_OBJ_SLAB_BYTES - WEFT_CACHE_LINE) / s->size;
-  for (size_t i = 0; i < n; i++) {
-    void *p = slab + WEFT_CACHE_LINE + i * s->size;
-    *(void **)p = s->free;
-    s->free = p;
+  long n = (long)((WEFT_OBJ_SLAB_BYTES - WEFT_CACHE_LINE) / s->size);
+  void *head = NULL;
+  long len = 0;
+  for (long i = 0; i < n; i++) {
+    void *p = slab + WEFT_CACHE_LINE + (size_t)i * s->size;
+    NEXT(p) = head;
+    head = p;
+    if (++len == s->batch) {
+      push_mag(s, head, len);
+      head = NULL;
+      len = 0;
+    }
   }
-  s->n += (long)n;
+  if (head)
+    push_mag(s, head, len);
   return 0;
 }
 
 void *weft_obj_alloc_slow(weft_obj_store *s, weft_obj_cache *c)
 {
+  if (c && c->full) { /* the reserve becomes the current chain */
+    c->free = c->full;
+    c->n = MAG_LEN(c->full);
+    c->full = NULL;
+    return weft_obj_alloc(s, c);
+  }
   pthread_mutex_lock(&s->lock);
-  if (!s->free && add_slab(s)) {
+  if (!s->mags && add_slab(s)) {
     pthread_mutex_unlock(&s->lock);
     return NULL;
   }
-  void *p = s->free;
-  s->free = *(void **)p;
-  s->n--;
-  if (c) { /* refill the cache with up to half a cache's worth */
-    while (s->free && c->n < s->cache_max / 2) {
-      void *q = s->free;
-      s->free = *(void **)q;
-      s->n--;
-      *(void **)q = c->free;
-      c->free = q;
-      c->n++;
-    }
+  void *head = s->mags;
+  s->mags = MAG_NEXT(head);
+  long len = MAG_LEN(head);
+  if (!c) { /* take one object; the rest of the chain goes back */
+    if (len > 1)
+      push_mag(s, NEXT(head), len - 1);
+    pthread_mutex_unlock(&s->lock);
+    return head;
   }
   pthread_mutex_unlock(&s->lock);
-  return p;
+  c->free = NEXT(head);
+  c->n = len - 1;
+  return head;
 }
 
 void weft_obj_free_slow(weft_obj_store *s, weft_obj_cache *c, void *p)
 {
-  pthread_mutex_lock(&s->lock);
-  *(void **)p = s->free;
-  s->free = p;
-  s->n++;
-  if (c) { /* the cache is full: give half of it back */
-    while (c->n > s->cache_max / 2) {
-      void *q = c->free;
-      c->free = *(void **)q;
-      c->n--;
-      *(void **)q = s->free;
-      s->free = q;
-      s->n++;
+  if (!c) { /* add to the top magazine if it has room, else start one */
+    pthread_mutex_lock(&s->lock);
+    void *top = s->mags;
+    if (top && MAG_LEN(top) < s->batch) {
+      s->mags = MAG_NEXT(top);
+      NEXT(p) = top;
+      push_mag(s, p, MAG_LEN(top) + 1);
+    } else {
+      NEXT(p) = NULL;
+      push_mag(s, p, 1);
     }
+    pthread_mutex_unlock(&s->lock);
+    return;
   }
-  pthread_mutex_unlock(&s->lock);
+  /* The current chain is full: it becomes the reserve, and a reserve that
+   * was already there goes to the store. */
+  void *give = c->full;
+  long give_len = give ? MAG_LEN(give) : 0;
+  MAG_LEN(c->free) = c->n;
+  c->full = c->free;
+  NEXT(p) = NULL;
+  c->free = p;
+  c->n = 1;
+  if (give) {
+    pthread_mutex_lock(&s->lock);
+    push_mag(s, give, give_len);
+    pthread_mutex_unlock(&s->lock);
+  }
 }

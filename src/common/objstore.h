@@ -1,11 +1,14 @@
 /*
- * Fixed-size object recycling: a store per object kind (slabs, and a shared
- * free list under a mutex) and a cache per owner (a worker) that allocation
- * and freeing use without a lock. A cache that grows past the store's
- * cache_max gives half back to the store; an empty one refills with half.
- * Objects flow between caches when one thread frees what another allocated
- * (a thief, a completing worker); the store balances them. Slabs are freed
- * only with the store. A free object's first word is the free-list link.
+ * Fixed-size object recycling: a store per object kind and a cache per
+ * owner (a worker), used without a lock. Objects move between caches and the
+ * store a magazine at a time: a chain of up to `batch` free objects, handed
+ * over in O(1) under the store's lock, whatever its length (objects drift
+ * from the thread that allocates them to the one that frees them: a thief, a
+ * completing worker). A cache keeps its current chain and at most one full
+ * magazine in reserve. Slabs are freed only with the store.
+ *
+ * A free object's words: [0] next object in its chain, and for a chain's
+ * first object [1] the next magazine on the store and [2] the chain's length.
  */
 #ifndef WEFT_COMMON_OBJSTORE_H
 #define WEFT_COMMON_OBJSTORE_H
@@ -13,28 +16,26 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "common/tunables.h"
-
 typedef struct weft_obj_cache { /* owner only */
-  void *free;
-  long n;
+  void *free;   /* current chain */
+  long n;       /* its length */
+  void *full;   /* a full magazine in reserve, or NULL */
 } weft_obj_cache;
 
 typedef struct weft_obj_store {
-  size_t size;         /* immutable: object size, a multiple of its alignment */
-  long cache_max;      /* immutable: the most objects one cache keeps */
+  size_t size;          /* immutable: object size, a multiple of 8, >= 3 words */
+  long batch;           /* immutable: objects in a full magazine */
   pthread_mutex_t lock;
-  void *free;          /* under lock */
-  long n;              /* under lock */
-  void *slabs;         /* under lock: linked through each slab's first word */
+  void *mags;           /* under lock: stack of magazines */
+  void *slabs;          /* under lock: linked through each slab's first word */
 } weft_obj_store;
 
-/* size: the object's size (at least a pointer); cache_max: see above.
- * Returns 0 or WEFT_ENOMEM. */
-int weft_obj_store_init(weft_obj_store *s, size_t size, long cache_max);
+/* size: the object's size; batch: objects a magazine holds (a cache holds
+ * up to twice that). Returns 0 or WEFT_ENOMEM. */
+int weft_obj_store_init(weft_obj_store *s, size_t size, long batch);
 void weft_obj_store_destroy(weft_obj_store *s);
 
-/* cache NULL: a thread without one (takes the store's lock). */
+/* cache NULL: a thread without one (one object under the store's lock). */
 void *weft_obj_alloc_slow(weft_obj_store *s, weft_obj_cache *c);
 void weft_obj_free_slow(weft_obj_store *s, weft_obj_cache *c, void *p);
 
@@ -42,7 +43,7 @@ static inline void *weft_obj_alloc(weft_obj_store *s, weft_obj_cache *c)
 {
   if (c && c->free) {
     void *p = c->free;
-    c->free = *(void **)p;
+    c->free = ((void **)p)[0];
     c->n--;
     return p;
   }
@@ -51,8 +52,8 @@ static inline void *weft_obj_alloc(weft_obj_store *s, weft_obj_cache *c)
 
 static inline void weft_obj_free(weft_obj_store *s, weft_obj_cache *c, void *p)
 {
-  if (c && c->n < s->cache_max) {
-    *(void **)p = c->free;
+  if (c && c->n < s->batch) {
+    ((void **)p)[0] = c->free;
     c->free = p;
     c->n++;
     return;

@@ -28,14 +28,12 @@
 /* Recycled objects (task records, operator blocks) are carved from slabs of
  * this size, bytes. */
 #define WEFT_OBJ_SLAB_BYTES (64 * 1024)
-/* A worker's free list of one object kind longer than this gives half back
- * to the shared store (objects drift: a thief or a completing worker frees
- * what another allocated), objects. Task records: large, for fork-join's
- * hot spawn path; operator blocks: small, since an outside pusher allocates
- * from the store while workers free into their caches, and the store must
- * not keep growing until those caches are full. */
-#define WEFT_TASK_CACHE_MAX 4096
-#define WEFT_OPR_CACHE_MAX 256
+/* Objects a magazine holds (a worker's cache holds up to two): recycled
+ * blocks move between a worker and the shared store a magazine at a time.
+ * Task records: for fork-join's spawn path; operator blocks: allocated by a
+ * pusher, freed by the workers that complete them, objects. */
+#define WEFT_TASK_BATCH 1024
+#define WEFT_OPR_BATCH 128
 /* Operators with more vars than fit inline take their var and request
  * arrays from a second store, up to this many vars (more: the heap), vars. */
 #define WEFT_OPR_BIG_VARS 64

@@ -140,8 +140,11 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
   if (op->tmpl)
     weft_op_tmpl_release(eng, op->tmpl);
   int slot = op->slot;
-  if (op->admitted) /* seq_cst: pairs with admit and below_cap */
-    atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
+  /* seq_cst: pairs with admit and below_cap; wakes a held-back pusher when
+   * this makes room. */
+  if (op->admitted &&
+      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight)
+    weft_engine_notify(eng);
   weft_opr_free(eng, op);
   weft_engine_count_done(eng, slot);
   return next;

@@ -86,9 +86,10 @@ int weft_engine_count_push(weft_engine *eng)
 
 void weft_engine_count_done(weft_engine *eng, int slot)
 {
-  /* seq_cst: pairs with the waiters' announcement in weft_engine_wait. */
-  atomic_fetch_sub_explicit(&eng->inflight[slot], 1, memory_order_seq_cst);
-  weft_engine_notify(eng);
+  /* seq_cst: pairs with the waiters' announcement in weft_engine_wait.
+   * Only a slot's drain is waited for (wait_all, destroy). */
+  if (atomic_fetch_sub_explicit(&eng->inflight[slot], 1, memory_order_seq_cst) == 1)
+    weft_engine_notify(eng);
 }
 
 /* arg: a slot, or NULL for both. */
@@ -244,8 +245,8 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl)) == 0;
   bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl)) == 0;
   bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64,
-                                     WEFT_OPR_CACHE_MAX) == 0;
-  if (ok_oprs && weft_obj_store_init(&eng->bigs, sizeof(weft_opr_big), WEFT_OPR_CACHE_MAX / 8)) {
+                                     WEFT_OPR_BATCH) == 0;
+  if (ok_oprs && weft_obj_store_init(&eng->bigs, sizeof(weft_opr_big), WEFT_OPR_BATCH / 8)) {
     weft_obj_store_destroy(&eng->oprs);
     ok_oprs = false;
   }

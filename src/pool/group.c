@@ -118,11 +118,14 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
   weft_group_impl *g = (weft_group_impl *)pub;
   if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool)
     return WEFT_EINVAL;
+  weft_worker *w = weft_worker_of(g->pool);
+  if (w) /* the pool's own worker: the fast path, no registration */
+    return weft_group_spawn_task(g, w, fn, arg, 0, 0);
   bool guest;
   int rc = weft_pool_guest_enter(g->pool, true, &guest);
   if (rc)
     return rc;
-  rc = weft_group_spawn_task(g, weft_worker_of(g->pool), fn, arg, 0, 0);
+  rc = weft_group_spawn_task(g, NULL, fn, arg, 0, 0);
   if (guest)
     weft_pool_guest_leave(g->pool);
   return rc;
@@ -257,8 +260,11 @@ int weft_group_wait(weft_group *pub)
   if (!g || g->magic != WEFT_GROUP_MAGIC || !g->pool)
     return WEFT_EINVAL;
   /* The owner's spawns are counted on its thread alone (weft_group_impl). */
-  if (g->owner && weft_worker_of(g->pool) != g->owner)
+  weft_worker *w = weft_worker_of(g->pool);
+  if (g->owner && w != g->owner)
     return WEFT_EINVAL;
+  if (w)
+    return weft_group_wait_impl(g);
   /* Never refused: the group's tasks point at it until they finish. */
   bool guest;
   weft_pool_guest_enter(g->pool, false, &guest);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "common/objstore.h"
+#include "common/tunables.h"
 #include "weft/weft.h"
 
 struct weft_group_impl;
@@ -26,7 +27,7 @@ typedef weft_obj_cache weft_task_cache;
 
 static inline int weft_task_store_init(weft_task_store *s)
 {
-  return weft_obj_store_init(s, sizeof(weft_task), WEFT_TASK_CACHE_MAX);
+  return weft_obj_store_init(s, sizeof(weft_task), WEFT_TASK_BATCH);
 }
 
 static inline void weft_task_store_destroy(weft_task_store *s)
