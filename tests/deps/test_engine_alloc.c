@@ -1,0 +1,126 @@
+/*
+ * "Steady state allocates nothing" (design.md §3), counted exactly: the
+ * library's allocation hook (src/common/alloc.h, the one internal symbol
+ * this suite uses besides the public API) counts every allocation; after a
+ * warm-up, batches of pushes and waits must make none. test_engine_flow.c
+ * checks the same through RSS with the public API only.
+ */
+#include "engine_util.h"
+
+#include "common/alloc.h"
+
+static void setup(void)
+{
+  te_setup();
+}
+
+static int noop_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add((atomic_long *)arg, 1);
+  return 0;
+}
+
+static void noop_async(const weft_run_ctx *rc, void *arg, weft_done *done)
+{
+  (void)rc;
+  atomic_fetch_add((atomic_long *)arg, 1);
+  weft_done_signal(done, 0);
+}
+
+/* One batch: n pushes over vars v (up to width vars each), a reusable op,
+ * a temporary var, var_wait, wait_all. */
+static void batch(weft_engine *e, weft_var **v, int nv, weft_op *op, atomic_long *ran, long n,
+                  int width, uint64_t *rs)
+{
+  weft_var *tmp = te_var(e);
+  for (long i = 0; i < n; i++) {
+    uint64_t x = tu_rand(rs);
+    weft_var *r[32], *w[32];
+    int nr = (int)(x % (unsigned)width), nw = 1 + (int)((x >> 8) % (unsigned)(width / 2 + 1));
+    for (int k = 0; k < nr; k++)
+      r[k] = k == 0 && (x >> 20) % 4 == 0 ? tmp : v[tu_rand(rs) % (unsigned)nv];
+    for (int k = 0; k < nw; k++)
+      w[k] = v[tu_rand(rs) % (unsigned)nv];
+    weft_op_desc d = (x >> 32) % 8 == 0 ? te_adesc(noop_async, ran) : te_desc(noop_fn, ran);
+    if ((x >> 36) % 8 == 1)
+      d.prop = WEFT_PROP_PRIORITIZED;
+    if ((x >> 36) % 8 == 2)
+      d.prop = WEFT_PROP_ASYNC;
+    d.reads = r;
+    d.num_reads = (size_t)nr;
+    d.writes = w;
+    d.num_writes = (size_t)nw;
+    int rc = weft_push(e, &d);
+    cr_assert_eq(rc, 0, "push = %d", rc);
+    if (i % 97 == 0)
+      cr_assert_eq(weft_op_push(e, op), 0);
+    if (i % 1001 == 0)
+      cr_assert_eq(weft_var_wait(e, w[0]), 0);
+  }
+  cr_assert_eq(weft_var_delete(e, tmp), 0);
+  cr_assert_eq(weft_wait_all(e), 0);
+}
+
+/* Returns the allocations made after warm-up, over 5 batches (at least
+ * 25000 pushes).
+ *
+ * Not quite zero: the free lists are per worker and bounded (a worker's
+ * list takes what it frees up to a cap, then gives half back), so until
+ * every list has reached its cap once, the shared list may run dry and
+ * take a new slab now and then. A slab holds hundreds of blocks: MAX_SLABS
+ * allows that settling and nothing per push. */
+#define MAX_SLABS 64
+static long allocations(const char *kind, int threads, int max_inflight, int width)
+{
+  te t = te_new(kind, threads, max_inflight);
+  enum { NV = 64 };
+  weft_var *v[NV];
+  for (int i = 0; i < NV; i++)
+    v[i] = te_var(t.eng);
+  atomic_long ran = 0;
+  weft_op_desc d = te_desc(noop_fn, &ran);
+  d.writes = (weft_var *const[]){v[1]};
+  d.num_writes = 1;
+  weft_op *op = NULL;
+  cr_assert_eq(weft_op_new(t.eng, &d, &op), 0);
+  uint64_t rs = 5;
+  long per = tu_scaled(20000, 5000);
+  for (int b = 0; b < 3; b++)
+    batch(t.eng, v, NV, op, &ran, per, width, &rs);
+  weft_test_fail_alloc_at(0); /* resets the count */
+  for (int b = 0; b < 5; b++)
+    batch(t.eng, v, NV, op, &ran, per, width, &rs);
+  long calls = weft_test_alloc_calls();
+  cr_log_info("%s, %d threads, max_inflight %d, up to %d vars: %ld allocations in %ld pushes",
+              kind, threads, max_inflight, width + width / 2, calls, 5 * per);
+  cr_assert_eq(weft_op_delete(t.eng, op), 0);
+  cr_assert_eq(te_free(&t), 0);
+  return calls;
+}
+
+Test(alloc, threaded_steady_state_allocates_nothing, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  long calls = allocations("threaded", 2, 0, 4);
+  cr_assert_leq(calls, MAX_SLABS, "%ld allocations in the steady state (ops of up to 6 vars)",
+                calls);
+}
+
+Test(alloc, with_back_pressure, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  long calls = allocations("threaded", 2, 32, 4);
+  cr_assert_leq(calls, MAX_SLABS, "%ld allocations in the steady state, max_inflight 32", calls);
+}
+
+Test(alloc, naive_steady_state_allocates_nothing, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  long calls = allocations("naive", 1, 0, 4);
+  cr_assert_leq(calls, MAX_SLABS, "%ld allocations in the naive engine's steady state", calls);
+}
+
+Test(alloc, ops_with_many_vars, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  long calls = allocations("threaded", 2, 0, 24);
+  cr_assert_leq(calls, MAX_SLABS,
+                "%ld allocations in the steady state (ops of up to 36 vars): per push", calls);
+}
