@@ -1,11 +1,15 @@
 /*
  * bench_serial: the serial baselines, the same kernels with no runtime at all.
  *
- *   bench_serial --workload fib|pfor_imb|pfor_fine --threads N --reps R [--quick]
+ *   bench_serial --workload fib|pfor_imb|pfor_fine|chain|indep|dag|wave
+ *                --threads N --reps R [--quick]
  *
  * --threads is accepted and ignored (one thread; the JSON says threads 1).
  * The runner derives "perfect split" = serial time / threads from it.
  * fib here is the plain recursion (no spawns), the work fib(30) does.
+ * chain/indep/dag/wave: the op list run in order (bench_oplist_run), no
+ * runtime: the work per op (the kernel and its loads and stores), the floor
+ * under every runtime's ns/op.
  */
 #include "harness.h"
 
@@ -26,14 +30,31 @@ static uint64_t fib_opaque(int n) {
 
 static volatile size_t imb_n = BENCH_IMB_N, fine_n = BENCH_FINE_N;
 
+static uint64_t serial_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
+  (void)ctx;
+  uint64_t t0 = bench_now_ns();
+  bench_oplist_run(vals, L->ops, 0, L->nops);
+  return bench_now_ns() - t0;
+}
+
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib", "pfor_imb", "pfor_fine", NULL};
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "chain",
+                                          "indep", "dag",      "wave",      NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
   bench_series s;
   bench_series_init(&s, a.reps);
 
-  if (!strcmp(a.workload, "fib")) {
+  if (bench_is_dep_workload(a.workload)) {
+    bench_oplist L;
+    bench_oplist_make(&L, a.workload, a.quick);
+    bench_slot *vals = bench_vars_alloc(L.nvars);
+    a.threads = 1;
+    bench_dep_time(RT, &a, &L, vals, serial_rep, NULL, &s);
+    bench_dep_emit(RT, &a, &L, &s, NULL);
+    bench_vars_free(vals);
+    bench_oplist_free(&L);
+  } else if (!strcmp(a.workload, "fib")) {
     bench_time_fib(&a, &s, fib_opaque, NULL);
     bench_emit(RT, "fib", 1, "ms", &s, NULL);
   } else if (!strcmp(a.workload, "pfor_imb")) {

@@ -12,6 +12,21 @@
  * wake: arena.enqueue from main, a thread outside the arena; that arena is
  * task_arena(N, 0) (no slot reserved for main) and global_control allows
  * N + 1 threads, so N TBB workers serve it, like N weft workers.
+ * chain, indep, dag, wave (harness.h, op lists): a tbb::flow::graph with one
+ *   continue_node per op and explicit edges computed from the op list, the
+ *   way a dependency engine would track them: for each var the last writer
+ *   and the readers since; an op that writes v gets edges from v's readers
+ *   since its last write (or, with none, from the last writer), an op that
+ *   reads v an edge from v's last writer; duplicate edges are merged. The
+ *   graph is built in list order, then every op without predecessors gets a
+ *   try_put, then wait_for_all. All inside arena.execute (N threads).
+ *   TIMED: from the first node's construction (dependency tracking and graph
+ *   construction are the equivalent of an engine's push) to wait_for_all's
+ *   return. NOT timed: destroying the graph (reported as "teardown_ns_per_op").
+ *   The edges must all exist before the first try_put (an edge from a node
+ *   that already ran would never fire), so construction and execution do not
+ *   overlap, unlike the push-as-you-go engines. Node policy: the default
+ *   (queueing; each ready node spawns a task).
  */
 #include "harness.h"
 
@@ -19,8 +34,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <vector>
 
 #include <tbb/blocked_range.h>
+#include <tbb/flow_graph.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -80,8 +98,87 @@ static int submit(void *ctx, bench_task_fn fn, void *arg) {
   return 0;
 }
 
+/* ------------------------------------------------------------ op lists */
+
+namespace {
+
+using tbb::flow::continue_msg;
+using dep_node = tbb::flow::continue_node<continue_msg>;
+constexpr uint32_t NONE = UINT32_MAX;
+
+struct dep_ctx {
+  tbb::task_arena *arena;
+  double teardown_ns = 0; /* the last repetition's graph destruction, ns/op */
+};
+
+/* One repetition inside the arena; returns the timed region's length. */
+uint64_t dep_rep_in_arena(dep_ctx *c, const bench_oplist *L, bench_slot *vals) {
+  const bench_op *ops = L->ops;
+  const size_t nops = L->nops;
+  uint64_t t0, t1;
+  {
+    t0 = bench_now_ns();
+    tbb::flow::graph g;
+    std::deque<dep_node> nodes; /* nodes never move once built */
+    std::vector<uint32_t> last_writer(L->nvars, NONE);
+    std::vector<std::vector<uint32_t>> readers(L->nvars);
+    std::vector<uint32_t> sources, preds;
+    for (size_t i = 0; i < nops; i++) {
+      const bench_op &o = ops[i];
+      nodes.emplace_back(g, [vals, ops, i](const continue_msg &) {
+        bench_op_exec(vals, ops, i);
+        return continue_msg();
+      });
+      dep_node &me = nodes.back();
+      preds.clear();
+      auto add = [&](uint32_t p) {
+        for (uint32_t q : preds) /* a handful at most: a linear scan */
+          if (q == p)
+            return;
+        preds.push_back(p);
+        tbb::flow::make_edge(nodes[p], me);
+      };
+      /* reads: after the var's last writer */
+      for (uint32_t k = 0; k < o.nr; k++)
+        if (last_writer[o.r[k]] != NONE)
+          add(last_writer[o.r[k]]);
+      /* the write: after the readers since the var's last write, else after
+       * that writer (the readers themselves come after it) */
+      std::vector<uint32_t> &rd = readers[o.w];
+      if (!rd.empty()) {
+        for (uint32_t p : rd)
+          add(p);
+        rd.clear();
+      } else if (last_writer[o.w] != NONE) {
+        add(last_writer[o.w]);
+      }
+      last_writer[o.w] = (uint32_t)i;
+      for (uint32_t k = 0; k < o.nr; k++)
+        readers[o.r[k]].push_back((uint32_t)i);
+      if (preds.empty())
+        sources.push_back((uint32_t)i);
+    }
+    for (uint32_t i : sources)
+      nodes[i].try_put(continue_msg());
+    g.wait_for_all();
+    t1 = bench_now_ns();
+  } /* nodes, then the graph, destroyed here */
+  c->teardown_ns = (double)(bench_now_ns() - t1) / (double)nops;
+  return t1 - t0;
+}
+
+uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
+  dep_ctx *c = static_cast<dep_ctx *>(ctx);
+  uint64_t ns = 0;
+  c->arena->execute([&] { ns = dep_rep_in_arena(c, L, vals); });
+  return ns;
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib", "pfor_imb", "pfor_fine", "idle", "wake", nullptr};
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
+                                          "chain", "indep",    "dag",       "wave", nullptr};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
   const int n = a.threads;
@@ -134,9 +231,24 @@ int main(int argc, char **argv) {
     out = bench_fine_alloc();
     burst_ctx b{&arena, out, 0};
     bench_idle_run(RT, &a, burst, &b);
-  } else {
+  } else if (wake) {
     bench_wake_run(RT, &a, submit, &arena,
                    "task_arena(N,0).enqueue from main; N workers");
+  } else {
+    bench_oplist L;
+    bench_oplist_make(&L, a.workload, a.quick);
+    bench_slot *vals = bench_vars_alloc(L.nvars);
+    dep_ctx c;
+    c.arena = &arena;
+    bench_dep_time(RT, &a, &L, vals, dep_rep, &c, &s);
+    char extra[256];
+    std::snprintf(extra, sizeof extra,
+                  ",\"push\":\"flow graph, continue_node per op, explicit edges; "
+                  "construction timed\",\"teardown_ns_per_op\":%.1f",
+                  c.teardown_ns);
+    bench_dep_emit(RT, &a, &L, &s, extra);
+    bench_vars_free(vals);
+    bench_oplist_free(&L);
   }
   bench_series_free(&s);
   std::free(out);

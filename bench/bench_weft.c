@@ -10,6 +10,27 @@
  * threads compute, as with the peers. fib: weft_group on the stack, spawn
  * fib(n-1), fib(n-2) inline, weft_group_wait. pfor: weft_parallel_for with
  * grain 0 (automatic). wake: weft_pool_submit from main, a non-worker thread.
+ *
+ * chain, indep, dag, wave (harness.h, op lists): an engine on that pool
+ * (weft_engine_config.pool; kind and max_inflight automatic, so WEFT_ENGINE
+ * and WEFT_MAX_INFLIGHT apply), one weft var per list var (weft_var_new, made
+ * once and reused by every repetition), one weft_push per op in list order
+ * (writes = {w}, reads = its 0-2 read vars, fn = bench_op_exec on the op's
+ * index), all from ONE thread, two ways, each with its own warm-up:
+ *   main    the main thread (not a worker) pushes; N workers run the ops, so
+ *           N + 1 threads are busy (as with StarPU's submitting thread);
+ *   driver  one driver op (no vars) pushed from main pushes them all from
+ *           inside the pool, then posts a semaphore; main, asleep on it, then
+ *           calls weft_wait_all. N threads in all, as OpenMP's and TBB's.
+ * TIMED: from just before the first push of an op to weft_wait_all's return
+ * in main (driver: the clock starts inside the driver op, before its first
+ * push). The headline figure is the mode with the lower median; the other's
+ * samples are in the JSON ("other_samples") and the table's notes.
+ * BENCH_WEFT_PUSH=main or =driver in the environment runs that mode alone
+ * (for profiling); the JSON then has no "other_samples". The JSON also has
+ * the pool's counters per op pushed for each mode ("pool_main",
+ * "pool_driver": tasks, steals, parks, wake-ups, failed steal rounds; over
+ * the mode's repetitions, warm-up included).
  */
 #include "harness.h"
 
@@ -22,6 +43,7 @@
 
 static const char RT[] = "weft";
 static weft_pool *pool;
+static weft_engine *engine;
 static atomic_int first_error; /* first error a weft call returned inside a task */
 
 static void note_error(int rc) {
@@ -203,8 +225,232 @@ static int submit(void *ctx, bench_task_fn fn, void *arg) {
   return weft_pool_submit(pool, fn, arg);
 }
 
+/* ------------------------------------------------------------- op lists */
+
+typedef struct dep_state {
+  const bench_oplist *L;
+  bench_slot *vals;  /* this repetition's values (the ops run on them) */
+  weft_var **vars;   /* one per list var */
+  int from_driver;   /* 0: main pushes; 1: a driver op pushes */
+  uint64_t t0;       /* when the first push began */
+  bench_event pushed; /* driver mode: posted when every op is pushed */
+} dep_state;
+
+static dep_state dep;
+
+static int dep_op(const weft_run_ctx *rc, void *arg) {
+  (void)rc;
+  bench_op_exec(dep.vals, dep.L->ops, (size_t)(uintptr_t)arg);
+  return 0;
+}
+
+/* Pushes every op of the list, in order; the first error stops it. */
+static int push_all(void) {
+  const bench_oplist *L = dep.L;
+  weft_var *w[1], *r[2];
+  weft_op_desc d;
+  memset(&d, 0, sizeof d);
+  d.fn = dep_op;
+  d.writes = w;
+  d.num_writes = 1;
+  d.reads = r;
+  d.ctx.type = WEFT_DEV_CPU;
+  d.prop = WEFT_PROP_NORMAL;
+  d.name = L->workload;
+  for (size_t i = 0; i < L->nops; i++) {
+    const bench_op *o = &L->ops[i];
+    w[0] = dep.vars[o->w];
+    r[0] = dep.vars[o->r[0]];
+    r[1] = dep.vars[o->r[1]];
+    d.num_reads = o->nr;
+    d.arg = (void *)(uintptr_t)i;
+    int rc = weft_push(engine, &d);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int driver_op(const weft_run_ctx *rc, void *arg) {
+  (void)arg;
+  if (rc->worker < 0)
+    bench_fail("driver op runs outside the pool (worker %d)", rc->worker);
+  dep.t0 = bench_now_ns();
+  int err = push_all();
+  if (err)
+    note_error(err);
+  bench_event_post(&dep.pushed);
+  return 0;
+}
+
+static uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
+  (void)ctx;
+  dep.L = L;
+  dep.vals = vals;
+  uint64_t t1;
+  if (!dep.from_driver) {
+    dep.t0 = bench_now_ns();
+    int rc = push_all();
+    if (rc)
+      note_error(rc);
+    rc = weft_wait_all(engine);
+    t1 = bench_now_ns();
+    if (rc)
+      note_error(rc);
+  } else {
+    weft_op_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = driver_op;
+    d.ctx.type = WEFT_DEV_CPU;
+    d.name = "driver";
+    int rc = weft_push(engine, &d);
+    if (rc) {
+      note_error(rc);
+      t1 = dep.t0 = 0;
+    } else {
+      while (bench_event_wait(&dep.pushed, 3600ull * 1000000000ull)) {
+      }
+      rc = weft_wait_all(engine);
+      t1 = bench_now_ns();
+      if (rc)
+        note_error(rc);
+    }
+  }
+  check_errors(L->workload);
+  return t1 - dep.t0;
+}
+
+/* The pool's counters summed over its workers (weft_pool_stats). */
+static weft_worker_stats pool_totals(void) {
+  weft_worker_stats w[64], t;
+  memset(&t, 0, sizeof t);
+  int n = weft_pool_stats(pool, w, 64);
+  for (int i = 0; i < n; i++) {
+    t.tasks_run += w[i].tasks_run;
+    t.steals += w[i].steals;
+    t.failed_steal_rounds += w[i].failed_steal_rounds;
+    t.parks += w[i].parks;
+    t.wakeups += w[i].wakeups;
+  }
+  return t;
+}
+
+static double median_sorted_copy(const bench_series *s) {
+  if (s->n == 0)
+    return 1e300;
+  double *v = (double *)malloc(sizeof(double) * (size_t)s->n);
+  if (!v)
+    return 1e300;
+  memcpy(v, s->v, sizeof(double) * (size_t)s->n);
+  for (int i = 1; i < s->n; i++) { /* insertion sort: a few samples */
+    double x = v[i];
+    int j = i - 1;
+    while (j >= 0 && v[j] > x) {
+      v[j + 1] = v[j];
+      j--;
+    }
+    v[j + 1] = x;
+  }
+  double m = s->n % 2 ? v[s->n / 2] : 0.5 * (v[s->n / 2 - 1] + v[s->n / 2]);
+  free(v);
+  return m;
+}
+
+static void bench_dep(const bench_args *a) {
+  weft_engine_config ec;
+  weft_engine_config_default(&ec);
+  ec.pool = pool;
+  int rc = weft_engine_create(&engine, &ec);
+  if (rc) {
+    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+    return;
+  }
+  bench_oplist L;
+  bench_oplist_make(&L, a->workload, a->quick);
+  bench_slot *vals = bench_vars_alloc(L.nvars);
+  dep.vars = (weft_var **)calloc(L.nvars, sizeof *dep.vars);
+  if (!dep.vars) {
+    fprintf(stderr, "bench_weft: out of memory\n");
+    exit(1);
+  }
+  for (size_t v = 0; v < L.nvars && !bench_failed(); v++) {
+    rc = weft_var_new(engine, &dep.vars[v]);
+    if (rc)
+      bench_fail("weft_var_new: %s", weft_strerror(rc));
+  }
+  bench_event_init(&dep.pushed);
+
+  /* the two modes, main first; each bench_dep_time has its own warm-up */
+  static const char *const mode_name[2] = {"main", "driver"};
+  const char *only = getenv("BENCH_WEFT_PUSH");
+  int only_mode = -1;
+  if (only && *only) {
+    only_mode = !strcmp(only, "main") ? 0 : !strcmp(only, "driver") ? 1 : -2;
+    if (only_mode == -2) {
+      fprintf(stderr, "bench_weft: BENCH_WEFT_PUSH must be main or driver, not '%s'\n", only);
+      exit(2);
+    }
+  }
+  bench_series s[2];
+  char stats[2][256] = {"", ""};
+  for (int m = 0; m < 2; m++) {
+    bench_series_init(&s[m], a->reps);
+    if (bench_failed() || (only_mode >= 0 && m != only_mode))
+      continue;
+    dep.from_driver = m;
+    weft_worker_stats before = pool_totals();
+    bench_dep_time(RT, a, &L, vals, dep_rep, NULL, &s[m]);
+    weft_worker_stats after = pool_totals();
+    /* per op pushed, over this mode's repetitions (warm-up included) */
+    double nops = (double)L.nops * (double)(s[m].n + 1);
+    snprintf(stats[m], sizeof stats[m],
+             ",\"pool_%s\":{\"tasks_per_op\":%.3f,\"steals_per_op\":%.4f,"
+             "\"parks_per_op\":%.4f,\"wakeups_per_op\":%.4f,"
+             "\"failed_steal_rounds_per_op\":%.4f}",
+             mode_name[m], (double)(after.tasks_run - before.tasks_run) / nops,
+             (double)(after.steals - before.steals) / nops,
+             (double)(after.parks - before.parks) / nops,
+             (double)(after.wakeups - before.wakeups) / nops,
+             (double)(after.failed_steal_rounds - before.failed_steal_rounds) / nops);
+  }
+  double med[2] = {median_sorted_copy(&s[0]), median_sorted_copy(&s[1])};
+  int best = med[1] < med[0] ? 1 : 0;
+  char extra[2048];
+  if (only_mode >= 0)
+    best = only_mode;
+  int len = snprintf(extra, sizeof extra, ",\"push_from\":\"%s\"", mode_name[best]);
+  if (only_mode < 0) {
+    len += snprintf(extra + len, sizeof extra - (size_t)len,
+                    ",\"other_push_from\":\"%s\",\"other_samples\":[", mode_name[1 - best]);
+    for (int i = 0; i < s[1 - best].n && len < (int)sizeof extra - 32; i++)
+      len += snprintf(extra + len, sizeof extra - (size_t)len, "%s%.6g", i ? "," : "",
+                      s[1 - best].v[i]);
+    len += snprintf(extra + len, sizeof extra - (size_t)len, "]");
+  }
+  snprintf(extra + len, sizeof extra - (size_t)len, "%s%s", stats[0], stats[1]);
+  bench_dep_emit(RT, a, &L, &s[best], extra);
+
+  for (size_t v = 0; v < L.nvars; v++)
+    if (dep.vars[v]) {
+      rc = weft_var_delete(engine, dep.vars[v]);
+      if (rc)
+        bench_fail("weft_var_delete: %s", weft_strerror(rc));
+    }
+  rc = weft_engine_destroy(engine);
+  if (rc)
+    bench_fail("weft_engine_destroy: %s", weft_strerror(rc));
+  engine = NULL;
+  bench_event_destroy(&dep.pushed);
+  bench_series_free(&s[0]);
+  bench_series_free(&s[1]);
+  free(dep.vars);
+  bench_vars_free(vals);
+  bench_oplist_free(&L);
+}
+
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib", "pfor_imb", "pfor_fine", "idle", "wake", NULL};
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
+                                          "chain", "indep",    "dag",       "wave", NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
 
@@ -237,6 +483,8 @@ int main(int argc, char **argv) {
     bench_idle_run(RT, &a, burst, &d);
   } else if (!strcmp(a.workload, "wake")) {
     bench_wake_run(RT, &a, submit, NULL, "weft_pool_submit from main (non-worker)");
+  } else {
+    bench_dep(&a);
   }
 
   rc = weft_pool_destroy(pool);

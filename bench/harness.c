@@ -501,3 +501,226 @@ void bench_time_fib(const bench_args *a, bench_series *s, uint64_t (*fib)(int n)
       bench_series_add(s, (double)(t1 - t0) / 1e6);
   }
 }
+
+/* -------------------------------------------------------------- op lists */
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* A value in [0, n), n > 0: the high half of a 64x32 product (no modulo bias
+ * worth caring about at these sizes, and no division). */
+static uint32_t rand_below(uint64_t *state, uint32_t n) {
+  return (uint32_t)(((splitmix64(state) >> 32) * (uint64_t)n) >> 32);
+}
+
+int bench_is_dep_workload(const char *w) {
+  return !strcmp(w, "chain") || !strcmp(w, "indep") || !strcmp(w, "dag") || !strcmp(w, "wave");
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+bench_slot *bench_vars_alloc(size_t nvars) {
+  size_t bytes = sizeof(bench_slot) * (nvars ? nvars : 1);
+  bench_slot *p = (bench_slot *)aligned_alloc(64, bytes); /* bytes: a multiple of 64 */
+  if (!p) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, bytes);
+  return p;
+}
+
+void bench_vars_free(bench_slot *vals) { free(vals); }
+
+void bench_vars_init(const bench_oplist *L, bench_slot *vals) {
+  uint64_t st = BENCH_DEP_SEED ^ 0xA5A5A5A5A5A5A5A5ull;
+  for (size_t v = 0; v < L->nvars; v++)
+    vals[v].v = splitmix64(&st);
+}
+
+uint64_t bench_vars_checksum(const bench_slot *vals, size_t n) {
+  uint64_t h = 0x84222325CBF29CE4ull;
+  for (size_t v = 0; v < n; v++) {
+    h ^= vals[v].v;
+    h *= 0x100000001B3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+/* Four rounds of a multiply/xor-shift mixer (the moremur/splitmix finaliser
+ * constants), each depending on the previous one: ~4 x (2 multiplies + 3
+ * shifts/xors) on the critical path, ~12 ns at 3 GHz. The inputs enter
+ * between rounds, so the result depends on all of them. */
+uint64_t bench_op_kernel(uint64_t w, uint64_t r0, uint64_t r1, uint64_t i) {
+  uint64_t x = w ^ (i * 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 27)) * 0x3C79AC492BA7B653ull;
+  x = (x ^ (x >> 33)) * 0x1C69B3F74AC4AE35ull;
+  x ^= r0;
+  x = (x ^ (x >> 27)) * 0x3C79AC492BA7B653ull;
+  x = (x ^ (x >> 33)) * 0x1C69B3F74AC4AE35ull;
+  x += r1;
+  x = (x ^ (x >> 27)) * 0x3C79AC492BA7B653ull;
+  x = (x ^ (x >> 33)) * 0x1C69B3F74AC4AE35ull;
+  x ^= i;
+  x = (x ^ (x >> 27)) * 0x3C79AC492BA7B653ull;
+  x = (x ^ (x >> 33)) * 0x1C69B3F74AC4AE35ull;
+  return x ^ (x >> 27);
+}
+
+void bench_op_exec(bench_slot *vals, const bench_op *ops, size_t i) {
+  const bench_op *o = &ops[i];
+  uint64_t a = o->nr > 0 ? vals[o->r[0]].v : 0;
+  uint64_t b = o->nr > 1 ? vals[o->r[1]].v : 0;
+  vals[o->w].v = bench_op_kernel(vals[o->w].v, a, b, (uint64_t)i);
+}
+
+void bench_oplist_run(bench_slot *vals, const bench_op *ops, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++)
+    bench_op_exec(vals, ops, i);
+}
+
+void bench_oplist_make(bench_oplist *L, const char *w, int quick) {
+  memset(L, 0, sizeof *L);
+  uint64_t st = BENCH_DEP_SEED;
+  if (!strcmp(w, "chain")) {
+    L->workload = "chain";
+    L->nops = quick ? BENCH_CHAIN_OPS_QUICK : BENCH_CHAIN_OPS;
+    L->nvars = 1;
+    L->ops = (bench_op *)xmalloc(sizeof(bench_op) * L->nops);
+    for (size_t i = 0; i < L->nops; i++)
+      L->ops[i] = (bench_op){0, 0, {0, 0}};
+  } else if (!strcmp(w, "indep")) {
+    L->workload = "indep";
+    L->nops = quick ? BENCH_INDEP_OPS_QUICK : BENCH_INDEP_OPS;
+    L->nvars = BENCH_INDEP_VARS;
+    L->ops = (bench_op *)xmalloc(sizeof(bench_op) * L->nops);
+    for (size_t i = 0; i < L->nops; i++)
+      L->ops[i] = (bench_op){(uint32_t)(i % BENCH_INDEP_VARS), 0, {0, 0}};
+  } else if (!strcmp(w, "dag")) {
+    L->workload = "dag";
+    L->nops = quick ? BENCH_DAG_OPS_QUICK : BENCH_DAG_OPS;
+    L->nvars = BENCH_DAG_VARS;
+    L->ops = (bench_op *)xmalloc(sizeof(bench_op) * L->nops);
+    for (size_t i = 0; i < L->nops; i++) {
+      bench_op *o = &L->ops[i];
+      o->w = rand_below(&st, BENCH_DAG_VARS);
+      o->nr = rand_below(&st, 3);
+      o->r[0] = o->r[1] = 0;
+      for (uint32_t k = 0; k < o->nr; k++) {
+        uint32_t v;
+        do
+          v = rand_below(&st, BENCH_DAG_VARS);
+        while (v == o->w || (k == 1 && v == o->r[0]));
+        o->r[k] = v;
+      }
+    }
+  } else if (!strcmp(w, "wave")) {
+    uint32_t n = quick ? BENCH_WAVE_N_QUICK : BENCH_WAVE_N;
+    L->workload = "wave";
+    L->nops = L->nvars = (size_t)n * n;
+    L->ops = (bench_op *)xmalloc(sizeof(bench_op) * L->nops);
+    for (uint32_t i = 0; i < n; i++)
+      for (uint32_t j = 0; j < n; j++) {
+        bench_op *o = &L->ops[(size_t)i * n + j];
+        o->w = i * n + j;
+        o->nr = 0;
+        o->r[0] = o->r[1] = 0;
+        if (i > 0)
+          o->r[o->nr++] = (i - 1) * n + j;
+        if (j > 0)
+          o->r[o->nr++] = i * n + (j - 1);
+      }
+  } else {
+    fprintf(stderr, "bench: no op list for workload '%s'\n", w);
+    exit(2);
+  }
+  L->ref = bench_vars_alloc(L->nvars);
+  bench_vars_init(L, L->ref);
+  bench_oplist_run(L->ref, L->ops, 0, L->nops);
+  L->ref_sum = bench_vars_checksum(L->ref, L->nvars);
+}
+
+void bench_oplist_free(bench_oplist *L) {
+  free(L->ops);
+  bench_vars_free(L->ref);
+  L->ops = NULL;
+  L->ref = NULL;
+}
+
+size_t bench_oplist_verify(const bench_oplist *L, const bench_slot *vals, const char *rt) {
+  uint64_t sum = bench_vars_checksum(vals, L->nvars);
+  size_t bad = 0, first = 0;
+  for (size_t v = 0; v < L->nvars; v++)
+    if (vals[v].v != L->ref[v].v) {
+      if (bad++ == 0)
+        first = v;
+    }
+  if (bad)
+    bench_fail("%s %s: %zu of %zu vars differ from the sequential run (first: var %zu), "
+               "checksum %016llx, expected %016llx",
+               rt, L->workload, bad, L->nvars, first, (unsigned long long)sum,
+               (unsigned long long)L->ref_sum);
+  else if (sum != L->ref_sum) /* cannot happen when every var matches */
+    bench_fail("%s %s: checksum %016llx, expected %016llx", rt, L->workload,
+               (unsigned long long)sum, (unsigned long long)L->ref_sum);
+  return bad;
+}
+
+/* what the budget did since the last bench_dep_emit (which reports it) */
+static int dep_cut_reps, dep_warmup_only;
+
+void bench_dep_time(const char *rt, const bench_args *a, const bench_oplist *L,
+                    bench_slot *vals, bench_dep_rep_fn rep, void *ctx, bench_series *s) {
+  const uint64_t budget = a->quick ? BENCH_DEP_BUDGET_QUICK_NS : BENCH_DEP_BUDGET_NS;
+  int reps = a->reps;
+  for (int r = -1; r < reps && !bench_failed(); r++) {
+    bench_vars_init(L, vals);
+    uint64_t w0 = bench_now_ns();
+    uint64_t ns = rep(ctx, L, vals);
+    uint64_t wall = bench_now_ns() - w0;
+    if (bench_oplist_verify(L, vals, rt) || bench_failed())
+      break;
+    if (r >= 0) {
+      bench_series_add(s, (double)ns / (double)L->nops);
+    } else if (wall > budget) {
+      /* a pathologically slow runtime: its warm-up is its only sample */
+      bench_series_add(s, (double)ns / (double)L->nops);
+      dep_warmup_only = 1;
+      break;
+    } else if (wall * (uint64_t)reps > budget) {
+      reps = (int)(budget / (wall ? wall : 1));
+      if (reps < 1)
+        reps = 1;
+      if (!dep_cut_reps || reps < dep_cut_reps)
+        dep_cut_reps = reps;
+    }
+  }
+}
+
+void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
+                    const bench_series *s, const char *extra) {
+  char buf[4096];
+  const char *cut =
+      dep_warmup_only ? ",\"time_budget\":\"warm-up over the time budget: the only sample\"" : "";
+  char cutbuf[96] = "";
+  if (!dep_warmup_only && dep_cut_reps) {
+    snprintf(cutbuf, sizeof cutbuf, ",\"time_budget\":\"repetitions cut to %d\"", dep_cut_reps);
+    cut = cutbuf;
+  }
+  snprintf(buf, sizeof buf, ",\"ops\":%zu,\"vars\":%zu%s%s", L->nops, L->nvars, cut,
+           extra ? extra : "");
+  dep_cut_reps = dep_warmup_only = 0;
+  bench_emit(rt, L->workload, a->threads, "ns/op", s, buf);
+}

@@ -25,6 +25,8 @@
  *   idle       a short burst of parallel work, then the process sleeps; CPU
  *              time the whole process burns in the first and in the second
  *              second after the burst. metrics "idle_s1", "idle_s2", CPU ms.
+ *   chain, indep, dag, wave: the dependency-engine workloads, see "op lists"
+ *              below. metric = the workload's name, ns per op.
  *   wake       submit-to-start latency of one task, in us:
  *              "wake_block" after 50 ms idle, the submitter then blocks;
  *              "wake_busy"  after 50 ms idle, the submitter busy-polls its CPU;
@@ -49,10 +51,10 @@ extern "C" {
 /* ------------------------------------------------------------ arguments */
 
 typedef struct bench_args {
-  const char *workload; /* fib | pfor_imb | pfor_fine | idle | wake */
+  const char *workload; /* fib | pfor_imb | pfor_fine | idle | wake | chain | indep | dag | wave */
   int threads;          /* >= 1 */
   int reps;             /* timed repetitions, >= 1 */
-  int quick;            /* fewer wake samples */
+  int quick;            /* fewer wake samples, smaller op lists */
 } bench_args;
 
 /* Parses the common command line; on a bad one prints usage and exits 2.
@@ -239,6 +241,118 @@ void bench_emit(const char *rt, const char *metric, int threads, const char *uni
 
 /* 0 when every check passed, else 1. */
 int bench_exit_code(void);
+
+/* ------------------------------------------------------------- op lists */
+
+/*
+ * The dependency-engine workloads. An op list is a sequence of ops over
+ * nvars vars (one uint64_t each); op i writes (reads and writes) exactly one
+ * var, ops[i].w, and reads ops[i].nr (0-2) others, ops[i].r[0..nr), all
+ * distinct. Every runtime runs the same list, deterministic from
+ * BENCH_DEP_SEED, with the same per-op kernel (bench_op_exec, compiled once in
+ * harness.c), declaring the same dependencies (write = read-write, reads =
+ * read-only), pushed in list order from one thread; the final values of all
+ * vars must equal the sequential run's (a checksum and a full compare).
+ *
+ *   chain  BENCH_CHAIN_OPS ops, all on var 0: each waits for the previous
+ *          one; measures the dependent hand-off latency.
+ *   indep  BENCH_INDEP_OPS ops, op i writes var i mod BENCH_INDEP_VARS and
+ *          reads nothing: 1024 independent chains, interleaved.
+ *   dag    BENCH_DAG_OPS ops over BENCH_DAG_VARS vars, each writes one random
+ *          var and reads 0-2 random others (uniform).
+ *   wave   a BENCH_WAVE_N x BENCH_WAVE_N grid, one var a cell; op (i,j)
+ *          writes cell (i,j) and reads (i-1,j) and (i,j-1) where they exist;
+ *          pushed row by row (a wavefront: up to N ops ready at once).
+ * --quick uses the *_QUICK sizes.
+ *
+ * Time per repetition: from the first push (or the first piece of dependency
+ * tracking) until the runtime's wait-for-everything returns, divided by the
+ * number of ops: ns/op. Resetting the vars and the check are outside it.
+ */
+#define BENCH_DEP_SEED 0x5eedf00dcafe1234ull
+#define BENCH_CHAIN_OPS 100000u
+#define BENCH_CHAIN_OPS_QUICK 20000u
+#define BENCH_INDEP_OPS 1000000u
+#define BENCH_INDEP_OPS_QUICK 200000u
+#define BENCH_INDEP_VARS 1024u
+#define BENCH_DAG_OPS 200000u
+#define BENCH_DAG_OPS_QUICK 50000u
+#define BENCH_DAG_VARS 256u
+#define BENCH_WAVE_N 512u
+#define BENCH_WAVE_N_QUICK 256u
+
+typedef struct bench_op {
+  uint32_t w;    /* the var it writes */
+  uint32_t nr;   /* how many it reads: 0..2 */
+  uint32_t r[2]; /* the vars it reads, r[0..nr) */
+} bench_op;
+
+/* One var's value, alone on a cache line (no false sharing between vars). */
+typedef struct bench_slot {
+  uint64_t v;
+  uint64_t pad_[7];
+} bench_slot;
+
+typedef struct bench_oplist {
+  const char *workload; /* chain | indep | dag | wave */
+  size_t nops, nvars;
+  bench_op *ops;
+  bench_slot *ref;   /* the sequential run's final values */
+  uint64_t ref_sum;  /* bench_vars_checksum of ref */
+} bench_oplist;
+
+/* 1 for chain, indep, dag and wave. */
+int bench_is_dep_workload(const char *workload);
+/* Builds the op list of workload (the quick or the full size) and runs the
+ * sequential reference. Exits on a bad name or no memory. */
+void bench_oplist_make(bench_oplist *L, const char *workload, int quick);
+void bench_oplist_free(bench_oplist *L);
+
+/* nvars slots, 64-byte aligned, zeroed. Never NULL (exits on failure). */
+bench_slot *bench_vars_alloc(size_t nvars);
+void bench_vars_free(bench_slot *vals);
+/* The initial values (the same for every repetition and runtime). */
+void bench_vars_init(const bench_oplist *L, bench_slot *vals);
+/* Checksum of n values (order-sensitive). */
+uint64_t bench_vars_checksum(const bench_slot *vals, size_t n);
+/* Compares vals with the sequential result: the checksum, then every var.
+ * 0 when equal, else the number of wrong vars (reported with bench_fail). */
+size_t bench_oplist_verify(const bench_oplist *L, const bench_slot *vals, const char *rt);
+
+/* The per-op work: a few dependent multiply/xor-shift rounds over the written
+ * var's value w, the read vars' values (0 for a read the op does not have)
+ * and the op's index i (~10-20 ns on this machine: small, so that scheduling
+ * dominates). Returns the written var's new value. Out of line (harness.c). */
+uint64_t bench_op_kernel(uint64_t w, uint64_t r0, uint64_t r1, uint64_t i);
+/* Runs op i of ops on vals: vals[w] = kernel(vals[w], vals[r0], vals[r1], i).
+ * Out of line: every runtime runs this same machine code. */
+void bench_op_exec(bench_slot *vals, const bench_op *ops, size_t i);
+/* Runs ops [begin, end) in order (the sequential run). */
+void bench_oplist_run(bench_slot *vals, const bench_op *ops, size_t begin, size_t end);
+
+/* One repetition of a runtime: reset vals, then run the whole list, returning
+ * the timed region's length in ns (the runtime times itself: what it counts is
+ * documented in its source). Errors go to bench_fail. */
+typedef uint64_t (*bench_dep_rep_fn)(void *ctx, const bench_oplist *L, bench_slot *vals);
+
+/* The loop every runtime shares: one untimed warm-up repetition, then a->reps
+ * timed ones into s (ns/op), each followed by bench_oplist_verify. vals is
+ * reset with bench_vars_init before every repetition. Stops after a failure;
+ * rt names the runtime in failure messages.
+ * A time budget keeps a pathologically slow runtime from holding the suite
+ * (libgomp at 1 thread on the full dag: ~150 us an op, 30 s a repetition):
+ * when the warm-up's wall time x reps exceeds it, fewer repetitions run
+ * (at least 1); when the warm-up alone exceeds it, the warm-up is the only
+ * sample. Either is said in the JSON ("time_budget", by bench_dep_emit). */
+#define BENCH_DEP_BUDGET_NS (20ull * 1000000000ull)
+#define BENCH_DEP_BUDGET_QUICK_NS (2ull * 1000000000ull)
+void bench_dep_time(const char *rt, const bench_args *a, const bench_oplist *L,
+                    bench_slot *vals, bench_dep_rep_fn rep, void *ctx, bench_series *s);
+
+/* bench_emit for an op-list workload: metric = the workload, unit "ns/op",
+ * with "ops", "vars" and extra (NULL or ',"key":value...') appended. */
+void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
+                    const bench_series *s, const char *extra);
 
 #ifdef __cplusplus
 }

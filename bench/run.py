@@ -4,15 +4,19 @@
 Build, then run (from the repository root):
 
     meson setup build-bench -Dtests=disabled && ninja -C build-bench
-    python3 bench/run.py --quick --builddir build-bench    # ~1.3 min on 2 cores
-    python3 bench/run.py --builddir build-bench            # full, ~3 min
+    python3 bench/run.py --quick --builddir build-bench    # < 2 min on 2 cores
+    python3 bench/run.py --builddir build-bench            # full, ~6 min
 
 Options:
-    --quick            5 repetitions of everything, fewer wake samples, and
-                       idle only at the largest thread count (~1.3 min)
-    --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake
+    --quick            5 repetitions of the pool workloads, 3 of the op lists
+                       (StarPU 2; full: 3), smaller op lists, fewer wake
+                       samples, and idle only at the largest thread count
+                       (< 2 min)
+    --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake (the
+                       pool), chain, indep, dag, wave (the dependency engine)
     --threads N[,N]    thread counts (repeatable; default 1 and 2)
-    --rt RT[,RT...]    runtimes: weft, tbb, gomp, omp_clang (default: all built)
+    --rt RT[,RT...]    runtimes: weft, tbb, gomp, omp_clang, starpu (default:
+                       all built)
     --reps R           repetitions for every workload (overrides the defaults)
     --json FILE        every record (all samples) and the table rows, as JSON
     --csv FILE         one row per runtime, metric and thread count
@@ -20,21 +24,35 @@ Options:
                        default: build-bench, then build
 
 Executables (bench/meson.build): bench_weft, bench_tbb, bench_gomp,
-bench_omp_clang, bench_serial, all taking
+bench_omp_clang, bench_starpu (op lists only), bench_serial, all taking
     --workload W --threads N --reps R [--quick]
 and printing one JSON object per line and metric (bench/harness.h):
     {"rt":"weft","workload":"fib","threads":2,"unit":"ms","samples":[...],"check":"ok"}
+
+The op-list workloads (bench/harness.h, "op lists"): chain (100k ops on one
+var), indep (1M ops, op i writes var i mod 1024), dag (200k ops over 256 vars,
+each writes one and reads 0-2 others), wave (a 512x512 grid, cell (i,j) reads
+(i-1,j) and (i,j-1), row by row); --quick: 20k, 200k, 50k, 256x256. Every
+runtime runs the same list with the same kernel (~11 ns of work per op, the
+serial column), pushed from one thread; its final values are checked against
+the sequential run. Figures are ns per op, from the first push to the
+runtime's wait-for-all. weft pushes from main and from a driver op (the faster
+is shown, the other in the notes); OpenMP: omp single + task depend(inout/in);
+oneTBB: flow graph with explicit edges (construction timed); StarPU: implicit
+data dependencies, STARPU_RW/STARPU_R, tasks submitted from main.
 
 The table shows each metric's median [min-max] over the repetitions for weft
 and each peer, weft / best peer (lower is better everywhere, so < 1 means weft
 wins), all taken in this one run; for fib the ns per spawn and 2T/1T, for
 pfor_imb the ratio to the perfect split (serial time / threads, serial measured
-in this run), and the issue's target for weft with yes/NO. Targets are for
-information: speed is measured, never asserted. A run during which other
-processes kept the machine busy (from /proc/stat: before the run and during
-it) is marked NOISY in the notes, with a warning under the table. The exit status is non-zero
-when any check failed (a wrong fib value, a wrong loop sum, a task that never
-ran), an executable crashed or timed out, or bench_weft is missing.
+in this run), for the op lists the push mode weft's figure comes from and
+2T/1T, and the issue's target for weft with yes/NO (op lists: at 2 threads).
+Targets are for information: speed is measured, never asserted. A run during
+which other processes kept the machine busy (from /proc/stat: before the run
+and during it) is marked NOISY in the notes, with a warning under the table.
+The exit status is non-zero when any check failed (a wrong fib value, a wrong
+loop sum, a task that never ran, an op list whose final values differ from the
+sequential run), an executable crashed or timed out, or bench_weft is missing.
 """
 
 import argparse
@@ -49,7 +67,8 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"]
+DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
+WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS
 METRICS = {
     "fib": ["fib"],
     "pfor_imb": ["pfor_imb"],
@@ -57,28 +76,47 @@ METRICS = {
     "idle": ["idle_s1", "idle_s2"],
     "wake": ["wake_block", "wake_busy", "wake_hot"],
 }
-SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"]
-RUNTIMES = ["weft", "tbb", "gomp", "omp_clang"]
-PEERS = ["tbb", "gomp", "omp_clang"]
+for _w in DEP_WORKLOADS:
+    METRICS[_w] = [_w]
+SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS
+RUNTIMES = ["weft", "tbb", "gomp", "omp_clang", "starpu"]
+PEERS = ["tbb", "gomp", "omp_clang", "starpu"]
 EXE = {
     "weft": "bench_weft",
     "tbb": "bench_tbb",
     "gomp": "bench_gomp",
     "omp_clang": "bench_omp_clang",
+    "starpu": "bench_starpu",
     "serial": "bench_serial",
 }
+# the workloads a runtime implements (absent: all)
+SUPPORTS = {"starpu": DEP_WORKLOADS}
 ENABLE = {
+    "weft": "bench_weft is always built: rebuild (does libweft link?)",
     "tbb": "oneTBB: apt install libtbb-dev g++, then reconfigure",
     "gomp": "gcc OpenMP (libgomp): build with gcc as the C compiler",
     "omp_clang": "clang + LLVM libomp: apt install clang libomp-dev, then reconfigure",
+    "starpu": "StarPU 1.3: apt install libstarpu-dev, then reconfigure",
     "serial": "bench_serial is always built: rebuild",
 }
+
+
+def supports(rt, workload):
+    return workload in SUPPORTS.get(rt, WORKLOADS)
+
 FIB_SPAWNS = 1346268
 
 # repetitions: full run / --quick
-REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10}
-REPS_QUICK = {w: 5 for w in WORKLOADS}
-TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300}
+REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10,
+             "chain": 9, "indep": 5, "dag": 7, "wave": 7}
+REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
+# By runtime: StarPU is ~10-30x slower per op than the others (1M indep ops
+# take ~7 s a repetition): fewer repetitions keep the runs short (quick: the
+# whole suite under 2 min).
+REPS_FULL_RT = {("starpu", w): 3 for w in DEP_WORKLOADS}
+REPS_QUICK_RT = {("starpu", w): 2 for w in DEP_WORKLOADS}
+TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300,
+             "chain": 300, "indep": 300, "dag": 300, "wave": 300}
 
 # The issue's targets for weft (information only). metric -> (limit, unit text)
 TARGET_ABS = {
@@ -88,6 +126,11 @@ TARGET_ABS = {
     "wake_busy": 100.0,
     "wake_hot": 2.0,
 }
+# The issue's targets for weft on the op lists, at 2 threads: ns/op, at least
+# DEP_TARGET_AHEAD x faster than the best peer, and 2 threads never slower
+# than 1.
+DEP_TARGET_NS = {"chain": 100.0, "indep": 60.0, "dag": 125.0, "wave": 100.0}
+DEP_TARGET_AHEAD = 2.0
 
 
 def dash():
@@ -196,18 +239,21 @@ class Runner:
         p = os.path.join(self.bindir, EXE[rt])
         return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
 
-    def reps(self, workload):
+    def reps(self, workload, rt=None):
         if self.reps_override:
             return self.reps_override
+        by_rt = REPS_QUICK_RT if self.quick else REPS_FULL_RT
+        if (rt, workload) in by_rt:
+            return by_rt[(rt, workload)]
         return (REPS_QUICK if self.quick else REPS_FULL)[workload]
 
     def run(self, rt, workload, threads):
         exe = self.exe(rt)
         cmd = [exe, "--workload", workload, "--threads", str(threads),
-               "--reps", str(self.reps(workload))]
+               "--reps", str(self.reps(workload, rt))]
         if self.quick:
             cmd.append("--quick")
-        log("  %-10s %-9s threads=%d reps=%d" % (rt, workload, threads, self.reps(workload)))
+        log("  %-10s %-9s threads=%d reps=%d" % (rt, workload, threads, self.reps(workload, rt)))
         pre = machine_load(PRE_WINDOW_S)
         t0 = datetime.datetime.now()
         busy0, kids0 = system_busy_s(), children_cpu_s()
@@ -299,9 +345,10 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                        "notes": [], "target": ""}
                 row["failed"] = []
                 for rt in rts:
-                    row["stats"][rt] = r.stat(rt, metric, t) if r.exe(rt) else None
+                    ran = r.exe(rt) and supports(rt, w)
+                    row["stats"][rt] = r.stat(rt, metric, t) if ran else None
                     rec = r.record(rt, metric, t)
-                    if r.exe(rt) and (rec is None or rec.get("check") != "ok"):
+                    if ran and (rec is None or rec.get("check") != "ok"):
                         row["failed"].append(rt)
                 if w in SERIAL_WORKLOADS:
                     row["stats"]["serial"] = r.stat("serial", metric, t) if r.exe("serial") else None
@@ -364,6 +411,34 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                     lim = TARGET_ABS[metric]
                     row["target"] = "<=%g %s: %s" % (lim, row["unit"].replace("cpu_", "CPU "),
                                                       yes_no(weft["median"] <= lim))
+                if w in DEP_WORKLOADS:
+                    for rt in rts:
+                        tb = (r.record(rt, metric, t) or {}).get("time_budget")
+                        if tb:
+                            row["notes"].append("%s: %s" % (rt, tb))
+                if w in DEP_WORKLOADS and weft:
+                    rec = r.record("weft", metric, t) or {}
+                    other = rec.get("other_samples") or []
+                    if rec.get("push_from"):
+                        note = "weft pushed from %s" % rec["push_from"]
+                        if other:
+                            note += "; from %s: %s" % (rec.get("other_push_from", "?"),
+                                                      fmt_num(statistics.median(other)))
+                        row["notes"].append(note)
+                    one = r.stat("weft", metric, 1)
+                    tg = []
+                    if t == 2:
+                        lim = DEP_TARGET_NS[metric]
+                        tg.append("<=%g ns/op: %s" % (lim, yes_no(weft["median"] <= lim)))
+                        if row["ratio"] is not None:
+                            tg.append(">=%gx best peer: %s"
+                                      % (DEP_TARGET_AHEAD,
+                                         yes_no(row["ratio"] <= 1.0 / DEP_TARGET_AHEAD)))
+                    if t > 1 and one:
+                        q = weft["median"] / one["median"]
+                        row["notes"].append("%dT/1T %.2f" % (t, q))
+                        tg.append("not slower than 1T: %s" % yes_no(q <= 1.0))
+                    row["target"] = ", ".join(tg)
                 if metric.startswith("idle") and weft:
                     rec = r.record("weft", metric, t)
                     main = (rec or {}).get("main_thread_cpu_ms")
@@ -471,7 +546,7 @@ def main():
             r.run("serial", w, 1)
         for t in (idle_threads if w == "idle" else threads_list):
             for rt in rts:
-                if r.exe(rt):
+                if r.exe(rt) and supports(rt, w):
                     r.run(rt, w, t)
     elapsed = (datetime.datetime.now() - started).total_seconds()
 
@@ -480,7 +555,10 @@ def main():
     print()
     print("weft bench (%s; reps: %s), %s, %d CPUs, %.0f s"
           % ("quick" if a.quick else "full",
-             ", ".join("%s %d" % (w, r.reps(w)) for w in workloads),
+             ", ".join("%s %d" % (w, r.reps(w)) for w in workloads)
+             + ("; starpu %d" % r.reps(DEP_WORKLOADS[0], "starpu")
+                if a.reps is None and "starpu" in rts
+                and any(w in DEP_WORKLOADS for w in workloads) else ""),
              platform.node(), ncpu, elapsed))
     print("median [min-max]; lower is better; weft/best = weft median / best peer median")
     print()
@@ -500,6 +578,16 @@ def main():
     if "pfor_imb" in workloads:
         print("pfor_imb: perfect split = serial median / threads; OpenMP uses schedule(dynamic,256), "
               "TBB auto_partitioner, weft grain 0 (automatic).")
+    if any(w in DEP_WORKLOADS for w in workloads):
+        print("op lists (%s): ns/op from the first push to the wait-for-all; serial = the list run "
+              "in order (the work per op). weft: one thread pushes, from main (N workers + main)"
+              % ", ".join(w for w in DEP_WORKLOADS if w in workloads))
+        print("      or from a driver op (N threads); the faster is shown. OpenMP: omp single + "
+              "task depend(inout/in), taskwait. tbb: flow graph, explicit edges, built inside")
+        print("      the timed region (teardown not timed). starpu: main submits, implicit "
+              "dependencies (STARPU_RW/STARPU_R), N CPU workers. At 1 thread libomp runs each")
+        print("      task of a one-thread (serialized) team at once and skips dependence tracking, "
+              "so omp_clang T1 is the loop plus task creation. Targets: at 2 threads.")
 
     noisy = [x for x in r.runs if x["foreign_load"] is not None
              and x["foreign_load"] > FOREIGN_LOAD_FLAG]

@@ -5,7 +5,7 @@ set -euo pipefail
 want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev)
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc).
-  want+=(libtbb-dev libomp-dev clang)
+  want+=(libtbb-dev libomp-dev clang libstarpu-dev)
 fi
 missing=()
 for p in "${want[@]}"; do
