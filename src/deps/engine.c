@@ -134,12 +134,25 @@ static int take_failure(weft_engine *eng)
   return rc;
 }
 
+static int wait_all(weft_engine *eng);
+
 int weft_wait_all(weft_engine *eng)
 {
   if (!eng)
     return WEFT_EINVAL;
   if (inside_own_op(eng))
     return WEFT_EDEADLK; /* the calling operator is one of those waited for */
+  bool guest;
+  int rc = weft_engine_enter(eng, &guest);
+  if (rc)
+    return rc;
+  rc = wait_all(eng);
+  weft_engine_leave(eng, guest);
+  return rc;
+}
+
+static int wait_all(weft_engine *eng)
+{
   if (eng->naive) {
     pthread_mutex_lock(&eng->naive_lock);
     int rc = take_failure(eng);

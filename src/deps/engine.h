@@ -144,6 +144,11 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use
 /* Drops a reference to a reusable operator (freeing it with the last). */
 void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t);
 
+/* A call from outside the engine's work registers (destroy waits for it)
+ * and is refused with WEFT_ESHUTDOWN once destroy began. */
+int weft_engine_enter(weft_engine *eng, bool *guest);
+void weft_engine_leave(weft_engine *eng, bool guest);
+
 /* dispatch.c */
 void weft_opr_ready(weft_opr *op);
 /* Finishes op: releases its vars and dispatches what that makes ready.

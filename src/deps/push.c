@@ -276,6 +276,28 @@ static bool outside(weft_engine *eng)
   return !(weft_tls_opr && weft_tls_opr->eng == eng) && !weft_pool_in_task(eng->pool);
 }
 
+int weft_engine_enter(weft_engine *eng, bool *guest)
+{
+  *guest = outside(eng);
+  if (!*guest)
+    return 0; /* the engine's own work: part of any drain */
+  /* seq_cst (both): pairs with destroy's store of state and its read of
+   * nsubmitting: either we see the shutdown or destroy waits for us. */
+  atomic_fetch_add_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&eng->state, memory_order_seq_cst) != WEFT_ENGINE_RUNNING) {
+    atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
+    *guest = false;
+    return WEFT_ESHUTDOWN;
+  }
+  return 0;
+}
+
+void weft_engine_leave(weft_engine *eng, bool guest)
+{
+  if (guest) /* release: the call is done with the engine before destroy frees it */
+    atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
+}
+
 static bool below_cap(weft_engine *eng, void *arg)
 {
   (void)arg;
@@ -307,32 +329,24 @@ static void admit(weft_engine *eng, bool out)
 static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                      weft_op_impl *tmpl)
 {
-  bool out = outside(eng);
-  if (out) {
-    /* seq_cst (both): pairs with destroy's store of state and its read of
-     * nsubmitting: either we see the shutdown or destroy waits for us. */
-    atomic_fetch_add_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&eng->state, memory_order_seq_cst) != WEFT_ENGINE_RUNNING) {
-      atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
-      return WEFT_ESHUTDOWN;
-    }
-  }
+  bool out;
+  int rc = weft_engine_enter(eng, &out);
+  if (rc)
+    return rc;
   if (eng->naive) {
-    int rc = naive_push(eng, d, uses, n, tmpl);
-    if (out) /* release: as below */
-      atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
+    rc = naive_push(eng, d, uses, n, tmpl);
+    weft_engine_leave(eng, out);
     return rc;
   }
   bool capped = eng->max_inflight > 0;
   if (capped)
     admit(eng, out);
-  int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
+  rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
   if (rc && capped) { /* seq_cst: as in admit */
     atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
     weft_engine_notify(eng);
   }
-  if (out) /* release: the push is complete before destroy stops waiting */
-    atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
+  weft_engine_leave(eng, out);
   return rc;
 }
 
@@ -377,11 +391,24 @@ void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t)
   op_unref(eng, t);
 }
 
+static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
+
 int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
 {
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
+  bool guest;
+  int rc = weft_engine_enter(eng, &guest);
+  if (rc)
+    return rc;
+  rc = op_new(eng, desc, out);
+  weft_engine_leave(eng, guest);
+  return rc;
+}
+
+static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
+{
   int rc = check_desc(eng, desc);
   if (rc)
     return rc;
@@ -442,9 +469,15 @@ int weft_op_delete(weft_engine *eng, weft_op *op)
 {
   if (!eng)
     return WEFT_EINVAL;
+  bool guest;
+  int rc = weft_engine_enter(eng, &guest);
+  if (rc)
+    return rc;
   weft_op_impl *t = op_lookup(eng, op);
   if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
-    return WEFT_EINVAL;
-  op_unref(eng, t); /* the handle's reference; pushes in flight hold theirs */
-  return 0;
+    rc = WEFT_EINVAL;
+  else
+    op_unref(eng, t); /* the handle's reference; pushes in flight hold theirs */
+  weft_engine_leave(eng, guest);
+  return rc;
 }

@@ -2,11 +2,46 @@
 #include "common/sync.h"
 #include "deps/engine.h"
 
+static int var_new(weft_engine *eng, weft_var **out);
+static int var_delete(weft_engine *eng, weft_var *var);
+static int var_wait(weft_engine *eng, weft_var *var);
+
+/* The public calls: registered with destroy when made from outside. */
+#define WEFT_GUARDED(call)                      \
+  do {                                          \
+    bool guest_;                                \
+    int rc_ = weft_engine_enter(eng, &guest_); \
+    if (rc_)                                    \
+      return rc_;                               \
+    rc_ = (call);                               \
+    weft_engine_leave(eng, guest_);             \
+    return rc_;                                 \
+  } while (0)
+
 int weft_var_new(weft_engine *eng, weft_var **out)
 {
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
+  WEFT_GUARDED(var_new(eng, out));
+}
+
+int weft_var_delete(weft_engine *eng, weft_var *var)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  WEFT_GUARDED(var_delete(eng, var));
+}
+
+int weft_var_wait(weft_engine *eng, weft_var *var)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  WEFT_GUARDED(var_wait(eng, var));
+}
+
+static int var_new(weft_engine *eng, weft_var **out)
+{
   uintptr_t h;
   weft_var_impl *v = (weft_var_impl *)weft_handles_alloc(&eng->vars, &h);
   if (!v)
@@ -28,10 +63,8 @@ static int delete_fn(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
-int weft_var_delete(weft_engine *eng, weft_var *var)
+static int var_delete(weft_engine *eng, weft_var *var)
 {
-  if (!eng)
-    return WEFT_EINVAL;
   weft_var_impl *v = weft_var_lookup(eng, var);
   if (!v)
     return WEFT_EINVAL;
@@ -87,10 +120,8 @@ static bool waiter_done(weft_engine *eng, void *arg)
   return atomic_load_explicit(&((var_waiter *)arg)->done, memory_order_seq_cst) != 0;
 }
 
-int weft_var_wait(weft_engine *eng, weft_var *var)
+static int var_wait(weft_engine *eng, weft_var *var)
 {
-  if (!eng)
-    return WEFT_EINVAL;
   weft_var_impl *v = weft_var_lookup(eng, var);
   if (!v)
     return WEFT_EINVAL;
