@@ -153,6 +153,10 @@ WEFT_API int weft_parallel_launch(weft_pool *pool, weft_launch_fn fn, void *arg,
  * write; an operator runs once every operator pushed before it that writes a
  * var it uses, or reads a var it writes, has finished. Reads of a var run
  * together, writes alone and in push order.
+ *
+ * Once weft_engine_destroy began, every call from outside the engine's own
+ * operators returns WEFT_ESHUTDOWN; operators may still push, and that work
+ * runs before destroy returns.
  */
 typedef struct weft_engine weft_engine;
 typedef struct weft_var weft_var;   /* a handle (generation-tagged): dead once deleted */
