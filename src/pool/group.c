@@ -143,21 +143,12 @@ static bool stack_deep(const weft_worker *w)
   return (uintptr_t)__builtin_frame_address(0) < w->steal_floor;
 }
 
-bool weft_pool_help_one(weft_pool *pool)
+/* A thread outside the pool runs one task it finds, counted busy while it
+ * does (destroy's drain), marked as helping (no nested help). */
+static bool help_from_outside(weft_pool *pool)
 {
-  weft_worker *w = weft_worker_of(pool);
-  if (w) {
-    weft_task *t = weft_deque_take(&w->deque);
-    if (!t && !stack_deep(w))
-      t = weft_find_nonlocal(pool, w);
-    if (t)
-      weft_run_task(pool, w, t);
-    return t != NULL;
-  }
-  if (help_depth > 0)
-    return false;
   weft_pool *prev_task_pool = weft_tls_task_pool;
-  weft_busy_add(pool, +1); /* busy before taking, for destroy's drain */
+  weft_busy_add(pool, +1); /* busy before taking */
   weft_task *t = weft_find_nonlocal(pool, NULL);
   if (t) {
     weft_tls_task_pool = pool;
@@ -170,11 +161,24 @@ bool weft_pool_help_one(weft_pool *pool)
   return t != NULL;
 }
 
+bool weft_pool_help_one(weft_pool *pool)
+{
+  weft_worker *w = weft_worker_of(pool);
+  if (w) {
+    weft_task *t = weft_deque_take(&w->deque);
+    if (!t && !stack_deep(w))
+      t = weft_find_nonlocal(pool, w);
+    if (t)
+      weft_run_task(pool, w, t);
+    return t != NULL;
+  }
+  return help_depth == 0 && help_from_outside(pool);
+}
+
 /* Sleeps on g until it is done, waking now and then to help (run) w's own
  * deque (w non-NULL) or (help) what it can find elsewhere. */
 static void wait_sleeping(weft_group_impl *g, weft_pool *pool, weft_worker *w, bool help)
 {
-  weft_pool *prev_task_pool = weft_tls_task_pool;
   int64_t sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
   int idle_rounds = 0;
   while (weft_group_pending(g, w)) {
@@ -184,17 +188,7 @@ static void wait_sleeping(weft_group_impl *g, weft_pool *pool, weft_worker *w, b
       continue;
     }
     if (help) {
-      weft_busy_add(pool, +1); /* busy before taking, for destroy's drain */
-      t = weft_find_nonlocal(pool, NULL);
-      if (t) {
-        weft_tls_task_pool = pool;
-        help_depth++;
-        weft_run_task(pool, NULL, t);
-        help_depth--;
-        weft_tls_task_pool = prev_task_pool;
-      }
-      weft_busy_add(pool, -1);
-      if (t) {
+      if (help_from_outside(pool)) {
         idle_rounds = 0;
         sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
         continue;
