@@ -232,10 +232,9 @@ static void wait_as_worker(weft_group_impl *g, weft_pool *pool, weft_worker *w)
   }
 }
 
-int weft_group_wait_impl(weft_group_impl *g)
+int weft_group_wait_impl(weft_group_impl *g, weft_worker *w)
 {
   weft_pool *pool = g->pool;
-  weft_worker *w = weft_worker_of(pool);
   if (w)
     wait_as_worker(g, pool, w);
   else
@@ -258,11 +257,11 @@ int weft_group_wait(weft_group *pub)
   if (g->owner && w != g->owner)
     return WEFT_EINVAL;
   if (w)
-    return weft_group_wait_impl(g);
+    return weft_group_wait_impl(g, w);
   /* Never refused: the group's tasks point at it until they finish. */
   bool guest;
   weft_pool_guest_enter(g->pool, false, &guest);
-  int rc = weft_group_wait_impl(g);
+  int rc = weft_group_wait_impl(g, NULL);
   if (guest)
     weft_pool_guest_leave(g->pool);
   return rc;

@@ -92,7 +92,7 @@ static int run_loop(weft_pool *pool, size_t begin, size_t end, size_t grain, wef
   rc = weft_pfor_piece(&L, begin, end);
   if (rc)
     weft_group_fail(g, rc);
-  rc = weft_group_wait_impl(g);
+  rc = weft_group_wait_impl(g, w);
   if (!w) {
     weft_tls_task_pool = prev_task_pool;
     weft_busy_add(pool, -1);

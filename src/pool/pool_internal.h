@@ -142,7 +142,7 @@ int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest);
 void weft_pool_guest_leave(weft_pool *pool);
 
 /* group.c: help run tasks until the group is done. */
-int weft_group_wait_impl(weft_group_impl *g);
+int weft_group_wait_impl(weft_group_impl *g, weft_worker *w); /* w: weft_worker_of(g->pool) */
 
 /* The signed count held in a group's state word. */
 static inline int32_t weft_group_state_count(uint32_t s)
