@@ -192,33 +192,31 @@ Test(einval, parallel_launch, .init = setup, .timeout = TU_TIMEOUT(30))
 
 /* ------------------------------------------------------ malformed environment */
 
+static int create_pool_null(void *ctx)
+{
+  (void)ctx;
+  weft_pool *p = NULL;
+  return weft_pool_create(&p, NULL);
+}
+
+static int create_pool_default(void *ctx)
+{
+  (void)ctx;
+  weft_pool *p = NULL;
+  weft_pool_config cfg;
+  weft_pool_config_default(&cfg); /* every field automatic */
+  return weft_pool_create(&p, &cfg);
+}
+
 /* Returns the create result (WEFT_EINVAL), already checked here. */
 static int expect_env_einval(const char *var, const char *value)
 {
   int base = tu_thread_baseline();
   setenv(var, value, 1);
-  weft_pool *p = NULL;
-  tu_capture cap;
-  char err[4096];
-  tu_capture_begin(&cap);
-  int rc = weft_pool_create(&p, NULL);
-  tu_capture_end(&cap, err, sizeof err);
-  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\": weft_pool_create = %d (%s)", var, value, rc,
-               weft_strerror(rc));
-  cr_assert(tu_line_has_all(err, "weft: ", var, value),
-            "%s=\"%s\": no stderr line with \"weft: \", the name and the value; stderr was "
-            "\"%s\"",
-            var, value, err);
-  cr_assert_eq(tu_wait_thread_count(base), base, "%s=\"%s\": threads left after the failure",
-               var, value);
-  /* Through a default config too (every field automatic). */
-  weft_pool_config cfg;
-  weft_pool_config_default(&cfg);
-  tu_capture_begin(&cap);
-  rc = weft_pool_create(&p, &cfg);
-  tu_capture_end(&cap, err, sizeof err);
-  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\" with a default config: create = %d", var, value, rc);
-  cr_assert(tu_line_has_all(err, "weft: ", var, value), "stderr was \"%s\"", err);
+  int rc = tu_expect_env_einval(var, value, "weft_pool_create(NULL config)", create_pool_null,
+                                NULL, base);
+  tu_expect_env_einval(var, value, "weft_pool_create(default config)", create_pool_default, NULL,
+                       base);
   unsetenv(var);
   tu_assert_no_leaks();
   return rc;

@@ -410,4 +410,27 @@ static inline bool tu_line_has_all(const char *text, const char *a, const char *
   return false;
 }
 
+/* With var=value in the environment, create(ctx) must fail with WEFT_EINVAL,
+ * print one "weft: " line naming the variable and the value, and leave no
+ * thread behind (base: the thread count before). what names the call.
+ * Returns create's result. */
+static inline int tu_expect_env_einval(const char *var, const char *value, const char *what,
+                                       int (*create)(void *ctx), void *ctx, int base)
+{
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  int rc = create(ctx);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\": %s = %d (%s)", var, value, what, rc,
+               weft_strerror(rc));
+  cr_assert(tu_line_has_all(err, "weft: ", var, value),
+            "%s=\"%s\", %s: no stderr line with \"weft: \", the name and the value; stderr "
+            "was \"%s\"",
+            var, value, what, err);
+  cr_assert_eq(tu_wait_thread_count(base), base, "%s=\"%s\", %s: threads left after the failure",
+               var, value, what);
+  return rc;
+}
+
 #endif /* WEFT_TESTS_TESTUTIL_H */

@@ -245,37 +245,27 @@ Test(einval, handles_of_another_engine_and_forged_ones, .init = setup, .timeout 
 
 /* ------------------------------------------------ malformed environment */
 
+static int create_engine(void *pool)
+{
+  weft_engine *e = NULL;
+  weft_engine_config cfg;
+  weft_engine_config_default(&cfg);
+  cfg.pool = pool;
+  return weft_engine_create(&e, pool ? &cfg : NULL);
+}
+
 /* Returns the create result (WEFT_EINVAL), already checked here. */
 static int expect_env_einval(const char *var, const char *value)
 {
   int base = tu_thread_baseline();
   setenv(var, value, 1);
-  weft_engine *e = NULL;
-  tu_capture cap;
-  char err[4096];
-  tu_capture_begin(&cap);
-  int rc = weft_engine_create(&e, NULL);
-  tu_capture_end(&cap, err, sizeof err);
-  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\": weft_engine_create = %d (%s)", var, value, rc,
-               weft_strerror(rc));
-  cr_assert(tu_line_has_all(err, "weft: ", var, value),
-            "%s=\"%s\": no stderr line with \"weft: \", the name and the value; stderr was "
-            "\"%s\"",
-            var, value, err);
-  cr_assert_eq(tu_wait_thread_count(base), base, "%s=\"%s\": threads left after the failure",
-               var, value);
+  int rc = tu_expect_env_einval(var, value, "weft_engine_create(NULL config)", create_engine,
+                                NULL, base);
   /* Through a default config over a pool of our own too. */
   weft_pool *p = tu_pool(1, -1);
-  weft_engine_config cfg;
-  weft_engine_config_default(&cfg);
-  cfg.pool = p;
-  tu_capture_begin(&cap);
-  rc = weft_engine_create(&e, &cfg);
-  tu_capture_end(&cap, err, sizeof err);
-  cr_assert_eq(rc, WEFT_EINVAL, "%s=\"%s\" with a default config: create = %d", var, value, rc);
-  cr_assert(tu_line_has_all(err, "weft: ", var, value), "stderr was \"%s\"", err);
-  /* The pool is the caller's, untouched. */
-  cr_assert_eq(weft_pool_num_threads(p), 1);
+  tu_expect_env_einval(var, value, "weft_engine_create(default config, own pool)", create_engine,
+                       p, tu_thread_baseline());
+  cr_assert_eq(weft_pool_num_threads(p), 1); /* the pool is the caller's, untouched */
   tu_destroy(p);
   unsetenv(var);
   tu_assert_no_leaks();
