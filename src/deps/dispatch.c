@@ -63,6 +63,19 @@ void weft_opr_ready(weft_opr *op)
   inline_active = false;
 }
 
+bool weft_opr_run_inline_one(void)
+{
+  weft_opr *o = inline_head;
+  if (!o)
+    return false;
+  inline_head = o->link;
+  if (!inline_head)
+    inline_tail = NULL;
+  while (o)
+    o = weft_opr_run(o);
+  return true;
+}
+
 weft_opr *weft_opr_run(weft_opr *op)
 {
   int status = 0;
@@ -90,8 +103,13 @@ weft_opr *weft_opr_run(weft_opr *op)
     weft_tls_opr = prev;
     return weft_opr_complete(op, WEFT_ENOMEM, true);
   }
-  op->async_fn(&rc, op->arg, done); /* completes through weft_done_signal */
+  atomic_init(&op->async_refs, 2);
+  op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */
   weft_tls_opr = prev;
+  /* acq_rel: the second of (signal, return) finishes the op and must see
+   * the status the signal stored. */
+  if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1)
+    return weft_opr_complete(op, op->status, true);
   return NULL;
 }
 

@@ -29,7 +29,7 @@ weft_done *weft_done_token(weft_opr *op)
   weft_done_impl *d = (weft_done_impl *)weft_handles_alloc(&tokens, &h);
   if (!d)
     return NULL;
-  d->opr = op;
+  atomic_store_explicit(&d->opr, op, memory_order_relaxed);
   return (weft_done *)h;
 }
 
@@ -37,7 +37,7 @@ void weft_done_signal(weft_done *done, int status)
 {
   pthread_once(&tokens_once, tokens_init);
   weft_done_impl *d = tokens_rc ? NULL : (weft_done_impl *)weft_handles_get(&tokens, (uintptr_t)done);
-  weft_opr *op = d ? d->opr : NULL;
+  weft_opr *op = d ? atomic_load_explicit(&d->opr, memory_order_relaxed) : NULL;
   if (!d || !weft_slot_kill(&d->slot, weft_handle_gen((uintptr_t)done))) {
     weft_log("weft_done_signal(%p, %d): the operator was already signalled (or this is no "
              "token); ignored",
@@ -52,6 +52,10 @@ void weft_done_signal(weft_done *done, int status)
     weft_futex_wake(&op->async_done, 1);
     return;
   }
-  weft_opr *next = weft_opr_complete(op, status, false);
-  (void)next; /* keep_one false: always NULL */
+  op->status = status;
+  /* acq_rel: as in weft_opr_run (the async_fn may not have returned yet). */
+  if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1) {
+    weft_opr *next = weft_opr_complete(op, status, false);
+    (void)next; /* keep_one false: always NULL */
+  }
 }

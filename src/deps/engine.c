@@ -46,6 +46,8 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
   for (;;) {
     if (pred(eng, arg))
       return;
+    if (weft_opr_run_inline_one()) /* queued behind the op that waits */
+      continue;
     if (help && weft_pool_help_one(eng->pool)) {
       sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
       continue;
@@ -160,12 +162,29 @@ static int wait_all(weft_engine *eng)
     pthread_mutex_unlock(&eng->naive_lock);
     return rc;
   }
-  /* Later pushes count in the next epoch; wait for this one to drain. */
-  pthread_mutex_lock(&eng->wait_lock);
-  /* seq_cst: pairs with the re-read in weft_engine_count_push. */
-  int slot = (int)(atomic_fetch_add_explicit(&eng->epoch, 1, memory_order_seq_cst) & 1);
+  /* Move later pushes on to the next epoch, then wait for this one to
+   * drain. The next epoch's slot is the one before this; it must be empty
+   * before it is reused (an earlier wait_all may still be waiting for it:
+   * those operators were pushed before us too, so wait for them first).
+   * The lock is held only to flip, never while waiting: a wait_all nested
+   * in a task that another wait_all on this thread is helping must not
+   * wait for that one to return. */
+  int slot;
+  for (;;) {
+    pthread_mutex_lock(&eng->wait_lock);
+    /* seq_cst: pairs with the epoch reads in weft_engine_count_push. */
+    uint64_t e = atomic_load_explicit(&eng->epoch, memory_order_seq_cst);
+    int older = (int)((e + 1) & 1);
+    if (drained(eng, &older)) {
+      atomic_store_explicit(&eng->epoch, e + 1, memory_order_seq_cst); /* seq_cst: same */
+      pthread_mutex_unlock(&eng->wait_lock);
+      slot = (int)(e & 1);
+      break;
+    }
+    pthread_mutex_unlock(&eng->wait_lock);
+    weft_engine_wait(eng, drained, &older);
+  }
   weft_engine_wait(eng, drained, &slot);
-  pthread_mutex_unlock(&eng->wait_lock);
   int rc = take_failure(eng);
   clear_failures(eng);
   return rc;

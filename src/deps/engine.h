@@ -71,6 +71,9 @@ typedef struct weft_opr {
   _Atomic int wait;           /* atomic: grants missing, +1 until registered */
   int status;                 /* set by the thread that runs or skips it */
   _Atomic uint32_t async_done; /* naive engine: set when an async op signals */
+  /* atomic: an async op finishes when both its signal and its async_fn's
+   * return have happened (2 -> 0), so the block outlives the call. */
+  _Atomic int async_refs;
   int slot;                   /* the inflight slot (epoch & 1) it is counted in */
   bool admitted;              /* counted in eng->admitted */
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
@@ -89,7 +92,10 @@ typedef struct weft_opr_big {
 
 typedef struct weft_done_impl {
   weft_slot slot;
-  weft_opr *opr; /* written before the token is handed out */
+  /* atomic, relaxed: written before the token is handed out (published by
+   * the caller), read by a signal, which a stale signal may do while the
+   * slot's next user writes it (its kill then fails, so the value is unused). */
+  _Atomic(weft_opr *) opr;
 } weft_done_impl;
 
 enum { WEFT_ENGINE_RUNNING = 0, WEFT_ENGINE_DRAINING = 1 };
@@ -158,6 +164,10 @@ void weft_opr_ready(weft_opr *op);
 weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one);
 void weft_opr_free(weft_engine *eng, weft_opr *op);
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
+/* Runs one inline (WEFT_PROP_ASYNC) operator queued on this thread behind
+ * the one running, if any (a wait inside that one needs it); returns
+ * whether it ran one. */
+bool weft_opr_run_inline_one(void);
 /* Runs the operator now on this thread (its fn, or starts its async_fn);
  * returns a successor to run next on this thread, or NULL. */
 weft_opr *weft_opr_run(weft_opr *op);

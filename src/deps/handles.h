@@ -54,7 +54,7 @@ static inline uint32_t weft_handle_gen(uintptr_t handle)
 
 static inline bool weft_slot_live(weft_slot *s, uint32_t gen)
 {
-  /* acquire: pairs with the release bumps in kill and alloc. */
+  /* acquire: pairs with the acq_rel kill (a slot seen dead stays dead). */
   return atomic_load_explicit(&s->gen, memory_order_acquire) == gen && (gen & 1u);
 }
 

@@ -316,7 +316,7 @@ static void admit(weft_engine *eng, bool out)
       return;
     if (!out) {
       while (atomic_load_explicit(&eng->admitted, memory_order_seq_cst) > eng->max_inflight &&
-             weft_pool_help_one(eng->pool)) {
+             (weft_opr_run_inline_one() || weft_pool_help_one(eng->pool))) {
       }
       return; /* keep the place: never block inside the engine's work */
     }
@@ -326,27 +326,21 @@ static void admit(weft_engine *eng, bool out)
 }
 
 /* Pushes normalised uses, with the shutdown gate and back pressure. */
+/* Pushes normalised uses with back pressure; the caller has entered the
+ * engine (out: from outside its work). */
 static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                     weft_op_impl *tmpl)
+                     weft_op_impl *tmpl, bool out)
 {
-  bool out;
-  int rc = weft_engine_enter(eng, &out);
-  if (rc)
-    return rc;
-  if (eng->naive) {
-    rc = naive_push(eng, d, uses, n, tmpl);
-    weft_engine_leave(eng, out);
-    return rc;
-  }
+  if (eng->naive)
+    return naive_push(eng, d, uses, n, tmpl);
   bool capped = eng->max_inflight > 0;
   if (capped)
     admit(eng, out);
-  rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
+  int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
   if (rc && capped) { /* seq_cst: as in admit */
     atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
     weft_engine_notify(eng);
   }
-  weft_engine_leave(eng, out);
   return rc;
 }
 
@@ -357,15 +351,22 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
   int rc = check_desc(eng, desc);
   if (rc)
     return rc;
+  bool out; /* registered before the engine's tables are read */
+  rc = weft_engine_enter(eng, &out);
+  if (rc)
+    return rc;
   size_t cap = desc->num_reads + desc->num_writes;
   weft_var_use local[2 * WEFT_OPR_BIG_VARS]; /* no allocation for ordinary ops */
   weft_var_use *uses = cap <= 2 * WEFT_OPR_BIG_VARS ? local : weft_malloc(sizeof *uses * cap);
-  if (!uses)
-    return WEFT_ENOMEM;
-  int n = normalize(eng, desc, uses);
-  rc = n < 0 ? n : push_uses(eng, desc, uses, n, NULL);
-  if (uses != local)
-    weft_free(uses);
+  if (!uses) {
+    rc = WEFT_ENOMEM;
+  } else {
+    int n = normalize(eng, desc, uses);
+    rc = n < 0 ? n : push_uses(eng, desc, uses, n, NULL, out);
+    if (uses != local)
+      weft_free(uses);
+  }
+  weft_engine_leave(eng, out);
   return rc;
 }
 
@@ -439,10 +440,23 @@ static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
   return 0;
 }
 
+static int op_push(weft_engine *eng, weft_op *op, bool out);
+
 int weft_op_push(weft_engine *eng, weft_op *op)
 {
   if (!eng)
     return WEFT_EINVAL;
+  bool out; /* registered before the engine's tables are read */
+  int rc = weft_engine_enter(eng, &out);
+  if (rc)
+    return rc;
+  rc = op_push(eng, op, out);
+  weft_engine_leave(eng, out);
+  return rc;
+}
+
+static int op_push(weft_engine *eng, weft_op *op, bool out)
+{
   weft_op_impl *t = op_lookup(eng, op);
   if (!t)
     return WEFT_EINVAL;
@@ -459,7 +473,7 @@ int weft_op_push(weft_engine *eng, weft_op *op)
     op_unref(eng, t);
     return WEFT_EINVAL;
   }
-  int rc = push_uses(eng, &t->desc, t->uses, t->nuses, t);
+  int rc = push_uses(eng, &t->desc, t->uses, t->nuses, t, out);
   if (rc || eng->naive)
     op_unref(eng, t); /* no operator in flight holds it */
   return rc;
