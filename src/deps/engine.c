@@ -27,14 +27,47 @@ int weft_gpu_count(const weft_engine *eng)
   return 0; /* the GPU layer registers devices once it exists (issue 4) */
 }
 
-void weft_engine_notify(weft_engine *eng)
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_engine_sync *sync_free; /* under sync_lock */
+
+static weft_engine_sync *sync_get(void)
+{
+  pthread_mutex_lock(&sync_lock);
+  weft_engine_sync *s = sync_free;
+  if (s)
+    sync_free = s->next;
+  pthread_mutex_unlock(&sync_lock);
+  if (!s) {
+    s = weft_aligned_alloc(64, sizeof *s);
+    if (!s)
+      return NULL;
+    atomic_init(&s->idle_seq, 0);
+  }
+  atomic_store_explicit(&s->waiters, 0, memory_order_relaxed);
+  return s;
+}
+
+static void sync_put(weft_engine_sync *s)
+{
+  pthread_mutex_lock(&sync_lock);
+  s->next = sync_free;
+  sync_free = s;
+  pthread_mutex_unlock(&sync_lock);
+}
+
+void weft_engine_sync_notify(weft_engine_sync *sync)
 {
   /* seq_cst: pairs with the waiter's increment before it re-checks. */
-  if (atomic_load_explicit(&eng->waiters, memory_order_seq_cst) > 0) {
+  if (atomic_load_explicit(&sync->waiters, memory_order_seq_cst) > 0) {
     /* release: pairs with the acquire load of idle_seq in weft_engine_wait. */
-    atomic_fetch_add_explicit(&eng->idle_seq, 1, memory_order_release);
-    weft_futex_wake(&eng->idle_seq, INT_MAX);
+    atomic_fetch_add_explicit(&sync->idle_seq, 1, memory_order_release);
+    weft_futex_wake(&sync->idle_seq, INT_MAX);
   }
+}
+
+void weft_engine_notify(weft_engine *eng)
+{
+  weft_engine_sync_notify(eng->sync);
 }
 
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg)
@@ -52,13 +85,14 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
       sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
       continue;
     }
-    /* seq_cst: announce, then re-check; pairs with weft_engine_notify. */
-    atomic_fetch_add_explicit(&eng->waiters, 1, memory_order_seq_cst);
-    /* acquire: pairs with the release bump in weft_engine_notify. */
-    uint32_t seq = atomic_load_explicit(&eng->idle_seq, memory_order_acquire);
+    weft_engine_sync *sy = eng->sync;
+    /* seq_cst: announce, then re-check; pairs with weft_engine_sync_notify. */
+    atomic_fetch_add_explicit(&sy->waiters, 1, memory_order_seq_cst);
+    /* acquire: pairs with the release bump in weft_engine_sync_notify. */
+    uint32_t seq = atomic_load_explicit(&sy->idle_seq, memory_order_acquire);
     if (!pred(eng, arg))
-      weft_futex_wait(&eng->idle_seq, seq, help ? sleep_ns : -1);
-    atomic_fetch_sub_explicit(&eng->waiters, 1, memory_order_relaxed);
+      weft_futex_wait(&sy->idle_seq, seq, help ? sleep_ns : -1);
+    atomic_fetch_sub_explicit(&sy->waiters, 1, memory_order_relaxed);
     if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
       sleep_ns *= 2;
   }
@@ -88,10 +122,11 @@ int weft_engine_count_push(weft_engine *eng)
 
 void weft_engine_count_done(weft_engine *eng, int slot)
 {
+  weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */
   /* seq_cst: pairs with the waiters' announcement in weft_engine_wait.
    * Only a slot's drain is waited for (wait_all, destroy). */
   if (atomic_fetch_sub_explicit(&eng->inflight[slot], 1, memory_order_seq_cst) == 1)
-    weft_engine_notify(eng);
+    weft_engine_sync_notify(sy);
 }
 
 /* arg: a slot, or NULL for both. */
@@ -237,6 +272,8 @@ static void free_engine(weft_engine *eng)
   weft_obj_store_destroy(&eng->oprs);
   weft_obj_store_destroy(&eng->bigs);
   weft_free(eng->caches);
+  if (eng->sync)
+    sync_put(eng->sync);
   pthread_mutex_destroy(&eng->fail_lock);
   pthread_mutex_destroy(&eng->wait_lock);
   pthread_mutex_destroy(&eng->naive_lock);
@@ -311,7 +348,8 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     eng->own_pool = true;
   }
   eng->caches = weft_calloc(2 * (size_t)weft_pool_num_threads(eng->pool), sizeof *eng->caches);
-  if (!eng->caches) {
+  eng->sync = sync_get();
+  if (!eng->caches || !eng->sync) {
     free_engine(eng);
     return WEFT_ENOMEM;
   }
@@ -319,8 +357,7 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   atomic_init(&eng->inflight[1], 0);
   atomic_init(&eng->epoch, 0);
   atomic_init(&eng->admitted, 0);
-  atomic_init(&eng->waiters, 0);
-  atomic_init(&eng->idle_seq, 0);
+
   atomic_init(&eng->state, WEFT_ENGINE_RUNNING);
   atomic_init(&eng->nsubmitting, 0);
   *out = eng;

@@ -100,6 +100,17 @@ typedef struct weft_done_impl {
 
 enum { WEFT_ENGINE_RUNNING = 0, WEFT_ENGINE_DRAINING = 1 };
 
+/* Where threads wait for an engine's counts to fall. Kept apart from the
+ * engine and never freed (recycled through a process-wide list): the
+ * completion that drains a count notifies after its decrement, when
+ * weft_engine_destroy may already have freed the engine. A notify on a
+ * recycled block is a spurious wake-up, which every waiter tolerates. */
+typedef struct weft_engine_sync {
+  _Alignas(64) _Atomic int waiters; /* atomic: threads sleeping on idle_seq */
+  _Atomic uint32_t idle_seq;        /* atomic: futex word, bumped by notify */
+  struct weft_engine_sync *next;    /* under the list's lock while free */
+} weft_engine_sync;
+
 struct weft_engine {
   weft_pool *pool;     /* immutable */
   bool own_pool;       /* immutable */
@@ -123,8 +134,7 @@ struct weft_engine {
    * outside pusher takes a place before it pushes, so the cap is exact. */
   _Atomic int64_t admitted;
   pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
-  _Atomic int waiters;       /* atomic: threads sleeping on idle_seq */
-  _Atomic uint32_t idle_seq; /* atomic: futex word, bumped on completions */
+  struct weft_engine_sync *sync; /* immutable: waiters and idle_seq */
 
   _Alignas(64) _Atomic int state;       /* WEFT_ENGINE_* */
   _Atomic int64_t nsubmitting;          /* outside pushers inside weft_push */
@@ -181,6 +191,7 @@ void weft_engine_count_done(weft_engine *eng, int slot);
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
 /* Wakes threads in weft_engine_wait (after a completion). */
 void weft_engine_notify(weft_engine *eng);
+void weft_engine_sync_notify(weft_engine_sync *sync);
 
 /* done.c */
 weft_done *weft_done_token(weft_opr *op);

@@ -269,11 +269,13 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
 
 /* ------------------------------------------------------------- pushes */
 
-/* Whether the calling thread pushes from outside the engine's work (then
- * it is refused during destroy and held back by max_inflight). */
+/* Whether the calling thread is outside the engine's own operators (then
+ * it registers with destroy, is refused once destroy began, and waits at
+ * max_inflight). Plain pool tasks count as outside: destroy waits for
+ * operators, not for them. */
 static bool outside(weft_engine *eng)
 {
-  return !(weft_tls_opr && weft_tls_opr->eng == eng) && !weft_pool_in_task(eng->pool);
+  return !(weft_tls_opr && weft_tls_opr->eng == eng);
 }
 
 int weft_engine_enter(weft_engine *eng, bool *guest)
