@@ -213,7 +213,9 @@ typedef struct weft_op_desc {
 typedef struct weft_engine_config {
   weft_pool *pool;   /* NULL: the engine creates and owns a pool (environment) */
   const char *kind;  /* NULL: automatic (WEFT_ENGINE, default "threaded");
-                        "threaded" | "naive" (every push runs synchronously) */
+                        "threaded" | "naive" (every push runs synchronously;
+                        an async op's push returns once it is signalled, so
+                        its signal must come from another thread) */
   int max_inflight;  /* -1: automatic (WEFT_MAX_INFLIGHT, default 0 = unbounded);
                         the most operators pushed but not finished */
 } weft_engine_config;

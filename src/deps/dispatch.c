@@ -136,8 +136,10 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
     weft_var_impl *v = op->var[k];
     bool write = op->req[k].write;
     weft_spin_lock(&v->q.lock);
-    if (write && user)
+    if (write && user) {
       v->failed = status; /* a write's status is the var's: failed, or fine again */
+      v->failed_epoch = op->epoch;
+    }
     weft_var_req *g = weft_varq_complete(&v->q, write);
     weft_spin_unlock(&v->q.lock);
     while (g) {

@@ -98,7 +98,7 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
   }
 }
 
-int weft_engine_count_push(weft_engine *eng)
+uint64_t weft_engine_count_push(weft_engine *eng)
 {
   weft_opr *parent = weft_tls_opr;
   if (parent && parent->eng == eng) {
@@ -106,7 +106,7 @@ int weft_engine_count_push(weft_engine *eng)
      * that waits for the parent waits for what it pushes. The parent's own
      * count keeps that slot from draining meanwhile. seq_cst: as below. */
     atomic_fetch_add_explicit(&eng->inflight[parent->slot], 1, memory_order_seq_cst);
-    return parent->slot;
+    return parent->epoch;
   }
   for (;;) {
     /* seq_cst (all three): a weft_wait_all that flipped the epoch after we
@@ -115,7 +115,7 @@ int weft_engine_count_push(weft_engine *eng)
     uint64_t e = atomic_load_explicit(&eng->epoch, memory_order_seq_cst);
     atomic_fetch_add_explicit(&eng->inflight[e & 1], 1, memory_order_seq_cst);
     if (atomic_load_explicit(&eng->epoch, memory_order_seq_cst) == e)
-      return (int)(e & 1);
+      return e;
     weft_engine_count_done(eng, (int)(e & 1));
   }
 }
@@ -145,7 +145,7 @@ static bool inside_own_op(const weft_engine *eng)
 }
 
 /* Clears every live var's failed state. */
-static void clear_failures(weft_engine *eng)
+static void clear_failures(weft_engine *eng, uint64_t upto)
 {
   for (uint32_t c = 0; c < WEFT_HANDLE_CHUNKS; c++) {
     /* acquire: pairs with the publication of the chunk. */
@@ -155,7 +155,8 @@ static void clear_failures(weft_engine *eng)
     for (uint32_t i = 0; i < WEFT_HANDLE_CHUNK_SLOTS; i++) {
       weft_var_impl *v = (weft_var_impl *)(chunk + i * eng->vars.slot_size);
       weft_spin_lock(&v->q.lock);
-      v->failed = 0;
+      if (v->failed_epoch <= upto) /* not a failure pushed after the wait began */
+        v->failed = 0;
       weft_spin_unlock(&v->q.lock);
     }
   }
@@ -193,7 +194,7 @@ static int wait_all(weft_engine *eng)
   if (eng->naive) {
     pthread_mutex_lock(&eng->naive_lock);
     int rc = take_failure(eng);
-    clear_failures(eng);
+    clear_failures(eng, UINT64_MAX);
     pthread_mutex_unlock(&eng->naive_lock);
     return rc;
   }
@@ -205,6 +206,7 @@ static int wait_all(weft_engine *eng)
    * in a task that another wait_all on this thread is helping must not
    * wait for that one to return. */
   int slot;
+  uint64_t waited;
   for (;;) {
     pthread_mutex_lock(&eng->wait_lock);
     /* seq_cst: pairs with the epoch reads in weft_engine_count_push. */
@@ -214,6 +216,7 @@ static int wait_all(weft_engine *eng)
       atomic_store_explicit(&eng->epoch, e + 1, memory_order_seq_cst); /* seq_cst: same */
       pthread_mutex_unlock(&eng->wait_lock);
       slot = (int)(e & 1);
+      waited = e;
       break;
     }
     pthread_mutex_unlock(&eng->wait_lock);
@@ -221,7 +224,7 @@ static int wait_all(weft_engine *eng)
   }
   weft_engine_wait(eng, drained, &slot);
   int rc = take_failure(eng);
-  clear_failures(eng);
+  clear_failures(eng, waited);
   return rc;
 }
 

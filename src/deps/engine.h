@@ -32,6 +32,7 @@ typedef struct weft_var_impl {
   weft_slot slot;  /* handle: generation-tagged */
   weft_varq q;     /* the queue and its lock */
   int failed;      /* under q.lock: status of the last failed write, 0 when fine */
+  uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed */
 } weft_var_impl;
 
 /* Normalised var list of an operator: sorted by index, distinct. */
@@ -75,6 +76,7 @@ typedef struct weft_opr {
    * return have happened (2 -> 0), so the block outlives the call. */
   _Atomic int async_refs;
   int slot;                   /* the inflight slot (epoch & 1) it is counted in */
+  uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
   bool admitted;              /* counted in eng->admitted */
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
   weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
@@ -183,8 +185,9 @@ bool weft_opr_run_inline_one(void);
 weft_opr *weft_opr_run(weft_opr *op);
 
 /* engine.c */
-/* Counts a new operator in the current epoch; returns its slot. */
-int weft_engine_count_push(weft_engine *eng);
+/* Counts a new operator in the current epoch (its parent's, when an
+ * operator pushes it); returns that epoch (the slot is epoch & 1). */
+uint64_t weft_engine_count_push(weft_engine *eng);
 /* Uncounts it (a completion, or a push that failed). */
 void weft_engine_count_done(weft_engine *eng, int slot);
 /* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker. */

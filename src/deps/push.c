@@ -167,7 +167,8 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
     }
   }
   atomic_init(&op->wait, n + 1);
-  op->slot = weft_engine_count_push(eng); /* before it can complete */
+  op->epoch = weft_engine_count_push(eng); /* before it can complete */
+  op->slot = (int)(op->epoch & 1);
 
   for (int k = 0; k < n; k++)
     weft_spin_lock(&op->var[k]->q.lock);

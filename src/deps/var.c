@@ -51,6 +51,7 @@ static int var_new(weft_engine *eng, weft_var **out)
   v->q.writer = false;
   v->q.head = v->q.tail = NULL;
   v->failed = 0;
+  v->failed_epoch = 0;
   weft_spin_unlock(&v->q.lock);
   *out = (weft_var *)h;
   return 0;
