@@ -35,13 +35,12 @@ void weft_opr_ready(weft_opr *op)
     return;
   }
   if (op->prop != WEFT_PROP_ASYNC) {
-    weft_pool *pool = op->eng->pool;
-    int rc = op->prop == WEFT_PROP_PRIORITIZED
-                 ? weft_pool_submit_priority(pool, run_task, op, op->priority)
-                 : weft_pool_submit(pool, run_task, op);
-    if (rc == 0)
+    op->task.fn = run_task;
+    op->task.arg = op;
+    if (weft_pool_submit_embedded(op->eng->pool, &op->task, op->prop == WEFT_PROP_PRIORITIZED,
+                                  op->priority) == 0)
       return;
-    /* No memory for a task record: run it here rather than lose it. */
+    /* No memory to grow the priority queue: run it here rather than lose it. */
   }
   op->link = NULL;
   if (inline_tail)

@@ -22,6 +22,7 @@
 #include "common/tunables.h"
 #include "deps/handles.h"
 #include "deps/var_queue.h"
+#include "pool/task.h"
 #include "weft/weft.h"
 
 /* Operators with at most this many vars take their requests from the
@@ -55,6 +56,9 @@ enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE };
 
 typedef struct weft_opr {
   void *link;                 /* object store link while free */
+  /* Its pool task record (weft_pool_submit_embedded): written by the thread
+   * that dispatches it, read by the one that runs it. */
+  weft_task task;
   weft_engine *eng;
   weft_op_fn fn;
   weft_async_op_fn async_fn;

@@ -30,6 +30,7 @@ int weft_deque_init(weft_deque *dq, int64_t capacity)
     return WEFT_ENOMEM;
   atomic_init(&dq->top, 0);
   atomic_init(&dq->bottom, 0);
+  dq->top_seen = 0;
   atomic_init(&dq->array, a);
   dq->retired = NULL;
   return 0;
@@ -66,14 +67,19 @@ static weft_deque_array *grow(weft_deque *dq, weft_deque_array *a, int64_t t, in
 int weft_deque_push(weft_deque *dq, void *item)
 {
   int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
-  /* Acquire: pairs with the thieves' CAS on top, so their reads of the slots
-   * we are about to reuse happened before we overwrite them. */
-  int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
   weft_deque_array *a = atomic_load_explicit(&dq->array, memory_order_relaxed);
-  if (b - t > a->mask) {
-    a = grow(dq, a, t, b); /* re-read: push into the new array */
-    if (!a)
-      return WEFT_ENOMEM;
+  /* Slots below top_seen were taken when it was read (with acquire, below),
+   * so only a deque that looks full needs a fresh top. */
+  if (b - dq->top_seen > a->mask) {
+    /* Acquire: pairs with the thieves' CAS on top, so their reads of the
+     * slots we are about to reuse happened before we overwrite them. */
+    int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
+    dq->top_seen = t;
+    if (b - t > a->mask) {
+      a = grow(dq, a, t, b); /* re-read: push into the new array */
+      if (!a)
+        return WEFT_ENOMEM;
+    }
   }
   atomic_store_explicit(&a->slot[b & a->mask], item, memory_order_relaxed);
   /* Publishes the slot (and the item's contents) to thieves; pairs with the

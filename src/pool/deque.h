@@ -31,6 +31,9 @@ typedef struct weft_deque {
   _Alignas(64) _Atomic int64_t top;
   /* Owner's end. atomic: written by the owner only, read by thieves. */
   _Alignas(64) _Atomic int64_t bottom;
+  /* Owner only: a value top had (top only grows), so that a push reads the
+   * thieves' line only when the array may be full. */
+  int64_t top_seen;
   /* atomic: replaced by the owner only (release), loaded by thieves (acquire). */
   _Atomic(weft_deque_array *) array;
   weft_deque_array *retired; /* owner only (and destroy): arrays to free at destroy */

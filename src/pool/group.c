@@ -100,6 +100,7 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
   t->lo = lo;
   t->hi = hi;
   t->group = g;
+  t->embedded = false;
   if (w && w == g->owner)
     g->local++;
   else /* relaxed: the spawner is the waiter or a running member of g, so the

@@ -67,9 +67,8 @@ int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
   return 0;
 }
 
-/* fn(arg) as a task on the deque or injection queue (priority < 0 means
- * none) or on the priority queue. */
-static int submit(weft_pool *pool, weft_task_fn fn, void *arg, bool prio, int priority)
+/* fn(arg) as a task on the deque or injection queue. */
+static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
 {
   if (!pool || !fn)
     return WEFT_EINVAL;
@@ -85,15 +84,29 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg, bool prio, int pr
     t->arg = arg;
     t->lo = t->hi = 0;
     t->group = NULL;
-    if (!prio) {
-      rc = weft_pool_enqueue(pool, w, t);
-    } else {
-      rc = weft_prio_push(&pool->prio, t, priority);
-      if (rc == 0)
-        weft_pool_wake_exact(pool);
-    }
-    if (rc)
-      weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    t->embedded = false;
+    rc = weft_pool_enqueue(pool, w, t);
+  }
+  if (guest)
+    weft_pool_guest_leave(pool);
+  return rc;
+}
+
+int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int priority)
+{
+  bool guest;
+  int rc = weft_pool_guest_enter(pool, true, &guest);
+  if (rc)
+    return rc;
+  t->lo = t->hi = 0;
+  t->group = NULL;
+  t->embedded = true;
+  if (!prio) {
+    weft_pool_enqueue(pool, weft_worker_of(pool), t);
+  } else {
+    rc = weft_prio_push(&pool->prio, t, priority);
+    if (rc == 0)
+      weft_pool_wake_exact(pool);
   }
   if (guest)
     weft_pool_guest_leave(pool);
@@ -102,12 +115,7 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg, bool prio, int pr
 
 int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
 {
-  return submit(pool, fn, arg, false, 0);
-}
-
-int weft_pool_submit_priority(weft_pool *pool, weft_task_fn fn, void *arg, int priority)
-{
-  return submit(pool, fn, arg, true, priority);
+  return submit(pool, fn, arg);
 }
 
 int weft_pool_worker_index(const weft_pool *pool)

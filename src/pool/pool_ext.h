@@ -9,10 +9,13 @@
 
 #include "weft/weft.h"
 
-/* Queues fn(arg) on the priority queue every worker takes from first
- * (higher priority first, then first in first out). Same errors as
- * weft_pool_submit. */
-int weft_pool_submit_priority(weft_pool *pool, weft_task_fn fn, void *arg, int priority);
+/* Queues a task record that lives in the caller's own block (t->fn and
+ * t->arg set; the pool fills the rest and never frees it): on the calling
+ * worker's deque or the injection queue, or (prio) on the priority queue.
+ * Returns 0, WEFT_ESHUTDOWN, or WEFT_ENOMEM (priority queue only: the deque
+ * and injection queue need no memory). */
+struct weft_task;
+int weft_pool_submit_embedded(weft_pool *pool, struct weft_task *t, bool prio, int priority);
 
 /* Runs one task of pool on the calling thread if it can find one (a worker
  * of pool: its deque, then elsewhere; another thread: only when it is not

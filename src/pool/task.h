@@ -6,6 +6,7 @@
 #ifndef WEFT_POOL_TASK_H
 #define WEFT_POOL_TASK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/objstore.h"
@@ -20,6 +21,9 @@ typedef struct weft_task {
   size_t lo, hi;                 /* a piece's range */
   struct weft_group_impl *group; /* NULL: a plain submission */
   struct weft_task *next;        /* injection queue link */
+  /* The record lives in its submitter's own block (the engine's operators,
+   * weft_pool_submit_embedded): the pool never frees it. */
+  bool embedded;
 } weft_task;
 
 typedef weft_obj_store weft_task_store;

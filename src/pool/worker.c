@@ -68,8 +68,10 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
   void *arg = t->arg;
   size_t lo = t->lo, hi = t->hi;
   weft_group_impl *g = t->group;
-  /* Free first: the record is reused hot by whatever fn spawns. */
-  weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+  /* Free first: the record is reused hot by whatever fn spawns. An
+   * embedded record belongs to fn's argument, which fn may free. */
+  if (!t->embedded)
+    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
   if (g)
     weft_group_task_done(g, w, rc);
