@@ -25,7 +25,7 @@
  * The model is a linear regression, y = w . x, trained on a synthetic data
  * set. usage: engine_training_step [EPOCHS]   (default 8)
  * Checks the final weights against a serial run of the same arithmetic, bit
- * for bit, and that the loss went down.
+ * for bit, and that the loss of the last step is a tenth of the first's or less.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -291,7 +291,7 @@ int main(int argc, char **argv)
   }
   int same = memcmp(t->weights, ref->weights, sizeof t->weights) == 0 &&
              memcmp(t->loss, ref->loss, (size_t)steps * sizeof(double)) == 0;
-  int learned = epoch_loss(t, epochs - 1) < epoch_loss(t, 0) / 10;
+  int learned = t->loss[steps - 1] < t->loss[0] / 10;
   printf("engine_training_step: %d epochs of %d steps: weights %s the serial run's; loss %s\n",
          epochs, STEPS_PER_EPOCH, same ? "identical to" : "DIFFERENT from",
          learned ? "down tenfold or more" : "NOT DOWN ENOUGH");

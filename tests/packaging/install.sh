@@ -8,8 +8,8 @@
 # static one (so weft.pc's Requires.private/Libs.private must name all that
 # libweft.a needs), and runs both.
 #
-# usage: install.sh <meson> <build root> <source root> <prefix> <includedir> <libdir>
-#                   <version> <default_library>
+# usage: install.sh <meson> <build root> <source root> <includedir> <libdir> <version>
+#                   <default_library>
 #   includedir, libdir: absolute (prefix / get_option(...)).
 # environment: CC, WEFT_TEST_SANITIZE (meson's b_sanitize, or "none").
 # Exit 77 (skipped) only when meson, pkg-config or the C compiler is missing.
@@ -18,11 +18,10 @@ set -u
 meson=${1:?meson command}
 build=${2:?build root}
 src=${3:?source root}
-prefix=${4:?prefix}
-includedir=${5:?includedir}
-libdir=${6:?libdir}
-version=${7:?version}
-libkind=${8:?default_library}
+includedir=${4:?includedir}
+libdir=${5:?libdir}
+version=${6:?version}
+libkind=${7:?default_library}
 cc=${CC:-cc}
 san=
 case ${WEFT_TEST_SANITIZE:-none} in
@@ -111,6 +110,7 @@ if [ "$libkind" != static ]; then
       # It must really have loaded the staged copy, not the build tree's or
       # a system one.
       if command -v ldd >/dev/null 2>&1; then
+        # shellcheck disable=SC2016 # expanded by the inner sh
         step "the staged libweft.so is the one loaded" sh -c \
           'LD_LIBRARY_PATH="$1" ldd "$2" | grep -F "libweft.so.$3 => $1/"' sh \
           "$dest$libdir" "$tmp/shared" "$major"
@@ -128,6 +128,7 @@ fi
 # usual. This is what weft.pc must get right.
 if [ "$libkind" != shared ]; then
   pc=$dest$libdir/pkgconfig/weft.pc
+  # shellcheck disable=SC2086 # requires is a list of package names
   if requires=$(pkg-config --print-requires-private weft 2>"$tmp/pc.err") &&
     flags=$(pkg-config --cflags --libs weft $requires 2>>"$tmp/pc.err"); then
     private=$(sed -n 's/^Libs\.private:[[:space:]]*//p' "$pc")
@@ -136,12 +137,13 @@ if [ "$libkind" != shared ]; then
       [ "$f" = -lweft ] && f=-l:libweft.a # this one from the archive
       static_flags="$static_flags $f"
     done
-    echo "ok: weft.pc for a static link: Requires.private: $(echo $requires), Libs.private: $private"
+    echo "ok: weft.pc for a static link: Requires.private: $(echo "$requires" | tr '\n' ' ' | sed 's/ $//'), Libs.private: $private"
     # shellcheck disable=SC2086 # word lists
     step "example builds against the installed static library" \
       $cc $cflags $san "$prog" -o "$tmp/static" $static_flags
     if [ -x "$tmp/static" ]; then
       if command -v readelf >/dev/null 2>&1; then
+        # shellcheck disable=SC2016 # expanded by the inner sh
         step "the static build needs no libweft.so" \
           sh -c '! readelf -d "$1" | grep -F libweft' sh "$tmp/static"
       fi
