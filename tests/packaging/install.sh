@@ -1,0 +1,195 @@
+#!/bin/sh
+# The installed library works for a program built out of tree: installs the
+# build into a temporary staging directory (meson install --destdir), checks
+# that exactly the public headers, the shared and static libraries and
+# weft.pc were installed, then builds an example with
+#   cc prog.c $(pkg-config --cflags --libs weft)
+# against the shared library, and with pkg-config --static against the
+# static one (so weft.pc's Requires.private/Libs.private must name all that
+# libweft.a needs), and runs both.
+#
+# usage: install.sh <meson> <build root> <source root> <includedir> <libdir> <version>
+#                   <default_library>
+#   includedir, libdir: absolute (prefix / get_option(...)).
+# environment: CC, WEFT_TEST_SANITIZE (meson's b_sanitize, or "none").
+# Exit 77 (skipped) only when meson, pkg-config or the C compiler is missing.
+set -u
+
+meson=${1:?meson command}
+build=${2:?build root}
+src=${3:?source root}
+includedir=${4:?includedir}
+libdir=${5:?libdir}
+version=${6:?version}
+libkind=${7:?default_library}
+cc=${CC:-cc}
+san=
+case ${WEFT_TEST_SANITIZE:-none} in
+  none | '') ;;
+  *) san="-fsanitize=$WEFT_TEST_SANITIZE" ;;
+esac
+
+skip() {
+  echo "install: SKIPPED: $*" >&2
+  exit 77
+}
+[ -n "$meson" ] || skip "no meson command found"
+command -v pkg-config >/dev/null 2>&1 || skip "no pkg-config in PATH"
+# shellcheck disable=SC2086 # CC is a word list
+command -v ${cc%% *} >/dev/null 2>&1 || skip "no C compiler ($cc)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-install.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+dest=$tmp/dest
+
+fail=0
+step() {
+  # step <description> <command...>
+  what=$1
+  shift
+  if "$@" >"$tmp/log" 2>&1; then
+    echo "ok: $what"
+  else
+    echo "FAILED: $what"
+    echo "  command: $*"
+    sed 's/^/  | /' "$tmp/log"
+    fail=1
+  fi
+}
+
+# shellcheck disable=SC2086 # the meson command is a word list
+step "meson install --destdir" $meson install -C "$build" --no-rebuild --destdir "$dest"
+[ $fail -eq 0 ] || exit 1
+
+# What must be there, nothing more: every public header, the libraries, weft.pc.
+major=${version%%.*}
+{
+  for h in "$src"/include/weft/*.h; do
+    echo "$includedir/weft/${h##*/}"
+  done
+  case $libkind in
+    shared | both)
+      echo "$libdir/libweft.so"
+      echo "$libdir/libweft.so.$major"
+      echo "$libdir/libweft.so.$version"
+      ;;
+  esac
+  case $libkind in
+    static | both) echo "$libdir/libweft.a" ;;
+  esac
+  echo "$libdir/pkgconfig/weft.pc"
+} | sort >"$tmp/expected"
+(cd "$dest" && find . ! -type d | sed 's|^\.||' | sort) >"$tmp/installed"
+if cmp -s "$tmp/expected" "$tmp/installed"; then
+  echo "ok: installed files are exactly: $(tr '\n' ' ' <"$tmp/expected")"
+else
+  echo "FAILED: installed files differ from the expected (- expected, + installed):"
+  diff -u "$tmp/expected" "$tmp/installed" | sed -n '3,$s/^/  | /p'
+  fail=1
+fi
+
+# pkg-config as for a staged install: the sysroot prefixes weft.pc's paths
+# with the staging directory; the system's .pc files (hwloc, jemalloc) are
+# found as usual.
+PKG_CONFIG_SYSROOT_DIR=$dest
+PKG_CONFIG_PATH=$dest$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
+prog=$src/examples/forkjoin_quicksort.c
+cflags="-std=c11 -pedantic -Wall -Wextra -Werror -O2"
+
+if [ "$libkind" != static ]; then
+  if flags=$(pkg-config --cflags --libs weft 2>"$tmp/pc.err"); then
+    echo "ok: pkg-config --cflags --libs weft: $flags"
+    # shellcheck disable=SC2086 # word lists
+    step "example builds against the installed shared library" \
+      $cc $cflags $san "$prog" -o "$tmp/shared" $flags
+    if [ -x "$tmp/shared" ]; then
+      step "example runs against the installed shared library" \
+        env LD_LIBRARY_PATH="$dest$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$tmp/shared" 200000
+      # It must really have loaded the staged copy, not the build tree's or
+      # a system one.
+      if command -v ldd >/dev/null 2>&1; then
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        step "the staged libweft.so is the one loaded" sh -c \
+          'LD_LIBRARY_PATH="$1" ldd "$2" | grep -F "libweft.so.$3 => $1/"' sh \
+          "$dest$libdir" "$tmp/shared" "$major"
+      fi
+    fi
+  else
+    echo "FAILED: pkg-config --cflags --libs weft"
+    sed 's/^/  | /' "$tmp/pc.err"
+    fail=1
+  fi
+fi
+
+# The static library: libweft.a, plus what weft.pc says it needs (Libs.private,
+# and the libraries of the Requires.private packages), those linked shared as
+# usual. This is what weft.pc must get right.
+if [ "$libkind" != shared ]; then
+  pc=$dest$libdir/pkgconfig/weft.pc
+  # shellcheck disable=SC2086 # requires is a list of package names
+  if requires=$(pkg-config --print-requires-private weft 2>"$tmp/pc.err") &&
+    flags=$(pkg-config --cflags --libs weft $requires 2>>"$tmp/pc.err"); then
+    private=$(sed -n 's/^Libs\.private:[[:space:]]*//p' "$pc")
+    static_flags=
+    for f in $flags $private; do
+      [ "$f" = -lweft ] && f=-l:libweft.a # this one from the archive
+      static_flags="$static_flags $f"
+    done
+    echo "ok: weft.pc for a static link: Requires.private: $(echo "$requires" | tr '\n' ' ' | sed 's/ $//'), Libs.private: $private"
+    # shellcheck disable=SC2086 # word lists
+    step "example builds against the installed static library" \
+      $cc $cflags $san "$prog" -o "$tmp/static" $static_flags
+    if [ -x "$tmp/static" ]; then
+      if command -v readelf >/dev/null 2>&1; then
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        step "the static build needs no libweft.so" \
+          sh -c '! readelf -d "$1" | grep -F libweft' sh "$tmp/static"
+      fi
+      step "example runs, linked statically" "$tmp/static" 200000
+    fi
+  else
+    echo "FAILED: pkg-config --print-requires-private / --libs"
+    sed 's/^/  | /' "$tmp/pc.err"
+    fail=1
+  fi
+
+  # The same with pkg-config --static, which also adds the dependencies'
+  # own private libraries (hwloc's -ludev on Debian, whose -dev package
+  # may be absent): a failure there that names only libraries weft.pc
+  # itself does not list is the dependency's, reported but not failed.
+  if flags=$(pkg-config --static --cflags --libs weft 2>"$tmp/pc.err"); then
+    static_flags=
+    for f in $flags; do
+      [ "$f" = -lweft ] && f=-l:libweft.a
+      static_flags="$static_flags $f"
+    done
+    # shellcheck disable=SC2086 # word lists
+    if $cc $cflags $san "$prog" -o "$tmp/static2" $static_flags >"$tmp/log" 2>&1; then
+      step "example runs, linked with pkg-config --static" "$tmp/static2" 200000
+    else
+      missing=$(sed -n 's/.*cannot find -l\([^:]*\):.*/\1/p' "$tmp/log" | sort -u)
+      own=
+      for m in $missing; do
+        grep -Eq "^(Libs|Libs\.private):.*-l$m( |\$)" "$pc" && own="$own $m"
+      done
+      if [ -n "$missing" ] && [ -z "$own" ]; then
+        echo "note: the full pkg-config --static link fails here: the linker finds no" \
+          "$(echo $missing | sed 's/\([^ ]*\)/-l\1/g'), which weft.pc does not name (it comes" \
+          "from a dependency's Libs.private, whose -dev package is not installed)"
+      else
+        echo "FAILED: example builds with pkg-config --static --libs weft"
+        echo "  command: $cc $cflags $san $prog -o $tmp/static2 $static_flags"
+        sed 's/^/  | /' "$tmp/log"
+        fail=1
+      fi
+    fi
+  else
+    echo "FAILED: pkg-config --static --cflags --libs weft"
+    sed 's/^/  | /' "$tmp/pc.err"
+    fail=1
+  fi
+fi
+
+exit $fail
