@@ -2,7 +2,8 @@
 # Installs the Debian packages weft needs that are missing (as root; uses sudo
 # otherwise). Usage: scripts/deps.sh [test|bench]
 set -euo pipefail
-want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev)
+want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev
+  libudev-dev)  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc).
   want+=(libtbb-dev libomp-dev clang libstarpu-dev)
