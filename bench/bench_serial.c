@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
 
   if (!strcmp(a.workload, "pipeline")) {
     a.threads = 1;
-    bench_pipe_run(RT, &a, pipe_rep, NULL, 0, ",\"push\":\"items in order, no runtime\"");
+    bench_pipe_run(RT, &a, pipe_rep, NULL, 0, ",\"push\":\"items in order, no runtime\"", NULL);
   } else if (bench_is_dep_workload(a.workload)) {
     bench_oplist L;
     bench_oplist_make(&L, a.workload, a.quick);

@@ -574,7 +574,7 @@ static void bench_pipeline(const bench_args *a) {
            ",\"push\":\"main pushes 4 ops an item; vars: one a stage, 2 slots a stage "
            "(pipeline), one an item (alloc, bp)\",\"max_inflight_bp\":%d",
            BENCH_PIPE_MAX_INFLIGHT);
-  bench_pipe_run(RT, a, pipe_rep, NULL, 1, extra);
+  bench_pipe_run(RT, a, pipe_rep, NULL, 1, extra, NULL);
   for (int e = 0; e < 2; e++) {
     pipe_engine *pe = &pipe.pe[e];
     weft_var *all[10] = {pe->slot[0][0], pe->slot[0][1], pe->slot[1][0], pe->slot[1][1],

@@ -891,7 +891,7 @@ void bench_pipe_time(const char *rt, const bench_args *a, bench_pipe *P, int var
 }
 
 void bench_pipe_run(const char *rt, const bench_args *a, bench_pipe_rep_fn rep, void *ctx,
-                    int has_bp, const char *extra) {
+                    int has_bp, const char *extra, void (*done)(void *ctx, bench_pipe *P)) {
   bench_pipe P;
   bench_pipe_make(&P, a->quick);
   bench_series s[3], m[3];
@@ -918,5 +918,7 @@ void bench_pipe_run(const char *rt, const bench_args *a, bench_pipe_rep_fn rep, 
     bench_series_free(&s[v]);
     bench_series_free(&m[v]);
   }
+  if (done)
+    done(ctx, &P);
   bench_pipe_free(&P);
 }

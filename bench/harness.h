@@ -443,9 +443,10 @@ void bench_pipe_time(const char *rt, const bench_args *a, bench_pipe *P, int var
                      bench_pipe_rep_fn rep, void *ctx, bench_series *rate, bench_series *mem);
 /* The whole pipeline workload for a runtime: times the static, alloc and bp
  * variants (bp skipped when has_bp is 0) and emits the five metrics, extra
- * appended to each. */
+ * appended to each. done (NULL: none) runs before the workload's buffers are
+ * freed (e.g. to unregister them from the runtime). */
 void bench_pipe_run(const char *rt, const bench_args *a, bench_pipe_rep_fn rep, void *ctx,
-                    int has_bp, const char *extra);
+                    int has_bp, const char *extra, void (*done)(void *ctx, bench_pipe *P));
 
 #ifdef __cplusplus
 }
