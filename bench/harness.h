@@ -396,7 +396,7 @@ void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
  * items / that time.
  */
 #define BENCH_PIPE_ITEMS 256u
-#define BENCH_PIPE_ITEMS_QUICK 64u
+#define BENCH_PIPE_ITEMS_QUICK 32u
 #define BENCH_PIPE_WORDS 16384u /* 128 KB a buffer */
 #define BENCH_PIPE_ITEM_BYTES (3u * BENCH_PIPE_WORDS * 8u)
 #define BENCH_PIPE_MAX_INFLIGHT 8 /* weft, pipe_bp: ops (2 items' 4 stages) */

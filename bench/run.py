@@ -707,7 +707,7 @@ def main():
     if "pipeline" in workloads:
         print("pipeline: %s items through load -> preprocess -> compute -> write-back (128 KB "
               "buffers; compute ~2/3 of the work), every stage one item at a time, in order."
-              % ("64" if a.quick else "256"))
+              % ("32" if a.quick else "256"))
         print("      pipeline: 2 buffers a stage, item k uses slot k%2 (weft: vars, tbb: flow "
               "graph edges, OpenMP: depend, starpu: handles). pipe_alloc: load allocates the")
         print("      item's 384 KB, write-back frees it, nothing bounds the run-ahead (tbb: "
