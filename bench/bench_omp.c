@@ -256,12 +256,97 @@ static void bench_dep(const bench_args *a) {
   bench_oplist_free(&L);
 }
 
+/* ----------------------------------------------------------- pipeline */
+
+/* One thread (omp single) creates each item's four stage tasks in item
+ * order, then taskwait. Every stage task has depend(inout) on its stage's
+ * state (a stage handles one item at a time, in order, like an actor).
+ * pipeline: depend(in) on the slot of the stage before, depend(out) on its
+ * own stage's slot k%2 (the 2-buffer back pressure comes from the WAR
+ * dependencies). pipe_alloc / pipe_bp: depend(inout) on the item, and load
+ * and write-back on a token slot k % T: T = the item count (no bound) or
+ * BENCH_PIPE_TOKENS (load(k) waits for write-back(k - T): back pressure). */
+typedef struct pipe_ctx {
+  int threads;
+  char *tok; /* token slots (only their addresses matter) */
+} pipe_ctx;
+
+static uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
+  pipe_ctx *c = (pipe_ctx *)ctx;
+  const size_t items = P->items;
+  const size_t T = variant == BENCH_PIPE_BP ? BENCH_PIPE_TOKENS : items;
+  char st[4 * 64]; /* the stages' state: st[64 * s], a cache line each */
+  char *tok = c->tok;
+  (void)st; /* gcc calls an array used only in depend() unused */
+  uint64_t t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(c->threads)
+  {
+    if (omp_get_num_threads() != c->threads)
+      bench_fail("team has %d threads, asked for %d", omp_get_num_threads(), c->threads);
+#pragma omp single
+    {
+      t0 = bench_now_ns();
+      for (size_t k = 0; k < items; k++) {
+        if (variant == BENCH_PIPE_STATIC) {
+          uint64_t *L = P->slot[0][k & 1], *Q = P->slot[1][k & 1], *C = P->slot[2][k & 1];
+#pragma omp task firstprivate(k) depend(inout : st[0]) depend(out : L[0])
+          bench_pipe_stage(P, BENCH_PIPE_LOAD, k);
+#pragma omp task firstprivate(k) depend(inout : st[64]) depend(in : L[0]) depend(out : Q[0])
+          bench_pipe_stage(P, BENCH_PIPE_PRE, k);
+#pragma omp task firstprivate(k) depend(inout : st[128]) depend(in : Q[0]) depend(out : C[0])
+          bench_pipe_stage(P, BENCH_PIPE_COMPUTE, k);
+#pragma omp task firstprivate(k) depend(inout : st[192]) depend(in : C[0])
+          bench_pipe_stage(P, BENCH_PIPE_WB, k);
+          (void)L;
+          (void)Q;
+          (void)C;
+        } else {
+          bench_pipe_item *it = &P->item[k];
+          char *tk = &tok[k % T];
+#pragma omp task firstprivate(k) depend(inout : st[0], it[0], tk[0])
+          bench_pipe_item_stage(P, BENCH_PIPE_LOAD, k);
+#pragma omp task firstprivate(k) depend(inout : st[64], it[0])
+          bench_pipe_item_stage(P, BENCH_PIPE_PRE, k);
+#pragma omp task firstprivate(k) depend(inout : st[128], it[0])
+          bench_pipe_item_stage(P, BENCH_PIPE_COMPUTE, k);
+#pragma omp task firstprivate(k) depend(inout : st[192], it[0], tk[0])
+          bench_pipe_item_stage(P, BENCH_PIPE_WB, k);
+          (void)it;
+          (void)tk;
+        }
+      }
+#pragma omp taskwait
+      t1 = bench_now_ns();
+    }
+  }
+  return t1 - t0;
+}
+
+static void bench_pipeline(const bench_args *a) {
+  pipe_ctx c = {a->threads, NULL};
+  c.tok = (char *)calloc(BENCH_PIPE_ITEMS, 1);
+  if (!c.tok) {
+    fprintf(stderr, "%s: out of memory\n", RT);
+    exit(1);
+  }
+  char extra[160];
+  snprintf(extra, sizeof extra,
+           ",\"push\":\"omp single + task depend on stage, slots / item + token\","
+           "\"tokens_bp\":%u",
+           BENCH_PIPE_TOKENS);
+  bench_pipe_run(RT, a, pipe_rep, &c, 1, extra, NULL);
+  free(c.tok);
+}
+
 int main(int argc, char **argv) {
   static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
-                                          "chain", "indep",    "dag",       "wave", NULL};
+                                          "chain", "indep",    "dag",       "wave", "pipeline",
+                                          NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
-  if (!strcmp(a.workload, "fib")) {
+  if (!strcmp(a.workload, "pipeline")) {
+    bench_pipeline(&a);
+  } else if (!strcmp(a.workload, "fib")) {
     bench_fib(&a);
   } else if (!strcmp(a.workload, "pfor_imb")) {
     bench_imb(&a);

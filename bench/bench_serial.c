@@ -1,7 +1,7 @@
 /*
  * bench_serial: the serial baselines, the same kernels with no runtime at all.
  *
- *   bench_serial --workload fib|pfor_imb|pfor_fine|chain|indep|dag|wave
+ *   bench_serial --workload fib|pfor_imb|pfor_fine|chain|indep|dag|wave|pipeline
  *                --threads N --reps R [--quick]
  *
  * --threads is accepted and ignored (one thread; the JSON says threads 1).
@@ -10,6 +10,9 @@
  * chain/indep/dag/wave: the op list run in order (bench_oplist_run), no
  * runtime: the work per op (the kernel and its loads and stores), the floor
  * under every runtime's ns/op.
+ * pipeline: the items in order, each through its four stages (pipeline on
+ * the static slots, pipe_alloc on its own buffers: one item live at a time);
+ * no pipe_bp (nothing to bound).
  */
 #include "harness.h"
 
@@ -30,6 +33,20 @@ static uint64_t fib_opaque(int n) {
 
 static volatile size_t imb_n = BENCH_IMB_N, fine_n = BENCH_FINE_N;
 
+/* pipeline: the items in order, each through its four stages */
+static uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
+  (void)ctx;
+  uint64_t t0 = bench_now_ns();
+  for (size_t k = 0; k < P->items; k++)
+    for (int st = 0; st < 4; st++) {
+      if (variant == BENCH_PIPE_STATIC)
+        bench_pipe_stage(P, st, k);
+      else
+        bench_pipe_item_stage(P, st, k);
+    }
+  return bench_now_ns() - t0;
+}
+
 static uint64_t serial_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   (void)ctx;
   uint64_t t0 = bench_now_ns();
@@ -39,13 +56,17 @@ static uint64_t serial_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
 
 int main(int argc, char **argv) {
   static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "chain",
-                                          "indep", "dag",      "wave",      NULL};
+                                          "indep", "dag",      "wave",      "pipeline",
+                                          NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
   bench_series s;
   bench_series_init(&s, a.reps);
 
-  if (bench_is_dep_workload(a.workload)) {
+  if (!strcmp(a.workload, "pipeline")) {
+    a.threads = 1;
+    bench_pipe_run(RT, &a, pipe_rep, NULL, 0, ",\"push\":\"items in order, no runtime\"", NULL);
+  } else if (bench_is_dep_workload(a.workload)) {
     bench_oplist L;
     bench_oplist_make(&L, a.workload, a.quick);
     bench_slot *vals = bench_vars_alloc(L.nvars);

@@ -2,7 +2,7 @@
  * bench_starpu: the op-list workloads (harness.h) on StarPU 1.3, a peer for
  * weft's dependency engine.
  *
- *   bench_starpu --workload chain|indep|dag|wave --threads N --reps R [--quick]
+ *   bench_starpu --workload chain|indep|dag|wave|pipeline --threads N --reps R [--quick]
  *
  * --threads N: N CPU workers (starpu_conf.ncpus = N, and STARPU_NCPU=N in the
  * environment, which StarPU would otherwise let win), no CUDA/OpenCL/MIC/MPI
@@ -131,8 +131,166 @@ static uint64_t dep_rep(void *p, const bench_oplist *L, bench_slot *vals) {
   return t1 - t0;
 }
 
+/* ------------------------------------------------------------- pipeline */
+
+/* pipeline (harness.h). Handles: a variable per stage (its state: a stage
+ * handles one item at a time, in order), a vector per slot (L, P, C x 2, on
+ * the static buffers), and for the alloc variants a variable per item (on
+ * its bench_pipe_item) and per token slot. Tasks from main, 4 an item:
+ *   static:     stage s: RW stage[s], R slot[s-1][k%2], W slot[s][k%2]
+ *   alloc, bp:  stage s: RW stage[s], RW item[k]; load and write-back also
+ *               RW token[k % T], T = the item count or BENCH_PIPE_TOKENS.
+ * The codelet runs the shared stage function on the static slots / the
+ * item (main memory only: the buffers StarPU hands it are those). */
+static bench_pipe *pipe_P;
+static int pipe_variant;
+
+static void pipe_cpu(void *buffers[], void *cl_arg) {
+  (void)buffers;
+  uintptr_t x = (uintptr_t)cl_arg;
+  if (pipe_variant == BENCH_PIPE_STATIC)
+    bench_pipe_stage(pipe_P, (int)(x & 3), (size_t)(x >> 2));
+  else
+    bench_pipe_item_stage(pipe_P, (int)(x & 3), (size_t)(x >> 2));
+}
+
+static struct starpu_codelet pipe_cl_static[4], pipe_cl_item[4];
+
+typedef struct pipe_ctx {
+  starpu_data_handle_t stage[4], slot[3][2], *item, *tok;
+  uint64_t state[4], *tokv;
+  bench_pipe *registered; /* the workload the handles are on */
+} pipe_ctx;
+
+static void pipe_codelets(void) {
+  for (int s = 0; s < 4; s++) {
+    struct starpu_codelet *c = &pipe_cl_static[s];
+    starpu_codelet_init(c);
+    c->where = STARPU_CPU;
+    c->cpu_funcs[0] = pipe_cpu;
+    c->model = NULL;
+    c->name = "pipe_stage";
+    int n = 0;
+    c->modes[n++] = STARPU_RW;
+    if (s > 0)
+      c->modes[n++] = STARPU_R;
+    if (s < 3)
+      c->modes[n++] = STARPU_W;
+    c->nbuffers = n;
+    c = &pipe_cl_item[s];
+    starpu_codelet_init(c);
+    c->where = STARPU_CPU;
+    c->cpu_funcs[0] = pipe_cpu;
+    c->model = NULL;
+    c->name = "pipe_item_stage";
+    c->modes[0] = STARPU_RW;
+    c->modes[1] = STARPU_RW;
+    c->modes[2] = STARPU_RW;
+    c->nbuffers = (s == 0 || s == 3) ? 3 : 2;
+  }
+}
+
+/* Registers the handles on P's buffers (once: P lives through every
+ * repetition of the workload). */
+static void pipe_register(pipe_ctx *c, bench_pipe *P) {
+  for (int s = 0; s < 4; s++)
+    starpu_variable_data_register(&c->stage[s], STARPU_MAIN_RAM, (uintptr_t)&c->state[s],
+                                  sizeof(uint64_t));
+  for (int s = 0; s < 3; s++)
+    for (int b = 0; b < 2; b++)
+      starpu_vector_data_register(&c->slot[s][b], STARPU_MAIN_RAM, (uintptr_t)P->slot[s][b],
+                                  (uint32_t)P->words, sizeof(uint64_t));
+  c->item = (starpu_data_handle_t *)calloc(P->items, sizeof *c->item);
+  c->tok = (starpu_data_handle_t *)calloc(P->items, sizeof *c->tok);
+  c->tokv = (uint64_t *)calloc(P->items, sizeof *c->tokv);
+  if (!c->item || !c->tok || !c->tokv) {
+    fprintf(stderr, "bench_starpu: out of memory\n");
+    exit(1);
+  }
+  for (size_t k = 0; k < P->items; k++) {
+    starpu_variable_data_register(&c->item[k], STARPU_MAIN_RAM, (uintptr_t)&P->item[k],
+                                  sizeof(bench_pipe_item));
+    starpu_variable_data_register(&c->tok[k], STARPU_MAIN_RAM, (uintptr_t)&c->tokv[k],
+                                  sizeof(uint64_t));
+  }
+  c->registered = P;
+}
+
+static void pipe_unregister(void *ctx, bench_pipe *P) {
+  pipe_ctx *c = (pipe_ctx *)ctx;
+  if (c->registered != P)
+    return;
+  for (int s = 0; s < 4; s++)
+    starpu_data_unregister(c->stage[s]);
+  for (int s = 0; s < 3; s++)
+    for (int b = 0; b < 2; b++)
+      starpu_data_unregister(c->slot[s][b]);
+  for (size_t k = 0; k < P->items; k++) {
+    starpu_data_unregister(c->item[k]);
+    starpu_data_unregister(c->tok[k]);
+  }
+  free(c->item);
+  free(c->tok);
+  free(c->tokv);
+  c->registered = NULL;
+}
+
+static uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
+  pipe_ctx *c = (pipe_ctx *)ctx;
+  if (c->registered != P)
+    pipe_register(c, P); /* not timed */
+  pipe_P = P;
+  pipe_variant = variant;
+  const size_t T = variant == BENCH_PIPE_BP ? BENCH_PIPE_TOKENS : P->items;
+  uint64_t t0 = bench_now_ns();
+  for (size_t k = 0; k < P->items; k++)
+    for (int s = 0; s < 4; s++) {
+      struct starpu_task *t = starpu_task_create();
+      int n = 0, b = (int)(k & 1);
+      t->handles[n++] = c->stage[s];
+      if (variant == BENCH_PIPE_STATIC) {
+        t->cl = &pipe_cl_static[s];
+        if (s > 0)
+          t->handles[n++] = c->slot[s - 1][b];
+        if (s < 3)
+          t->handles[n++] = c->slot[s][b];
+      } else {
+        t->cl = &pipe_cl_item[s];
+        t->handles[n++] = c->item[k];
+        if (s == 0 || s == 3)
+          t->handles[n++] = c->tok[k % T];
+      }
+      t->cl_arg = (void *)(uintptr_t)((k << 2) | (size_t)s);
+      t->cl_arg_size = 0;
+      t->cl_arg_free = 0;
+      int rc = starpu_task_submit(t);
+      if (rc) {
+        bench_fail("starpu_task_submit: %d", rc);
+        k = P->items;
+        break;
+      }
+    }
+  int rc = starpu_task_wait_for_all();
+  uint64_t t1 = bench_now_ns();
+  if (rc)
+    bench_fail("starpu_task_wait_for_all: %d", rc);
+  return t1 - t0;
+}
+
+static void bench_pipeline(const bench_args *a) {
+  pipe_codelets();
+  pipe_ctx c;
+  memset(&c, 0, sizeof c);
+  char extra[200];
+  snprintf(extra, sizeof extra,
+           ",\"push\":\"main thread, starpu_task_submit, implicit deps on stage/slot/item/"
+           "token handles\",\"tokens_bp\":%u",
+           BENCH_PIPE_TOKENS);
+  bench_pipe_run(RT, a, pipe_rep, &c, 1, extra, pipe_unregister);
+}
+
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"chain", "indep", "dag", "wave", NULL};
+  static const char *const supported[] = {"chain", "indep", "dag", "wave", "pipeline", NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
 
@@ -165,6 +323,11 @@ int main(int argc, char **argv) {
     bench_fail("StarPU has %u CPU workers, asked for %d", starpu_cpu_worker_get_count(),
                a.threads);
   codelets_init();
+  if (!strcmp(a.workload, "pipeline")) {
+    bench_pipeline(&a);
+    starpu_shutdown();
+    return bench_exit_code();
+  }
 
   bench_oplist L;
   bench_oplist_make(&L, a.workload, a.quick);

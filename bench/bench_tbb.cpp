@@ -27,6 +27,10 @@
  *   that already ran would never fire), so construction and execution do not
  *   overlap, unlike the push-as-you-go engines. Node policy: the default
  *   (queueing; each ready node spawns a task).
+ * pipeline (harness.h): the static variant as a flow graph with the edges
+ *   the 2 slots a stage imply; pipe_alloc / pipe_bp with parallel_pipeline
+ *   (serial_in_order filters) and a token limit of the item count / of
+ *   BENCH_PIPE_TOKENS. Inside arena.execute.
  */
 #include "harness.h"
 
@@ -41,6 +45,7 @@
 #include <tbb/flow_graph.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
@@ -174,11 +179,92 @@ uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   return ns;
 }
 
+/* ------------------------------------------------------------ pipeline */
+
+/* pipeline (static slots): a flow graph, one continue_node per (item,
+ * stage), with the edges the slots imply: stage s of item k after stage s-1
+ * of item k (its input), after stage s of item k-1 (a stage is an actor: one
+ * item at a time, in order) and after stage s+1 of item k-2 (which read the
+ * slot k%2 that stage s is about to overwrite). Built and run inside the
+ * arena; construction timed, teardown not. */
+uint64_t pipe_static(bench_pipe *P) {
+  const size_t n = P->items;
+  uint64_t t0 = bench_now_ns(), t1;
+  {
+    tbb::flow::graph g;
+    std::deque<dep_node> nodes; /* node (k, s) at 4k + s */
+    for (size_t k = 0; k < n; k++)
+      for (int s = 0; s < 4; s++) {
+        nodes.emplace_back(g, [P, s, k](const continue_msg &) {
+          bench_pipe_stage(P, s, k);
+          return continue_msg();
+        });
+        dep_node &me = nodes.back();
+        if (s > 0)
+          tbb::flow::make_edge(nodes[4 * k + s - 1], me);
+        if (k > 0)
+          tbb::flow::make_edge(nodes[4 * (k - 1) + s], me);
+        if (k > 1 && s < 3)
+          tbb::flow::make_edge(nodes[4 * (k - 2) + s + 1], me);
+      }
+    nodes[0].try_put(continue_msg());
+    g.wait_for_all();
+    t1 = bench_now_ns();
+  }
+  return t1 - t0;
+}
+
+/* pipe_alloc / pipe_bp: tbb::parallel_pipeline, four serial_in_order filters
+ * (load allocates the item's buffers, write-back frees them), max live
+ * tokens = the item count (no bound) or BENCH_PIPE_TOKENS. */
+uint64_t pipe_items(bench_pipe *P, size_t tokens) {
+  size_t next = 0;
+  const tbb::filter_mode m = tbb::filter_mode::serial_in_order;
+  uint64_t t0 = bench_now_ns();
+  tbb::parallel_pipeline(
+      tokens,
+      tbb::make_filter<void, size_t>(m,
+                                     [P, &next](tbb::flow_control &fc) -> size_t {
+                                       if (next == P->items) {
+                                         fc.stop();
+                                         return 0;
+                                       }
+                                       bench_pipe_item_stage(P, BENCH_PIPE_LOAD, next);
+                                       return next++;
+                                     }) &
+          tbb::make_filter<size_t, size_t>(m,
+                                           [P](size_t k) {
+                                             bench_pipe_item_stage(P, BENCH_PIPE_PRE, k);
+                                             return k;
+                                           }) &
+          tbb::make_filter<size_t, size_t>(m,
+                                           [P](size_t k) {
+                                             bench_pipe_item_stage(P, BENCH_PIPE_COMPUTE, k);
+                                             return k;
+                                           }) &
+          tbb::make_filter<size_t, void>(
+              m, [P](size_t k) { bench_pipe_item_stage(P, BENCH_PIPE_WB, k); }));
+  return bench_now_ns() - t0;
+}
+
+uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
+  tbb::task_arena *arena = static_cast<tbb::task_arena *>(ctx);
+  uint64_t ns = 0;
+  arena->execute([&] {
+    if (variant == BENCH_PIPE_STATIC)
+      ns = pipe_static(P);
+    else
+      ns = pipe_items(P, variant == BENCH_PIPE_BP ? BENCH_PIPE_TOKENS : P->items);
+  });
+  return ns;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
-                                          "chain", "indep",    "dag",       "wave", nullptr};
+                                          "chain", "indep",    "dag",       "wave", "pipeline",
+                                          nullptr};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
   const int n = a.threads;
@@ -231,6 +317,13 @@ int main(int argc, char **argv) {
     out = bench_fine_alloc();
     burst_ctx b{&arena, out, 0};
     bench_idle_run(RT, &a, burst, &b);
+  } else if (!std::strcmp(a.workload, "pipeline")) {
+    char extra[200];
+    std::snprintf(extra, sizeof extra,
+                  ",\"push\":\"pipeline: flow graph, slot edges; alloc/bp: parallel_pipeline, "
+                  "serial_in_order filters\",\"tokens_bp\":%u",
+                  BENCH_PIPE_TOKENS);
+    bench_pipe_run(RT, &a, pipe_rep, &arena, 1, extra, nullptr);
   } else if (wake) {
     bench_wake_run(RT, &a, submit, &arena,
                    "task_arena(N,0).enqueue from main; N workers");

@@ -31,6 +31,15 @@
  * the pool's counters per op pushed for each mode ("pool_main",
  * "pool_driver": tasks, steals, parks, wake-ups, failed steal rounds; over
  * the mode's repetitions, warm-up included).
+ *
+ * pipeline (harness.h): main pushes each item's four stage ops in item
+ * order, then weft_wait_all. Every op writes its stage's var (a stage is an
+ * actor: one item at a time, in order). pipeline: the ops read the slot of the stage
+ * before and write their own stage's slot k%2 (write-back: the sink), so
+ * the engine's var queues give the 2-buffer back pressure. pipe_alloc: each
+ * op writes the item's own var (write-back also the sink), nothing else
+ * bounds the run-ahead; pipe_bp: the same on an engine with max_inflight =
+ * BENCH_PIPE_MAX_INFLIGHT (main blocks in weft_push at the cap).
  */
 #include "harness.h"
 
@@ -448,9 +457,146 @@ static void bench_dep(const bench_args *a) {
   bench_oplist_free(&L);
 }
 
+/* ------------------------------------------------------------- pipeline */
+
+/* Two engines on the pool: [0] unbounded (max_inflight 0) runs pipeline and
+ * pipe_alloc, [1] max_inflight = BENCH_PIPE_MAX_INFLIGHT runs pipe_bp. Each
+ * has its own vars: the six slots (L, P, C x 2), the sink, one per item. */
+typedef struct pipe_engine {
+  weft_engine *eng;
+  weft_var *slot[3][2], *stage[4], **item; /* stage[3]: write-back's, the sink */
+} pipe_engine;
+
+static struct {
+  bench_pipe *P;
+  int variant;
+  pipe_engine pe[2];
+} pipe;
+
+static int pipe_op(const weft_run_ctx *rc, void *arg) {
+  (void)rc;
+  uintptr_t x = (uintptr_t)arg;
+  int s = (int)(x & 3);
+  size_t k = (size_t)(x >> 2);
+  if (pipe.variant == BENCH_PIPE_STATIC)
+    bench_pipe_stage(pipe.P, s, k);
+  else
+    bench_pipe_item_stage(pipe.P, s, k);
+  return 0;
+}
+
+/* Pushes item k's four stages with their dependencies. Every stage writes
+ * its stage var S (the actor's state: a stage handles one item at a time, in
+ * item order; write-back's is the sink), and
+ *   static: load  w{L[b]}              pre     r{L[b]} w{P[b]}
+ *           comp  r{P[b]} w{C[b]}      wb      r{C[b]}             (b = k%2)
+ *   alloc, bp: the item's var. */
+static int pipe_push_item(pipe_engine *pe, int variant, size_t k) {
+  static const char *const names[4] = {"load", "preprocess", "compute", "write-back"};
+  int b = (int)(k & 1);
+  for (int s = 0; s < 4; s++) {
+    weft_var *r[1], *w[2];
+    weft_op_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = pipe_op;
+    d.arg = (void *)(uintptr_t)((k << 2) | (size_t)s);
+    d.ctx.type = WEFT_DEV_CPU;
+    d.name = names[s];
+    d.reads = r;
+    d.writes = w;
+    w[d.num_writes++] = pe->stage[s];
+    if (variant == BENCH_PIPE_STATIC) {
+      if (s > 0)
+        r[d.num_reads++] = pe->slot[s - 1][b];
+      if (s < 3)
+        w[d.num_writes++] = pe->slot[s][b];
+    } else {
+      w[d.num_writes++] = pe->item[k];
+    }
+    int rc = weft_push(pe->eng, &d);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
+  (void)ctx;
+  pipe.P = P;
+  pipe.variant = variant;
+  pipe_engine *pe = &pipe.pe[variant == BENCH_PIPE_BP];
+  uint64_t t0 = bench_now_ns();
+  int rc = 0;
+  for (size_t k = 0; k < P->items && !rc; k++)
+    rc = pipe_push_item(pe, variant, k);
+  if (rc)
+    note_error(rc);
+  rc = weft_wait_all(pe->eng);
+  uint64_t t1 = bench_now_ns();
+  if (rc)
+    note_error(rc);
+  check_errors("pipeline");
+  return t1 - t0;
+}
+
+static void bench_pipeline(const bench_args *a) {
+  size_t items = a->quick ? BENCH_PIPE_ITEMS_QUICK : BENCH_PIPE_ITEMS;
+  for (int e = 0; e < 2; e++) {
+    pipe_engine *pe = &pipe.pe[e];
+    weft_engine_config ec;
+    weft_engine_config_default(&ec);
+    ec.pool = pool;
+    ec.max_inflight = e ? BENCH_PIPE_MAX_INFLIGHT : 0; /* explicit: the environment is not read */
+    int rc = weft_engine_create(&pe->eng, &ec);
+    if (rc) {
+      bench_fail("weft_engine_create: %s", weft_strerror(rc));
+      return;
+    }
+    pe->item = (weft_var **)calloc(items, sizeof *pe->item);
+    if (!pe->item) {
+      fprintf(stderr, "bench_weft: out of memory\n");
+      exit(1);
+    }
+    for (int s = 0; s < 3 && !rc; s++)
+      for (int b = 0; b < 2 && !rc; b++)
+        rc = weft_var_new(pe->eng, &pe->slot[s][b]);
+    for (int s = 0; s < 4 && !rc; s++)
+      rc = weft_var_new(pe->eng, &pe->stage[s]);
+    for (size_t k = 0; k < items && !rc; k++)
+      rc = weft_var_new(pe->eng, &pe->item[k]);
+    if (rc) {
+      bench_fail("weft_var_new: %s", weft_strerror(rc));
+      return;
+    }
+  }
+  char extra[256];
+  snprintf(extra, sizeof extra,
+           ",\"push\":\"main pushes 4 ops an item; vars: one a stage, 2 slots a stage "
+           "(pipeline), one an item (alloc, bp)\",\"max_inflight_bp\":%d",
+           BENCH_PIPE_MAX_INFLIGHT);
+  bench_pipe_run(RT, a, pipe_rep, NULL, 1, extra, NULL);
+  for (int e = 0; e < 2; e++) {
+    pipe_engine *pe = &pipe.pe[e];
+    weft_var *all[10] = {pe->slot[0][0], pe->slot[0][1], pe->slot[1][0], pe->slot[1][1],
+                         pe->slot[2][0], pe->slot[2][1], pe->stage[0], pe->stage[1],
+                         pe->stage[2],   pe->stage[3]};
+    for (int v = 0; v < 10; v++)
+      if (all[v] && weft_var_delete(pe->eng, all[v]))
+        bench_fail("weft_var_delete failed");
+    for (size_t k = 0; k < items; k++)
+      if (pe->item[k] && weft_var_delete(pe->eng, pe->item[k]))
+        bench_fail("weft_var_delete failed");
+    int rc = weft_engine_destroy(pe->eng);
+    if (rc)
+      bench_fail("weft_engine_destroy: %s", weft_strerror(rc));
+    free(pipe.pe[e].item);
+  }
+}
+
 int main(int argc, char **argv) {
   static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
-                                          "chain", "indep",    "dag",       "wave", NULL};
+                                          "chain", "indep",    "dag",       "wave", "pipeline",
+                                          NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
 
@@ -483,6 +629,8 @@ int main(int argc, char **argv) {
     bench_idle_run(RT, &a, burst, &d);
   } else if (!strcmp(a.workload, "wake")) {
     bench_wake_run(RT, &a, submit, NULL, "weft_pool_submit from main (non-worker)");
+  } else if (!strcmp(a.workload, "pipeline")) {
+    bench_pipeline(&a);
   } else {
     bench_dep(&a);
   }

@@ -724,3 +724,201 @@ void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
   dep_cut_reps = dep_warmup_only = 0;
   bench_emit(rt, L->workload, a->threads, "ns/op", s, buf);
 }
+
+/* -------------------------------------------------------------- pipeline */
+
+#define PIPE_ROUNDS_PRE 3
+#define PIPE_ROUNDS_COMPUTE 12
+
+/* a 64-bit mixer (the murmur3 finaliser's shape, other constants) */
+static inline uint64_t pipe_mix(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7FB5D329728EA185ull;
+  x ^= x >> 27;
+  x *= 0x81DADEF4BC2DD44Dull;
+  return x ^ (x >> 33);
+}
+
+static void pipe_load(uint64_t *out, size_t n, size_t k) {
+  uint64_t base = (uint64_t)k * n + 0x51ED270B27A1F3C5ull;
+  for (size_t i = 0; i < n; i++)
+    out[i] = pipe_mix(base + i);
+}
+
+static void pipe_rounds(uint64_t *out, const uint64_t *in, size_t n, uint64_t salt, int rounds) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t x = in[i] ^ salt;
+    for (int r = 0; r < rounds; r++)
+      x = pipe_mix(x + (uint64_t)r);
+    out[i] = x;
+  }
+}
+
+static uint64_t pipe_fold(const uint64_t *in, size_t n, uint64_t sink, size_t k) {
+  uint64_t acc = 0;
+  for (size_t i = 0; i < n; i++)
+    acc += in[i] * (2 * (uint64_t)i + 1);
+  return pipe_mix(sink ^ acc ^ ((uint64_t)k << 32));
+}
+
+/* the stage's work on (in, out); write-back folds in into the sink */
+static void pipe_work(bench_pipe *P, int s, size_t k, const uint64_t *in, uint64_t *out) {
+  switch (s) {
+  case BENCH_PIPE_LOAD:
+    pipe_load(out, P->words, k);
+    break;
+  case BENCH_PIPE_PRE:
+    pipe_rounds(out, in, P->words, (uint64_t)k, PIPE_ROUNDS_PRE);
+    break;
+  case BENCH_PIPE_COMPUTE:
+    pipe_rounds(out, in, P->words, 0x9E3779B97F4A7C15ull, PIPE_ROUNDS_COMPUTE);
+    break;
+  default:
+    P->sink = pipe_fold(in, P->words, P->sink, k);
+    break;
+  }
+}
+
+void bench_pipe_stage(bench_pipe *P, int s, size_t k) {
+  int b = (int)(k & 1);
+  const uint64_t *in = s > 0 ? P->slot[s - 1][b] : NULL;
+  uint64_t *out = s < 3 ? P->slot[s][b] : NULL;
+  pipe_work(P, s, k, in, out);
+}
+
+static _Atomic size_t pipe_live, pipe_peak;
+
+size_t bench_pipe_live_bytes(void) { return atomic_load(&pipe_live); }
+size_t bench_pipe_peak_bytes(void) { return atomic_load(&pipe_peak); }
+
+void bench_pipe_item_stage(bench_pipe *P, int s, size_t k) {
+  bench_pipe_item *it = &P->item[k];
+  size_t w = P->words;
+  if (s == BENCH_PIPE_LOAD) {
+    size_t bytes = 3 * w * sizeof(uint64_t);
+    if (it->buf)
+      bench_fail("pipeline: item %zu loaded twice", k);
+    it->buf = (uint64_t *)malloc(bytes);
+    if (!it->buf) {
+      fprintf(stderr, "bench: out of memory\n");
+      exit(1);
+    }
+    size_t now = atomic_fetch_add(&pipe_live, bytes) + bytes;
+    size_t pk = atomic_load(&pipe_peak);
+    while (now > pk && !atomic_compare_exchange_weak(&pipe_peak, &pk, now)) {
+    }
+  } else if (!it->buf) {
+    bench_fail("pipeline: stage %d of item %zu before its load", s, k);
+    return;
+  }
+  uint64_t *b = it->buf;
+  const uint64_t *in = s > 0 ? b + (size_t)(s - 1) * w : NULL;
+  uint64_t *out = s < 3 ? b + (size_t)s * w : NULL;
+  pipe_work(P, s, k, in, out);
+  if (s == BENCH_PIPE_WB) {
+    free(b);
+    it->buf = NULL;
+    atomic_fetch_sub(&pipe_live, 3 * w * sizeof(uint64_t));
+  }
+}
+
+void bench_pipe_reset(bench_pipe *P) {
+  P->sink = BENCH_PIPE_SINK_SEED;
+  atomic_store(&pipe_peak, atomic_load(&pipe_live));
+}
+
+void bench_pipe_make(bench_pipe *P, int quick) {
+  memset(P, 0, sizeof *P);
+  P->items = quick ? BENCH_PIPE_ITEMS_QUICK : BENCH_PIPE_ITEMS;
+  P->words = BENCH_PIPE_WORDS;
+  for (int s = 0; s < 3; s++)
+    for (int b = 0; b < 2; b++) {
+      P->slot[s][b] = (uint64_t *)aligned_alloc(64, P->words * sizeof(uint64_t));
+      if (!P->slot[s][b]) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+      }
+      memset(P->slot[s][b], 0, P->words * sizeof(uint64_t));
+    }
+  P->item = (bench_pipe_item *)aligned_alloc(64, sizeof(bench_pipe_item) * P->items);
+  if (!P->item) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  memset(P->item, 0, sizeof(bench_pipe_item) * P->items);
+  /* the sequential reference, on the static slots */
+  bench_pipe_reset(P);
+  for (size_t k = 0; k < P->items; k++)
+    for (int s = 0; s < 4; s++)
+      bench_pipe_stage(P, s, k);
+  P->expected = P->sink;
+}
+
+void bench_pipe_free(bench_pipe *P) {
+  for (int s = 0; s < 3; s++)
+    for (int b = 0; b < 2; b++)
+      free(P->slot[s][b]);
+  for (size_t k = 0; k < P->items; k++)
+    free(P->item[k].buf);
+  free(P->item);
+  memset(P, 0, sizeof *P);
+}
+
+static const char *const pipe_variant_name[3] = {"static", "alloc", "bp"};
+
+void bench_pipe_time(const char *rt, const bench_args *a, bench_pipe *P, int variant,
+                     bench_pipe_rep_fn rep, void *ctx, bench_series *rate, bench_series *mem) {
+  for (int r = -1; r < a->reps && !bench_failed(); r++) {
+    bench_pipe_reset(P);
+    uint64_t ns = rep(ctx, P, variant);
+    if (P->sink != P->expected) {
+      bench_fail("%s pipeline (%s): checksum %016llx, expected %016llx (the sequential run's)",
+                 rt, pipe_variant_name[variant], (unsigned long long)P->sink,
+                 (unsigned long long)P->expected);
+      break;
+    }
+    if (bench_pipe_live_bytes() != 0) {
+      bench_fail("%s pipeline (%s): %zu bytes of item buffers still live after the run", rt,
+                 pipe_variant_name[variant], bench_pipe_live_bytes());
+      break;
+    }
+    if (r < 0)
+      continue;
+    bench_series_add(rate, (double)P->items / ((double)(ns ? ns : 1) / 1e9));
+    if (mem)
+      bench_series_add(mem, (double)bench_pipe_peak_bytes() / (1024.0 * 1024.0));
+  }
+}
+
+void bench_pipe_run(const char *rt, const bench_args *a, bench_pipe_rep_fn rep, void *ctx,
+                    int has_bp, const char *extra, void (*done)(void *ctx, bench_pipe *P)) {
+  bench_pipe P;
+  bench_pipe_make(&P, a->quick);
+  bench_series s[3], m[3];
+  for (int v = 0; v < 3; v++) {
+    bench_series_init(&s[v], a->reps);
+    bench_series_init(&m[v], a->reps);
+  }
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           ",\"items\":%zu,\"buffer_kb\":%zu,\"item_kb\":%zu,\"mem\":\"peak bytes live in item "
+           "buffers, counted by the workload (MiB)\"%s",
+           P.items, P.words * 8 / 1024, 3 * P.words * 8 / 1024, extra ? extra : "");
+  bench_pipe_time(rt, a, &P, BENCH_PIPE_STATIC, rep, ctx, &s[0], NULL);
+  bench_emit(rt, "pipeline", a->threads, "items/s", &s[0], buf);
+  bench_pipe_time(rt, a, &P, BENCH_PIPE_ALLOC, rep, ctx, &s[1], &m[1]);
+  bench_emit(rt, "pipe_alloc", a->threads, "items/s", &s[1], buf);
+  bench_emit(rt, "pipe_alloc_mem", a->threads, "MiB", &m[1], buf);
+  if (has_bp) {
+    bench_pipe_time(rt, a, &P, BENCH_PIPE_BP, rep, ctx, &s[2], &m[2]);
+    bench_emit(rt, "pipe_bp", a->threads, "items/s", &s[2], buf);
+    bench_emit(rt, "pipe_bp_mem", a->threads, "MiB", &m[2], buf);
+  }
+  for (int v = 0; v < 3; v++) {
+    bench_series_free(&s[v]);
+    bench_series_free(&m[v]);
+  }
+  if (done)
+    done(ctx, &P);
+  bench_pipe_free(&P);
+}

@@ -27,6 +27,9 @@
  *              second after the burst. metrics "idle_s1", "idle_s2", CPU ms.
  *   chain, indep, dag, wave: the dependency-engine workloads, see "op lists"
  *              below. metric = the workload's name, ns per op.
+ *   pipeline   a 4-stage pipeline over real buffers with 2 buffers per stage,
+ *              and its allocating variants with and without back pressure;
+ *              see "pipeline" below. items/s and MB.
  *   wake       submit-to-start latency of one task, in us:
  *              "wake_block" after 50 ms idle, the submitter then blocks;
  *              "wake_busy"  after 50 ms idle, the submitter busy-polls its CPU;
@@ -51,7 +54,7 @@ extern "C" {
 /* ------------------------------------------------------------ arguments */
 
 typedef struct bench_args {
-  const char *workload; /* fib | pfor_imb | pfor_fine | idle | wake | chain | indep | dag | wave */
+  const char *workload; /* fib | pfor_imb | pfor_fine | idle | wake | chain | indep | dag | wave | pipeline */
   int threads;          /* >= 1 */
   int reps;             /* timed repetitions, >= 1 */
   int quick;            /* fewer wake samples, smaller op lists */
@@ -353,6 +356,97 @@ void bench_dep_time(const char *rt, const bench_args *a, const bench_oplist *L,
  * with "ops", "vars" and extra (NULL or ',"key":value...') appended. */
 void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
                     const bench_series *s, const char *extra);
+
+/* ------------------------------------------------------------- pipeline */
+
+/*
+ * pipeline: OneFlow's actor pipeline (regst_num = 2). N items pass
+ * load -> preprocess -> compute -> write-back. Every stage works on real
+ * buffers of BENCH_PIPE_WORDS uint64_t (128 KB); the costs differ: load
+ * 1 pass, preprocess ~3 rounds a word, compute ~12 (the heaviest, ~2/3 of
+ * the work), write-back folds its input into an order-sensitive checksum,
+ * the sink. The final sink must equal the sequential run's.
+ *
+ * Three variants, one process (--workload pipeline), five metrics:
+ *   pipeline        (items/s) static buffers, two per stage output: item k
+ *                   uses slot k%2 of L (load's output), P (preprocess's) and
+ *                   C (compute's). So load(k) writes L[k%2] only after
+ *                   preprocess(k-2) read it, etc.: a stage reuses a buffer
+ *                   only once the next stage consumed it (the runtimes get
+ *                   this from the declared read/write dependencies on the
+ *                   slots; write-back also writes the sink, so it runs in
+ *                   item order). No memory is allocated while it runs.
+ *   pipe_alloc      (items/s) load allocates the item's own three buffers
+ *                   (BENCH_PIPE_ITEM_BYTES), write-back frees them; the only
+ *                   dependencies are the item's own stages and the sink.
+ *                   Nothing bounds how far load runs ahead.
+ *   pipe_alloc_mem  (MB) the peak of the bytes the workload holds live in
+ *                   item buffers (counted by bench_pipe_item_stage, not RSS)
+ *                   in pipe_alloc.
+ *   pipe_bp         (items/s) pipe_alloc with back pressure: weft
+ *                   max_inflight = BENCH_PIPE_MAX_INFLIGHT ops; the peers a
+ *                   limit of BENCH_PIPE_TOKENS items in flight (oneTBB
+ *                   parallel_pipeline tokens; OpenMP / StarPU: load(k)
+ *                   waits for write-back(k - TOKENS) through a token slot).
+ *   pipe_bp_mem     (MB) the peak live bytes in pipe_bp.
+ * --quick: BENCH_PIPE_ITEMS_QUICK items.
+ *
+ * Time per repetition: from the first push/submission to the wait-for-all's
+ * return (graph construction included where there is one). items/s =
+ * items / that time.
+ */
+#define BENCH_PIPE_ITEMS 256u
+#define BENCH_PIPE_ITEMS_QUICK 32u
+#define BENCH_PIPE_WORDS 16384u /* 128 KB a buffer */
+#define BENCH_PIPE_ITEM_BYTES (3u * BENCH_PIPE_WORDS * 8u)
+#define BENCH_PIPE_MAX_INFLIGHT 8 /* weft, pipe_bp: ops (2 items' 4 stages) */
+#define BENCH_PIPE_TOKENS 4u      /* peers, pipe_bp: items */
+#define BENCH_PIPE_SINK_SEED 0x243F6A8885A308D3ull
+
+enum { BENCH_PIPE_LOAD = 0, BENCH_PIPE_PRE = 1, BENCH_PIPE_COMPUTE = 2, BENCH_PIPE_WB = 3 };
+enum { BENCH_PIPE_STATIC = 0, BENCH_PIPE_ALLOC = 1, BENCH_PIPE_BP = 2 };
+
+/* One item of the alloc variants: its buffers, L, P and C back to back
+ * (NULL before load and after write-back). */
+typedef struct bench_pipe_item {
+  uint64_t *buf;
+  uint64_t pad_[7];
+} bench_pipe_item;
+
+typedef struct bench_pipe {
+  size_t items, words;
+  uint64_t *slot[3][2];   /* static variant: [L, P, C][k % 2] */
+  bench_pipe_item *item;  /* alloc variants: one per item */
+  uint64_t sink;          /* write-back's checksum */
+  uint64_t expected;      /* the sequential run's final sink */
+} bench_pipe;
+
+/* Allocates the slots and items and computes the sequential reference. */
+void bench_pipe_make(bench_pipe *P, int quick);
+void bench_pipe_free(bench_pipe *P);
+/* Before a repetition: sink to its seed, the live-bytes peak to 0. */
+void bench_pipe_reset(bench_pipe *P);
+/* Stage s of item k on the static slots (out of line: the same machine code
+ * for every runtime). */
+void bench_pipe_stage(bench_pipe *P, int s, size_t k);
+/* Stage s of item k on its own buffers: load allocates, write-back frees. */
+void bench_pipe_item_stage(bench_pipe *P, int s, size_t k);
+/* Bytes live in item buffers now / at the peak since bench_pipe_reset. */
+size_t bench_pipe_live_bytes(void);
+size_t bench_pipe_peak_bytes(void);
+/* One repetition of variant v; returns the timed region's length in ns. */
+typedef uint64_t (*bench_pipe_rep_fn)(void *ctx, bench_pipe *P, int variant);
+/* Warm-up + a->reps repetitions of variant v: throughput into rate (items/s)
+ * and, when mem is not NULL, the peak live MB into mem; each repetition's
+ * sink and the live bytes (0 after it) are checked. */
+void bench_pipe_time(const char *rt, const bench_args *a, bench_pipe *P, int variant,
+                     bench_pipe_rep_fn rep, void *ctx, bench_series *rate, bench_series *mem);
+/* The whole pipeline workload for a runtime: times the static, alloc and bp
+ * variants (bp skipped when has_bp is 0) and emits the five metrics, extra
+ * appended to each. done (NULL: none) runs before the workload's buffers are
+ * freed (e.g. to unregister them from the runtime). */
+void bench_pipe_run(const char *rt, const bench_args *a, bench_pipe_rep_fn rep, void *ctx,
+                    int has_bp, const char *extra, void (*done)(void *ctx, bench_pipe *P));
 
 #ifdef __cplusplus
 }

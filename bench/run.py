@@ -13,13 +13,17 @@ Options:
                        samples, and idle only at the largest thread count
                        (< 2 min)
     --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake (the
-                       pool), chain, indep, dag, wave (the dependency engine)
+                       pool), chain, indep, dag, wave (the dependency engine),
+                       pipeline (a 4-stage pipeline, back pressure)
     --threads N[,N]    thread counts (repeatable; default 1 and 2)
     --rt RT[,RT...]    runtimes: weft, tbb, gomp, omp_clang, starpu (default:
                        all built)
     --reps R           repetitions for every workload (overrides the defaults)
     --json FILE        every record (all samples) and the table rows, as JSON
     --csv FILE         one row per runtime, metric and thread count
+    --plot FILE        the PNG (gnuplot): one panel per workload, each peer
+                       relative to weft; default: next to --json (.png), else
+                       <builddir>/bench.png
     --builddir DIR     the meson build directory (executables in DIR/bench/);
                        default: build-bench, then build
 
@@ -68,7 +72,7 @@ import sys
 import time
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
-WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS
+WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS + ["pipeline"]
 METRICS = {
     "fib": ["fib"],
     "pfor_imb": ["pfor_imb"],
@@ -78,7 +82,11 @@ METRICS = {
 }
 for _w in DEP_WORKLOADS:
     METRICS[_w] = [_w]
-SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS
+METRICS["pipeline"] = ["pipeline", "pipe_alloc", "pipe_alloc_mem", "pipe_bp", "pipe_bp_mem"]
+SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline"]
+# metrics where higher is better (throughput): best peer = the highest, and
+# the ratio column is best peer / weft, so < 1 still means weft is ahead
+HIGHER_BETTER = {"pipeline", "pipe_alloc", "pipe_bp"}
 RUNTIMES = ["weft", "tbb", "gomp", "omp_clang", "starpu"]
 PEERS = ["tbb", "gomp", "omp_clang", "starpu"]
 EXE = {
@@ -90,7 +98,7 @@ EXE = {
     "serial": "bench_serial",
 }
 # the workloads a runtime implements (absent: all)
-SUPPORTS = {"starpu": DEP_WORKLOADS}
+SUPPORTS = {"starpu": DEP_WORKLOADS + ["pipeline"]}
 ENABLE = {
     "weft": "bench_weft is always built: rebuild (does libweft link?)",
     "tbb": "oneTBB: apt install libtbb-dev g++, then reconfigure",
@@ -105,10 +113,13 @@ def supports(rt, workload):
     return workload in SUPPORTS.get(rt, WORKLOADS)
 
 FIB_SPAWNS = 1346268
+# bench/harness.h: BENCH_PIPE_MAX_INFLIGHT, BENCH_PIPE_TOKENS
+PIPE_MAX_INFLIGHT = 8
+PIPE_TOKENS = 4
 
 # repetitions: full run / --quick
 REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10,
-             "chain": 9, "indep": 5, "dag": 7, "wave": 7}
+             "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7}
 REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
 # By runtime: StarPU is ~10-30x slower per op than the others (1M indep ops
 # take ~7 s a repetition): fewer repetitions keep the runs short (quick: the
@@ -116,7 +127,7 @@ REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
 REPS_FULL_RT = {("starpu", w): 3 for w in DEP_WORKLOADS}
 REPS_QUICK_RT = {("starpu", w): 2 for w in DEP_WORKLOADS}
 TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300,
-             "chain": 300, "indep": 300, "dag": 300, "wave": 300}
+             "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300}
 
 # The issue's targets for weft (information only). metric -> (limit, unit text)
 TARGET_ABS = {
@@ -354,9 +365,11 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                     row["stats"]["serial"] = r.stat("serial", metric, t) if r.exe("serial") else None
                 weft = row["stats"].get("weft")
                 best = None
+                hb = metric in HIGHER_BETTER
                 for p in peers:
                     st = row["stats"].get(p)
-                    if st and (best is None or st["median"] < best[1]["median"]):
+                    if st and (best is None or (st["median"] > best[1]["median"] if hb
+                                                else st["median"] < best[1]["median"])):
                         best = (p, st)
                 row["best_peer"] = best[0] if best else None
                 busy = []
@@ -368,8 +381,12 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                     if fl is not None and fl > FOREIGN_LOAD_FLAG:
                         busy.append("%s %.0f%%" % (rt, 100 * fl))
                 row["busy_machine"] = busy
-                row["ratio"] = (weft["median"] / best[1]["median"]
-                                if weft and best and best[1]["median"] > 0 else None)
+                if metric in HIGHER_BETTER:
+                    row["ratio"] = (best[1]["median"] / weft["median"]
+                                    if weft and best and weft["median"] > 0 else None)
+                else:
+                    row["ratio"] = (weft["median"] / best[1]["median"]
+                                    if weft and best and best[1]["median"] > 0 else None)
                 ser = row["stats"].get("serial")
                 if metric == "fib" and weft:
                     ns = weft["median"] * 1e6 / FIB_SPAWNS
@@ -439,6 +456,18 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                         row["notes"].append("%dT/1T %.2f" % (t, q))
                         tg.append("not slower than 1T: %s" % yes_no(q <= 1.0))
                     row["target"] = ", ".join(tg)
+                if w == "pipeline" and weft:
+                    if metric in HIGHER_BETTER and ser:
+                        row["notes"].append("weft x serial %.2f" % (weft["median"] / ser["median"]))
+                    if metric == "pipe_bp":
+                        row["notes"].append("weft max_inflight %d ops, peers %d items"
+                                            % (PIPE_MAX_INFLIGHT, PIPE_TOKENS))
+                    if metric == "pipe_bp_mem":
+                        un = r.stat("weft", "pipe_alloc_mem", t)
+                        if un:
+                            q = weft["median"] / un["median"] if un["median"] > 0 else 0.0
+                            row["notes"].append("weft bp/unbounded %.2f" % q)
+                            row["target"] = "bounded (<= 1/4 of unbounded): %s" % yes_no(q <= 0.25)
                 if metric.startswith("idle") and weft:
                     rec = r.record("weft", metric, t)
                     main = (rec or {}).get("main_thread_cpu_ms")
@@ -481,6 +510,90 @@ def print_table(rows, rts, any_serial):
         print(sep.join(v.ljust(widths[i]) for i, v in enumerate(l)).rstrip())
 
 
+def plot_png(path, rows, workloads, rts):
+    """One panel per workload: each peer's median relative to weft's, as
+    'peer time / weft time' (items/s: weft / peer; MiB: peer / weft), so > 1
+    means weft is ahead, one bar group per metric and thread count, log y.
+    Returns None when written, else why not (one line)."""
+    import shutil
+    import tempfile
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return "gnuplot not found (Debian: gnuplot-nox): no plot"
+    peers = [p for p in PEERS if p in rts]
+    panels = []
+    for w in workloads:
+        groups = []
+        for row in rows:
+            if row["metric"] not in METRICS[w]:
+                continue
+            weft = row["stats"].get("weft")
+            vals = []
+            for p in peers:
+                st = row["stats"].get(p)
+                v = None
+                if weft and st and weft["median"] > 0 and st["median"] > 0:
+                    v = (weft["median"] / st["median"] if row["metric"] in HIGHER_BETTER
+                         else st["median"] / weft["median"])
+                vals.append(v)
+            if any(v is not None for v in vals):
+                groups.append(("%s T%d" % (row["metric"], row["threads"]), vals))
+        if groups:
+            panels.append((w, groups))
+    if not panels or not peers:
+        return "nothing to plot (no weft and peer figures)"
+    tmp = tempfile.mkdtemp(prefix="weft-plot-")
+    cols = 2 if len(panels) > 1 else 1
+    nrows = (len(panels) + cols - 1) // cols
+    colors = {"tbb": "#1f77b4", "gomp": "#2ca02c", "omp_clang": "#d62728", "starpu": "#9467bd"}
+    script = ['set terminal pngcairo size %d,%d font "sans,10"' % (800 * cols, 330 * nrows),
+              'set output "%s"' % path.replace('"', '\\"'),
+              'set datafile separator "\\t"',
+              'set datafile missing "NaN"',
+              'set termoption noenhanced',
+              'set style data histograms',
+              'set style histogram clustered gap 1',
+              'set style fill solid 0.85 border -1',
+              'set logscale y 10',
+              'set grid ytics',
+              'set key top left horizontal font ",9"',
+              'set xtics rotate by -20 font ",8" nomirror',
+              'set ylabel "peer / weft (> 1: weft ahead)"',
+              'set multiplot layout %d,%d title "weft vs peers: peer time / weft time '
+              '(items/s: weft/peer; MiB: peer/weft), median, log scale" font ",12"'
+              % (nrows, cols)]
+    for i, (w, groups) in enumerate(panels):
+        f = os.path.join(tmp, "p%d.tsv" % i)
+        allv = [v for _, vals in groups for v in vals if v is not None]
+        lo = min(allv + [1.0]) / 1.6
+        hi = max(allv + [1.0]) * 1.6
+        with open(f, "w") as fh:
+            for label, vals in groups:
+                fh.write(label + "\t" + "\t".join("NaN" if v is None else "%.6g" % v
+                                                    for v in vals) + "\n")
+        script.append('set title "%s"' % w)
+        script.append('set yrange [%g:%g]' % (lo, hi))
+        script.append('set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead '
+                      'lw 2 lc rgb "black" dt 2')
+        plots = []
+        for j, p in enumerate(peers):
+            plots.append('"%s" using %d:xtic(1) title "%s" lc rgb "%s"'
+                         % (f, j + 2, p, colors.get(p, "gray")))
+        script.append("plot " + ", ".join(plots))
+    script.append("unset multiplot")
+    sp = os.path.join(tmp, "plot.gp")
+    with open(sp, "w") as fh:
+        fh.write("\n".join(script) + "\n")
+    try:
+        cp = subprocess.run([gp, sp], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "gnuplot failed: %s" % e
+    if cp.returncode != 0 or not os.path.isfile(path):
+        return "gnuplot failed: %s" % " | ".join(cp.stderr.strip().splitlines()[-2:])
+    return None
+
+
 def split_list(values):
     out = []
     for v in values or []:
@@ -499,6 +612,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--csv")
     ap.add_argument("--builddir")
+    ap.add_argument("--plot")
     a = ap.parse_args()
 
     workloads = split_list(a.only) or list(WORKLOADS)
@@ -560,7 +674,8 @@ def main():
                 if a.reps is None and "starpu" in rts
                 and any(w in DEP_WORKLOADS for w in workloads) else ""),
              platform.node(), ncpu, elapsed))
-    print("median [min-max]; lower is better; weft/best = weft median / best peer median")
+    print("median [min-max]; lower is better (items/s: higher); weft/best = weft median / best "
+          "peer median (items/s: best peer / weft), so < 1 means weft is ahead")
     print()
     print_table(rows, rts, any_serial)
     print()
@@ -589,12 +704,38 @@ def main():
         print("      task of a one-thread (serialized) team at once and skips dependence tracking, "
               "so omp_clang T1 is the loop plus task creation. Targets: at 2 threads.")
 
+    if "pipeline" in workloads:
+        print("pipeline: %s items through load -> preprocess -> compute -> write-back (128 KB "
+              "buffers; compute ~2/3 of the work), every stage one item at a time, in order."
+              % ("32" if a.quick else "256"))
+        print("      pipeline: 2 buffers a stage, item k uses slot k%2 (weft: vars, tbb: flow "
+              "graph edges, OpenMP: depend, starpu: handles). pipe_alloc: load allocates the")
+        print("      item's 384 KB, write-back frees it, nothing bounds the run-ahead (tbb: "
+              "parallel_pipeline with tokens = items). pipe_bp: weft max_inflight %d ops;"
+              % PIPE_MAX_INFLIGHT)
+        print("      peers %d items in flight (tbb tokens; OpenMP/starpu: load(k) waits for "
+              "write-back(k-%d) on a token slot). *_mem: peak bytes live in item buffers,"
+              % (PIPE_TOKENS, PIPE_TOKENS))
+        print("      counted by the workload (not RSS), MiB. serial: the items in order. "
+              "bench_weft's malloc is jemalloc (linked by libweft), the peers' glibc's.")
+
     noisy = [x for x in r.runs if x["foreign_load"] is not None
              and x["foreign_load"] > FOREIGN_LOAD_FLAG]
     if noisy:
         print("warning: other processes used > %d%% of the CPUs during %d of %d runs "
               "(marked NOISY): rerun on a quiet machine for numbers to quote."
               % (100 * FOREIGN_LOAD_FLAG, len(noisy), len(r.runs)))
+
+    if a.plot:
+        png = a.plot
+    elif a.json:
+        png = os.path.splitext(a.json)[0] + ".png"
+    else:
+        png = os.path.join(os.path.dirname(os.path.abspath(bindir)) if
+                           os.path.basename(os.path.normpath(bindir)) == "bench" else bindir,
+                           "bench.png")
+    why = plot_png(png, rows, workloads, rts)
+    print("plot: %s" % png if why is None else "plot: %s" % why)
 
     if a.json:
         with open(a.json, "w") as f:

@@ -5,8 +5,9 @@ set -euo pipefail
 want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev
   libudev-dev)  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
 if [ "${1:-test}" = bench ]; then
-  # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc).
-  want+=(libtbb-dev libomp-dev clang libstarpu-dev)
+  # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU;
+  # gnuplot draws the runner's PNG.
+  want+=(libtbb-dev libomp-dev clang libstarpu-dev gnuplot-nox)
 fi
 missing=()
 for p in "${want[@]}"; do
