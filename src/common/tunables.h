@@ -37,6 +37,9 @@
 /* Operators with more vars than fit inline take their var and request
  * arrays from a second store, up to this many vars (more: the heap), vars. */
 #define WEFT_OPR_BIG_VARS 64
+/* Device-side waits (predecessors' events on the same device) a GPU
+ * operator carries; beyond that it waits for the rest on the host. */
+#define WEFT_OPR_DEV_WAITS 8
 
 /* group wait: search rounds (each about WEFT_SPIN_ROUND_NS) before the
  * waiter sleeps on the group, rounds; then it sleeps with a timeout that

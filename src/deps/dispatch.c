@@ -8,6 +8,7 @@
 #include "common/alloc.h"
 #include "common/sync.h"
 #include "deps/engine.h"
+#include "deps/executor.h"
 #include "pool/pool_ext.h"
 
 /* Inline (WEFT_PROP_ASYNC) operators made ready while this thread is already
@@ -32,6 +33,10 @@ void weft_opr_ready(weft_opr *op)
     weft_opr *next = weft_opr_run(op);
     if (next)
       weft_opr_ready(next); /* a successor it kept: queue it as usual */
+    return;
+  }
+  if (op->ctx.type == WEFT_DEV_GPU) {
+    op->eng->exec->submit(op->eng->exec_self, op);
     return;
   }
   if (op->prop != WEFT_PROP_ASYNC) {
@@ -140,6 +145,9 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
       v->failed_epoch = op->epoch;
     }
     weft_var_req *g = weft_varq_complete(&v->q, write);
+    if (v->fences) /* device work pending on v: the granted respect it */
+      for (weft_var_req *r = g; r; r = r->next)
+        weft_fence_check(v, r);
     weft_spin_unlock(&v->q.lock);
     while (g) {
       weft_var_req *gnext = g->next; /* g's op may run and be freed at once */

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/sync.h"
 #include "deps/engine.h"
+#include "deps/executor.h"
 #include "pool/pool_ext.h"
 
 void weft_engine_config_default(weft_engine_config *cfg)
@@ -23,8 +24,7 @@ void weft_engine_config_default(weft_engine_config *cfg)
 
 int weft_gpu_count(const weft_engine *eng)
 {
-  (void)eng;
-  return 0; /* the GPU layer registers devices once it exists (issue 4) */
+  return eng ? eng->num_devices : 0;
 }
 
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -270,6 +270,8 @@ static void free_op_slot(weft_slot *s)
 
 static void free_engine(weft_engine *eng)
 {
+  if (eng->exec) /* drained: no device operator is left */
+    eng->exec->close(eng->exec_self);
   weft_handles_destroy(&eng->vars, NULL);
   weft_handles_destroy(&eng->ops, free_op_slot);
   weft_obj_store_destroy(&eng->oprs);
@@ -355,6 +357,15 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   if (!eng->caches || !eng->sync) {
     free_engine(eng);
     return WEFT_ENOMEM;
+  }
+  const weft_executor_ops *exec = weft_engine_device_executor();
+  if (exec) {
+    rc = exec->open(eng, &eng->exec_self, &eng->num_devices);
+    if (rc) {
+      free_engine(eng);
+      return rc;
+    }
+    eng->exec = exec;
   }
   atomic_init(&eng->inflight[0], 0);
   atomic_init(&eng->inflight[1], 0);

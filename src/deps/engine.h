@@ -34,6 +34,8 @@ typedef struct weft_var_impl {
   weft_varq q;     /* the queue and its lock */
   int failed;      /* under q.lock: status of the last failed write, 0 when fine */
   uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed */
+  weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
+  weft_var_req *fwaiters; /* under q.lock: granted requests waiting for fences on the host */
 } weft_var_impl;
 
 /* Normalised var list of an operator: sorted by index, distinct. */
@@ -82,6 +84,15 @@ typedef struct weft_opr {
   int slot;                   /* the inflight slot (epoch & 1) it is counted in */
   uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
   bool admitted;              /* counted in eng->admitted */
+  /* Device operators (src/deps/executor.h). devwait: fences to wait for on
+   * the device, filled by the threads that grant it (a slot each, claimed
+   * with ndevwaits) and read by the device worker once it is dispatched. */
+  _Atomic int ndevwaits;
+  struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
+  /* atomic: its launched device work (1) + one per devwait[] entry that
+   * names it; the block is recycled at zero. */
+  _Atomic int dev_refs;
+  void *exec_state;           /* the executor's (its event, its worker) */
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
   weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
 } weft_opr;
@@ -122,6 +133,9 @@ struct weft_engine {
   bool own_pool;       /* immutable */
   bool naive;          /* immutable */
   int max_inflight;    /* immutable: 0 = unbounded */
+  const struct weft_executor_ops *exec; /* immutable: device executor, or NULL */
+  void *exec_self;     /* immutable: the executor's state */
+  int num_devices;     /* immutable: devices the executor drives */
 
   weft_handles vars;   /* internally locked */
   weft_handles ops;    /* internally locked */
@@ -179,6 +193,10 @@ void weft_opr_ready(weft_opr *op);
  * core's cache, and it skips a push and a pop); else NULL. */
 weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one);
 void weft_opr_free(weft_engine *eng, weft_opr *op);
+/* fence.c: device fences on vars (src/deps/executor.h). Under v's lock,
+ * for request r just granted on v: makes r's operator respect v's fences,
+ * on the device or (one more on its wait counter) on the host. */
+void weft_fence_check(weft_var_impl *v, weft_var_req *r);
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
 /* Runs one inline (WEFT_PROP_ASYNC) operator queued on this thread behind
  * the one running, if any (a wait inside that one needs it); returns

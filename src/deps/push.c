@@ -38,6 +38,8 @@ static int check_desc(const weft_engine *eng, const weft_op_desc *d)
     return WEFT_EINVAL; /* a copy names the GPU it copies to or from */
   if (d->ctx.type == WEFT_DEV_GPU && (d->ctx.id < 0 || d->ctx.id >= weft_gpu_count(eng)))
     return WEFT_ENODEV;
+  if (d->ctx.type == WEFT_DEV_GPU && d->async_fn)
+    return WEFT_EINVAL; /* a GPU operator completes with its stream's work */
   return 0;
 }
 
@@ -121,6 +123,8 @@ static weft_opr *opr_alloc(weft_engine *eng, int nvars)
 
 void weft_opr_free(weft_engine *eng, weft_opr *op)
 {
+  if (op->exec_state) /* the executor's event goes back to its pool */
+    eng->exec->release(eng->exec_self, op);
   int w = weft_pool_worker_index(eng->pool);
   if (op->nvars > WEFT_OPR_BIG_VARS) {
     weft_free(op->var);
@@ -159,6 +163,9 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   op->admitted = false; /* set once registered: a failed push gives its place back itself */
   op->status = 0;
   atomic_init(&op->async_done, 0);
+  atomic_init(&op->ndevwaits, 0);
+  atomic_init(&op->dev_refs, 0);
+  op->exec_state = NULL;
   for (int k = 0; k < n; k++) {
     op->var[k] = weft_var_lookup(eng, (weft_var *)uses[k].handle);
     if (!op->var[k]) {
@@ -192,7 +199,11 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
-    granted += weft_varq_append(&op->var[k]->q, &op->req[k]);
+    if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
+      granted++;
+      if (op->var[k]->fences)
+        weft_fence_check(op->var[k], &op->req[k]);
+    }
   }
   unlock_vars(op, n);
   /* acq_rel: the last decrement (here or in a completion) hands the op to
@@ -238,7 +249,9 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
       weft_run_ctx rctx = {d->ctx, NULL, weft_current_worker()};
       weft_opr *prev = weft_tls_opr;
       weft_tls_opr = &op;
-      if (d->fn) {
+      if (d->ctx.type == WEFT_DEV_GPU) {
+        status = eng->exec->run_sync(eng->exec_self, &op); /* fn on a stream, then a sync */
+      } else if (d->fn) {
         status = d->fn(&rctx, d->arg);
       } else {
         atomic_init(&op.async_done, 0);

@@ -30,6 +30,10 @@ typedef struct weft_var_req {
   struct weft_var_req *next; /* under the queue's lock: queue / granted list link */
   void *op;                  /* immutable: the operator this request belongs to */
   bool write;                /* immutable */
+  /* under the var's lock: link in the var's fence list (its operator's
+   * device work is pending) or fence-waiter list (its operator waits for a
+   * fence on the host); see src/deps/executor.h. */
+  struct weft_var_req *fnext;
 } weft_var_req;
 
 typedef struct weft_varq {
