@@ -411,7 +411,10 @@ static void gt_bad_args(void)
 
 #define GT_TIMEOUT TU_TIMEOUT(60)
 
-#define GT_CONFORMANCE_TESTS(init_fn)                                                        \
+/* GT_SUITE goes through one more macro so that it is expanded before Test
+ * pastes and stringifies it. */
+#define GT_CONFORMANCE_TESTS(init_fn) GT_CONFORMANCE_TESTS_(GT_SUITE, init_fn)
+#define GT_CONFORMANCE_TESTS_(GT_SUITE, init_fn)                                             \
   Test(GT_SUITE, fifo_order, .init = init_fn, .timeout = GT_TIMEOUT) { gt_fifo(); }          \
   Test(GT_SUITE, cross_stream_wait, .init = init_fn, .timeout = GT_TIMEOUT)                  \
   {                                                                                          \
