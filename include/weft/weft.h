@@ -256,6 +256,16 @@ WEFT_API int weft_wait_all(weft_engine *eng);
  * Returns the count, not an error code. */
 WEFT_API int weft_gpu_count(const weft_engine *eng);
 
+/* The host backend (WEFT_GPU_BACKEND=host: emulated devices, for machines
+ * without a GPU and for tests): an operator on such a device enqueues its
+ * "device work" on the stream it received in weft_run_ctx.stream. fn(arg)
+ * runs later on the stream's thread, after everything enqueued on that
+ * stream before it, like a kernel on a CUDA stream; it must not block on
+ * other work of the engine. Returns 0, WEFT_EINVAL (NULL fn, or stream is
+ * not a live host-backend stream: e.g. NULL or a cudaStream_t), or
+ * WEFT_ENOMEM. */
+WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,4 +59,10 @@
 #define WEFT_PFOR_CHUNK_DIVISOR 8
 
 
+/* GPU host backend (emulated devices): the most WEFT_GPU_HOST_DEVICES
+ * accepted, devices; the largest per-item jitter a test may ask for,
+ * microseconds. */
+#define WEFT_GPU_HOST_DEVICES_MAX 64
+#define WEFT_GPU_HOST_JITTER_MAX_US 100000
+
 #endif /* WEFT_COMMON_TUNABLES_H */

@@ -1,0 +1,153 @@
+/*
+ * The GPU backend interface (design.md §4): what the device workers and the
+ * completion poller need from a device API, behind a table of function
+ * pointers, with two implementations: cuda (the CUDA runtime, built with the
+ * `cuda` feature) and host (emulated devices, each stream a FIFO served by a
+ * thread, events with CUDA's semantics), plus `none` (no devices).
+ *
+ * Semantics every backend keeps (tests/gpu/conformance.h checks them):
+ *  - Work enqueued on one stream runs in enqueue order.
+ *  - event_record captures all work enqueued on the stream so far; recording
+ *    again replaces the capture (only the latest record counts for queries).
+ *  - stream_wait_event makes work enqueued on the stream after the call wait
+ *    for the event's latest record at call time; a later re-record does not
+ *    change an earlier wait. A never-recorded event is complete.
+ *  - event_query never blocks.
+ *  - stream_destroy first runs (drains) every item already enqueued.
+ *  - A device error is reported as WEFT_EDEVICE, with one log line naming it
+ *    (for cuda, cudaGetErrorName's name).
+ *
+ * Thread safety: every call may come from any thread. A stream is used by
+ * one thread at a time for enqueuing (a device worker owns its stream);
+ * events may be queried from one thread (the poller) while another records
+ * or waits on them. The backend handle itself is immutable after open.
+ */
+#ifndef WEFT_GPU_BACKEND_H
+#define WEFT_GPU_BACKEND_H
+
+#include <stddef.h>
+
+#include "weft_config.h"
+
+typedef struct weft_gpu_backend weft_gpu_backend;
+typedef struct weft_gpu_stream weft_gpu_stream; /* a backend's stream (opaque) */
+typedef struct weft_gpu_event weft_gpu_event;   /* a backend's event (opaque) */
+
+typedef enum {
+  WEFT_GPU_BACKEND_AUTO = 0, /* WEFT_GPU_BACKEND, else cuda when built with it, else host */
+  WEFT_GPU_BACKEND_NONE,     /* zero devices */
+  WEFT_GPU_BACKEND_HOST,     /* emulated devices */
+  WEFT_GPU_BACKEND_CUDA,     /* the CUDA runtime (zero devices when not built with CUDA) */
+} weft_gpu_backend_kind;
+
+typedef enum {
+  WEFT_GPU_COPY_H2D = 0, /* host memory to device memory */
+  WEFT_GPU_COPY_D2H,     /* device memory to host memory */
+  WEFT_GPU_COPY_D2D,     /* device memory to device memory (same device) */
+} weft_gpu_copy_kind;
+
+/* event_query's results besides WEFT_EDEVICE. */
+enum { WEFT_GPU_EVENT_COMPLETE = 0, WEFT_GPU_EVENT_PENDING = 1 };
+
+typedef struct weft_gpu_backend_config {
+  weft_gpu_backend_kind kind; /* AUTO: WEFT_GPU_BACKEND is read (an explicit kind beats it) */
+  int host_devices;           /* host backend, 0: automatic (WEFT_GPU_HOST_DEVICES, default 1) */
+  unsigned host_jitter_us;    /* host backend, testing: before each stream item, sleep a
+                                 random 0..host_jitter_us microseconds; 0: none */
+} weft_gpu_backend_config;
+
+/* Sets every field to automatic (kind AUTO, host_devices 0, no jitter). */
+void weft_gpu_backend_config_default(weft_gpu_backend_config *cfg);
+
+/*
+ * The table each backend fills. Every int-returning entry returns 0 or a
+ * negative WEFT_E* code: WEFT_EINVAL (bad argument, a stream or event of
+ * another device), WEFT_ENOMEM, WEFT_EAGAIN (a resource such as a thread
+ * could not be created), WEFT_EDEVICE (device failure, logged).
+ */
+typedef struct weft_gpu_backend_ops {
+  const char *name; /* "cuda" | "host" | "none" */
+  /* Frees the backend's own state; every stream and event is destroyed. */
+  void (*close)(weft_gpu_backend *b);
+  int (*stream_create)(weft_gpu_backend *b, int device, weft_gpu_stream **out);
+  /* Waits for every item enqueued so far, then frees the stream. */
+  int (*stream_destroy)(weft_gpu_backend *b, weft_gpu_stream *s);
+  /* What an operator receives in weft_run_ctx.stream: the cudaStream_t for
+   * cuda, the stream pointer weft_gpu_host_enqueue takes for host. */
+  void *(*stream_native)(weft_gpu_backend *b, weft_gpu_stream *s);
+  /* Blocks until every item enqueued so far ran (teardown, tests). Returns
+   * WEFT_EDEVICE if the stream is in error. */
+  int (*stream_sync)(weft_gpu_backend *b, weft_gpu_stream *s);
+  int (*event_create)(weft_gpu_backend *b, int device, weft_gpu_event **out);
+  /* A recorded event may be destroyed before it completes (its resources go
+   * when the device is done with them), as in CUDA. */
+  int (*event_destroy)(weft_gpu_backend *b, weft_gpu_event *e);
+  int (*event_record)(weft_gpu_backend *b, weft_gpu_event *e, weft_gpu_stream *s);
+  /* WEFT_GPU_EVENT_COMPLETE, WEFT_GPU_EVENT_PENDING or WEFT_EDEVICE. */
+  int (*event_query)(weft_gpu_backend *b, weft_gpu_event *e);
+  int (*stream_wait_event)(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_event *e);
+  /* Enqueues a copy of bytes from src to dst; returns once it is enqueued. */
+  int (*copy_async)(weft_gpu_backend *b, weft_gpu_stream *s, void *dst, const void *src,
+                    size_t bytes, weft_gpu_copy_kind kind);
+} weft_gpu_backend_ops;
+
+/* The common part of every backend: the implementations embed it first. */
+struct weft_gpu_backend {
+  const weft_gpu_backend_ops *ops; /* immutable after open */
+  int num_devices;                 /* immutable after open; 0 means no devices */
+};
+
+/*
+ * Opens the backend cfg names (cfg NULL: all automatic). Reads
+ * WEFT_GPU_BACKEND (when cfg->kind is AUTO) and, for the host backend,
+ * WEFT_GPU_HOST_DEVICES (when cfg->host_devices is 0); a malformed value
+ * returns WEFT_EINVAL with one "weft: " line naming the variable and the
+ * value. No driver or no device is not an error: the backend then has zero
+ * devices. Other results: WEFT_ENOMEM, WEFT_EDEVICE (a driver failure other
+ * than "no driver / no device", logged).
+ */
+int weft_gpu_backend_open(weft_gpu_backend **out, const weft_gpu_backend_config *cfg);
+/* Frees the backend (NULL: nothing). Streams and events must be gone. */
+void weft_gpu_backend_close(weft_gpu_backend *b);
+
+static inline int weft_gpu_device_count(const weft_gpu_backend *b)
+{
+  return b ? b->num_devices : 0;
+}
+static inline const char *weft_gpu_backend_name(const weft_gpu_backend *b)
+{
+  return b->ops->name;
+}
+
+/* The entry points: argument checks, the creation fault hook, then the
+ * backend's function. device: 0 <= device < device count, else WEFT_ENODEV. */
+int weft_gpu_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream **out);
+int weft_gpu_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *s);
+void *weft_gpu_stream_native(weft_gpu_backend *b, weft_gpu_stream *s);
+int weft_gpu_stream_sync(weft_gpu_backend *b, weft_gpu_stream *s);
+int weft_gpu_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out);
+int weft_gpu_event_destroy(weft_gpu_backend *b, weft_gpu_event *e);
+int weft_gpu_event_record(weft_gpu_backend *b, weft_gpu_event *e, weft_gpu_stream *s);
+int weft_gpu_event_query(weft_gpu_backend *b, weft_gpu_event *e);
+int weft_gpu_stream_wait_event(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_event *e);
+int weft_gpu_copy_async(weft_gpu_backend *b, weft_gpu_stream *s, void *dst, const void *src,
+                        size_t bytes, weft_gpu_copy_kind kind);
+
+/*
+ * Testing hook (not part of the public API): from now on the n-th stream or
+ * event creation (counted together, through any backend) fails with code,
+ * and every one after it until reset; n = 0 turns it off. Returns nothing;
+ * weft_gpu_test_create_calls counts the creations since the last call.
+ */
+void weft_gpu_test_fail_create_at(long n, int code);
+long weft_gpu_test_create_calls(void);
+
+/* The backends' constructors (backend.c chooses). Each returns 0 or a
+ * WEFT_E* code and on failure leaves nothing allocated. */
+int weft_gpu_none_open(weft_gpu_backend **out);
+int weft_gpu_host_open(weft_gpu_backend **out, int devices, unsigned jitter_us);
+#if WEFT_HAVE_CUDA
+int weft_gpu_cuda_open(weft_gpu_backend **out);
+#endif
+
+#endif /* WEFT_GPU_BACKEND_H */

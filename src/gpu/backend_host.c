@@ -1,0 +1,215 @@
+/*
+ * The host backend: emulated devices whose streams are host threads
+ * (host_stream.c), events with CUDA's semantics (see host.h), copies as
+ * memcpy items. "Device memory" is host memory.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "gpu/host.h"
+#include "weft/weft.h"
+
+typedef struct weft_host_backend {
+  weft_gpu_backend base; /* first: the interface's view */
+  unsigned jitter_us;    /* immutable: passed to every stream */
+} weft_host_backend;
+
+typedef struct weft_host_event {
+  int device;              /* immutable */
+  pthread_mutex_t mu;      /* guards latest */
+  weft_host_marker *latest; /* the latest record's marker (a reference), NULL: never recorded */
+} weft_host_event;
+
+#define HS(s) ((weft_host_stream *)(void *)(s))
+#define HE(e) ((weft_host_event *)(void *)(e))
+
+void weft_host_marker_unref(weft_host_marker *m)
+{
+  /* acq_rel: the last holder sees every other holder's use of the marker
+   * before it frees it; pairs with the other holders' decrements. */
+  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    weft_free(m);
+}
+
+static void host_close(weft_gpu_backend *b)
+{
+  weft_free(b);
+}
+
+static int host_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream **out)
+{
+  weft_host_backend *hb = (weft_host_backend *)b;
+  weft_host_stream *s = NULL;
+  int rc = weft_host_stream_create(device, hb->jitter_us, &s);
+  if (rc)
+    return rc;
+  *out = (weft_gpu_stream *)(void *)s;
+  return 0;
+}
+
+static int host_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *s)
+{
+  (void)b;
+  weft_host_stream_destroy(HS(s));
+  return 0;
+}
+
+static void *host_stream_native(weft_gpu_backend *b, weft_gpu_stream *s)
+{
+  (void)b;
+  return HS(s);
+}
+
+static int host_stream_sync(weft_gpu_backend *b, weft_gpu_stream *s)
+{
+  (void)b;
+  return weft_host_stream_sync(HS(s));
+}
+
+static int host_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out)
+{
+  (void)b;
+  weft_host_event *e = weft_calloc(1, sizeof *e);
+  if (!e)
+    return WEFT_ENOMEM;
+  e->device = device;
+  pthread_mutex_init(&e->mu, NULL);
+  *out = (weft_gpu_event *)(void *)e;
+  return 0;
+}
+
+static int host_event_destroy(weft_gpu_backend *b, weft_gpu_event *ev)
+{
+  (void)b;
+  weft_host_event *e = HE(ev);
+  /* A pending record's marker lives on in its record and wait items. */
+  if (e->latest)
+    weft_host_marker_unref(e->latest);
+  pthread_mutex_destroy(&e->mu);
+  weft_free(e);
+  return 0;
+}
+
+static int host_event_record(weft_gpu_backend *b, weft_gpu_event *ev, weft_gpu_stream *st)
+{
+  (void)b;
+  weft_host_event *e = HE(ev);
+  weft_host_stream *s = HS(st);
+  if (e->device != s->device)
+    return WEFT_EINVAL; /* as CUDA: an event records on its own device's streams */
+  weft_host_marker *m = weft_calloc(1, sizeof *m);
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!m || !it) {
+    weft_free(m);
+    weft_free(it);
+    return WEFT_ENOMEM;
+  }
+  m->device = s->device;
+  atomic_init(&m->state, WEFT_HOST_PENDING);
+  atomic_init(&m->refs, 2); /* the event and the record item */
+  atomic_init(&m->logged, 0);
+  it->kind = WEFT_HOST_ITEM_RECORD;
+  it->marker = m;
+
+  pthread_mutex_lock(&e->mu);
+  weft_host_marker *old = e->latest;
+  e->latest = m;
+  pthread_mutex_unlock(&e->mu);
+  weft_host_stream_push(s, it);
+  if (old)
+    weft_host_marker_unref(old);
+  return 0;
+}
+
+static int host_event_query(weft_gpu_backend *b, weft_gpu_event *ev)
+{
+  (void)b;
+  weft_host_event *e = HE(ev);
+  int rc = WEFT_GPU_EVENT_COMPLETE;
+  pthread_mutex_lock(&e->mu);
+  weft_host_marker *m = e->latest;
+  if (m) {
+    /* acquire: pairs with the stream thread's release store of the state,
+     * so a caller that sees "complete" sees the recorded work's effects. */
+    uint32_t st = atomic_load_explicit(&m->state, memory_order_acquire);
+    if (st == WEFT_HOST_PENDING)
+      rc = WEFT_GPU_EVENT_PENDING;
+    else if (st == WEFT_HOST_FAILED) {
+      rc = WEFT_EDEVICE;
+      if (!atomic_exchange_explicit(&m->logged, 1, memory_order_relaxed))
+        weft_log("host device %d: event %p completed on a failed stream (WEFT_EDEVICE)",
+                 m->device, (void *)e);
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+  return rc;
+}
+
+static int host_stream_wait_event(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_event *ev)
+{
+  (void)b;
+  weft_host_event *e = HE(ev);
+  weft_host_stream *s = HS(st);
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!it)
+    return WEFT_ENOMEM;
+  pthread_mutex_lock(&e->mu);
+  weft_host_marker *m = e->latest; /* the snapshot: the latest record now */
+  if (m)
+    /* relaxed: taking a reference while holding one (the event's) */
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&e->mu);
+  if (!m) {
+    weft_free(it); /* never recorded: complete, nothing to wait for */
+    return 0;
+  }
+  it->kind = WEFT_HOST_ITEM_WAIT;
+  it->marker = m;
+  weft_host_stream_push(s, it);
+  return 0;
+}
+
+static int host_copy_async(weft_gpu_backend *b, weft_gpu_stream *st, void *dst, const void *src,
+                           size_t bytes, weft_gpu_copy_kind kind)
+{
+  (void)b;
+  (void)kind; /* host and device memory are the same memory */
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!it)
+    return WEFT_ENOMEM;
+  it->kind = WEFT_HOST_ITEM_COPY;
+  it->dst = dst;
+  it->src = src;
+  it->bytes = bytes;
+  weft_host_stream_push(HS(st), it);
+  return 0;
+}
+
+static const weft_gpu_backend_ops host_ops = {
+  .name = "host",
+  .close = host_close,
+  .stream_create = host_stream_create,
+  .stream_destroy = host_stream_destroy,
+  .stream_native = host_stream_native,
+  .stream_sync = host_stream_sync,
+  .event_create = host_event_create,
+  .event_destroy = host_event_destroy,
+  .event_record = host_event_record,
+  .event_query = host_event_query,
+  .stream_wait_event = host_stream_wait_event,
+  .copy_async = host_copy_async,
+};
+
+int weft_gpu_host_open(weft_gpu_backend **out, int devices, unsigned jitter_us)
+{
+  weft_host_backend *hb = weft_calloc(1, sizeof *hb);
+  if (!hb)
+    return WEFT_ENOMEM;
+  hb->base.ops = &host_ops;
+  hb->base.num_devices = devices;
+  hb->jitter_us = jitter_us;
+  *out = &hb->base;
+  return 0;
+}

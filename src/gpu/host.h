@@ -1,0 +1,109 @@
+/*
+ * The host backend's internals (emulated devices): streams are FIFOs of
+ * items served by one thread each (host_stream.c); events point at the
+ * marker of their latest record (backend_host.c).
+ *
+ * A marker is one record's capture: the stream thread completes it when it
+ * reaches the record's place in the FIFO, i.e. after every item enqueued
+ * before the record ran. An event keeps a reference to its latest marker; a
+ * stream-wait item keeps one to the marker it snapshotted at call time, so
+ * a re-record (a new marker) cannot change an earlier wait, and an event may
+ * be destroyed while waits on it are pending.
+ */
+#ifndef WEFT_GPU_HOST_H
+#define WEFT_GPU_HOST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/backend.h"
+
+/* A marker's state. */
+enum { WEFT_HOST_PENDING = 0, WEFT_HOST_DONE = 1, WEFT_HOST_FAILED = 2 };
+
+typedef struct weft_host_marker {
+  /* WEFT_HOST_*: written once by the recording stream's thread (release: it
+   * publishes every effect of the items before the record), read by queries
+   * and by waiting stream threads (acquire); also the futex word waits sleep
+   * on. */
+  _Atomic uint32_t state;
+  /* References: the event while it is its latest record, the record item
+   * until it ran, each wait item until it ran. acq_rel decrements: the last
+   * one frees. */
+  _Atomic int refs;
+  /* Set once (relaxed exchange) by the first query that reports the failure,
+   * so the log line appears once per marker. */
+  _Atomic int logged;
+  int device; /* immutable: the device of the recording stream */
+} weft_host_marker;
+
+typedef enum {
+  WEFT_HOST_ITEM_FN,     /* run fn(arg) */
+  WEFT_HOST_ITEM_COPY,   /* memcpy(dst, src, bytes) */
+  WEFT_HOST_ITEM_RECORD, /* complete marker */
+  WEFT_HOST_ITEM_WAIT,   /* sleep until marker completes */
+  WEFT_HOST_ITEM_ERROR,  /* injected device error: the stream fails */
+} weft_host_item_kind;
+
+typedef struct weft_host_item {
+  struct weft_host_item *next; /* the stream's FIFO link: under the stream's mu */
+  weft_host_item_kind kind;    /* immutable once enqueued, as the fields below */
+  void (*fn)(void *arg);
+  void *arg;
+  void *dst;
+  const void *src;
+  size_t bytes;
+  weft_host_marker *marker; /* RECORD, WAIT: a reference the item owns */
+} weft_host_item;
+
+#define WEFT_HOST_STREAM_MAGIC 0x7765667468737472ull /* "wefthstr" */
+
+typedef struct weft_host_stream {
+  /* WEFT_HOST_STREAM_MAGIC from create until destroy (then 0): how
+   * weft_gpu_host_enqueue tells a host stream. Written before the stream is
+   * handed out, read by enqueuers. */
+  uint64_t magic;
+  int device;         /* immutable */
+  unsigned jitter_us; /* immutable: random sleep before each item, microseconds */
+  uint64_t rng;       /* the stream thread only: jitter's random state */
+  pthread_t thread;   /* immutable after create; joined by destroy */
+
+  pthread_mutex_t mu;      /* guards everything below */
+  pthread_cond_t work_cv;  /* the thread sleeps here while the FIFO is empty */
+  pthread_cond_t idle_cv;  /* stream_sync sleeps here until executed catches up */
+  weft_host_item *head;    /* FIFO: enqueuers append at tail, the thread pops head */
+  weft_host_item *tail;
+  uint64_t enqueued;       /* items ever enqueued */
+  uint64_t executed;       /* items the thread finished (run or skipped) */
+  int sync_waiters;        /* threads in stream_sync */
+  bool closing;            /* destroy began: the thread exits once the FIFO is empty */
+  bool failed;             /* a device error: later FN/COPY items are skipped,
+                              later records complete as failed (written by the thread) */
+} weft_host_stream;
+
+/* host_stream.c */
+int weft_host_stream_create(int device, unsigned jitter_us, weft_host_stream **out);
+/* Drains, joins and frees. */
+void weft_host_stream_destroy(weft_host_stream *s);
+/* Appends an item (ownership passes to the stream). */
+void weft_host_stream_push(weft_host_stream *s, weft_host_item *it);
+/* Waits until every item enqueued before the call ran; WEFT_EDEVICE if the
+ * stream failed, else 0. */
+int weft_host_stream_sync(weft_host_stream *s);
+
+/* Marker references (backend_host.c). */
+void weft_host_marker_unref(weft_host_marker *m);
+
+/*
+ * Testing hook (not part of the public API): enqueues a device error on a
+ * host stream (its native handle). Items enqueued after it are not run;
+ * events recorded on the stream after it report WEFT_EDEVICE, and so does
+ * stream_sync; a stream waiting on such an event fails as well. Returns 0,
+ * WEFT_EINVAL (not a host stream), WEFT_ENOMEM.
+ */
+int weft_gpu_host_test_inject_error(void *stream);
+
+#endif /* WEFT_GPU_HOST_H */

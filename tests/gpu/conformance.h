@@ -1,0 +1,443 @@
+/*
+ * The backend conformance suite (src/gpu/backend.h's semantics), written once
+ * against the interface. A suite file defines, before including this:
+ *   GT_SUITE                the Criterion suite name
+ * and after including it (prototypes below), for its backend:
+ *   gt_open(jitter_us)      an open backend with >= 1 device (or skips the test)
+ *   gt_enqueue(native, fn, arg)  host work on a stream (weft_gpu_host_enqueue,
+ *                           cudaLaunchHostFunc)
+ *   gt_dev_alloc / gt_dev_free   device memory
+ * then expands GT_CONFORMANCE_TESTS().
+ *
+ * "Work" is host functions run by the stream, so every backend can be checked
+ * the same way. A gate is a work item that blocks its stream until the test
+ * opens it: it makes "not yet" states deterministic (no timing assumptions).
+ * Nothing asserts on time; TU_WAIT_UNTIL deadlines turn hangs into failures.
+ */
+#ifndef WEFT_TESTS_GPU_CONFORMANCE_H
+#define WEFT_TESTS_GPU_CONFORMANCE_H
+
+#include "../common/testutil.h"
+#include "gpu/backend.h"
+
+static weft_gpu_backend *gt_open(unsigned jitter_us);
+static int gt_enqueue(void *native, void (*fn)(void *arg), void *arg);
+static void *gt_dev_alloc(size_t bytes);
+static void gt_dev_free(void *p);
+
+/* ------------------------------------------------------------ helpers */
+
+static weft_gpu_stream *gt_stream(weft_gpu_backend *b, int device)
+{
+  weft_gpu_stream *s = NULL;
+  int rc = weft_gpu_stream_create(b, device, &s);
+  cr_assert_eq(rc, 0, "stream_create(%d) = %d (%s)", device, rc, weft_strerror(rc));
+  cr_assert_not_null(s);
+  return s;
+}
+
+static weft_gpu_event *gt_event(weft_gpu_backend *b, int device)
+{
+  weft_gpu_event *e = NULL;
+  int rc = weft_gpu_event_create(b, device, &e);
+  cr_assert_eq(rc, 0, "event_create(%d) = %d (%s)", device, rc, weft_strerror(rc));
+  cr_assert_not_null(e);
+  return e;
+}
+
+static void gt_ok(int rc, const char *what)
+{
+  cr_assert_eq(rc, 0, "%s = %d (%s)", what, rc, weft_strerror(rc));
+}
+
+static void gt_put(weft_gpu_backend *b, weft_gpu_stream *s, void (*fn)(void *), void *arg)
+{
+  gt_ok(gt_enqueue(weft_gpu_stream_native(b, s), fn, arg), "enqueue");
+}
+
+typedef struct gt_gate {
+  atomic_int open; /* the test opens it (release); the item's acquire load pairs */
+} gt_gate;
+
+static void gt_gate_fn(void *arg)
+{
+  gt_gate *g = arg;
+  double deadline = tu_now() + TU_DEADLINE_S;
+  while (!atomic_load_explicit(&g->open, memory_order_acquire)) {
+    if (tu_now() > deadline) {
+      TU_CHECK(false, "a gate was never opened");
+      return;
+    }
+    tu_sleep_us(100);
+  }
+}
+
+static void gt_gate_open(gt_gate *g)
+{
+  atomic_store_explicit(&g->open, 1, memory_order_release);
+}
+
+/* Polls an event until it is no longer pending; returns the final result. */
+static int gt_query_settled(weft_gpu_backend *b, weft_gpu_event *e)
+{
+  int rc = WEFT_GPU_EVENT_PENDING;
+  bool ok = TU_WAIT_UNTIL((rc = weft_gpu_event_query(b, e)) != WEFT_GPU_EVENT_PENDING,
+                          TU_DEADLINE_S);
+  cr_assert(ok, "event still pending after %.0f s", TU_DEADLINE_S);
+  return rc;
+}
+
+/* A sequence item: checks it runs at its place in its stream's order. The
+ * counters are plain ints, written only by their stream's thread. */
+typedef struct gt_seq {
+  int *counter;
+  int index;
+} gt_seq;
+
+static void gt_seq_fn(void *arg)
+{
+  gt_seq *q = arg;
+  TU_CHECK(*q->counter == q->index, "item %d ran when %d items had run", q->index, *q->counter);
+  *q->counter += 1;
+}
+
+/* Sets a flag (plain int: the ordering under test must publish it). */
+static void gt_set_fn(void *arg)
+{
+  *(int *)arg = 1;
+}
+
+/* Copies one int to another: a later check reads what the stream saw. */
+typedef struct gt_observe {
+  const int *from;
+  int *to;
+} gt_observe;
+
+static void gt_observe_fn(void *arg)
+{
+  gt_observe *o = arg;
+  *o->to = *o->from;
+}
+
+/* Sets an atomic flag (for polling from the test thread). */
+static void gt_flag_fn(void *arg)
+{
+  atomic_store_explicit((atomic_int *)arg, 1, memory_order_release);
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* Many items on several streams at once run in enqueue order per stream. */
+static void gt_fifo(void)
+{
+  weft_gpu_backend *b = gt_open(30);
+  enum { NS = 3 };
+  int n = (int)tu_scaled(2000, 200);
+  weft_gpu_stream *s[NS];
+  int counter[NS] = {0};
+  gt_seq *items = calloc((size_t)(NS * n), sizeof *items);
+  cr_assert_not_null(items);
+  for (int k = 0; k < NS; k++)
+    s[k] = gt_stream(b, 0);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < NS; k++) {
+      gt_seq *q = &items[k * n + i];
+      q->counter = &counter[k];
+      q->index = i;
+      gt_put(b, s[k], gt_seq_fn, q);
+    }
+  for (int k = 0; k < NS; k++) {
+    gt_ok(weft_gpu_stream_sync(b, s[k]), "stream_sync");
+    cr_assert_eq(counter[k], n, "stream %d ran %d of %d items", k, counter[k], n);
+    gt_ok(weft_gpu_stream_destroy(b, s[k]), "stream_destroy");
+  }
+  tu_assert_no_errors();
+  free(items);
+  weft_gpu_backend_close(b);
+}
+
+/* B waits for an event recorded on A: B's later item observes A's earlier
+ * item, even though A is held back by a gate when B's items are enqueued. */
+static void gt_cross_stream_wait(void)
+{
+  weft_gpu_backend *b = gt_open(20);
+  weft_gpu_stream *a = gt_stream(b, 0), *c = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  int rounds = (int)tu_scaled(200, 20);
+  int *x = calloc((size_t)rounds, sizeof *x), *seen = calloc((size_t)rounds, sizeof *seen);
+  gt_observe *obs = calloc((size_t)rounds, sizeof *obs);
+  gt_gate gate = {0};
+  gt_put(b, a, gt_gate_fn, &gate);
+  for (int i = 0; i < rounds; i++) {
+    gt_put(b, a, gt_set_fn, &x[i]);
+    gt_ok(weft_gpu_event_record(b, e, a), "event_record");
+    gt_ok(weft_gpu_stream_wait_event(b, c, e), "stream_wait_event");
+    obs[i] = (gt_observe){&x[i], &seen[i]};
+    gt_put(b, c, gt_observe_fn, &obs[i]);
+  }
+  gt_gate_open(&gate);
+  gt_ok(weft_gpu_stream_sync(b, c), "stream_sync(B)");
+  for (int i = 0; i < rounds; i++)
+    cr_assert_eq(seen[i], 1, "round %d: B's item ran before A's earlier item", i);
+  gt_ok(weft_gpu_stream_destroy(b, a), "destroy A");
+  gt_ok(weft_gpu_stream_destroy(b, c), "destroy B");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  tu_assert_no_errors();
+  free(x);
+  free(seen);
+  free(obs);
+  weft_gpu_backend_close(b);
+}
+
+/* A wait snapshots the latest record at call time: after record / wait /
+ * more work / re-record, the wait includes only the first record's work.
+ * A's later work is stuck behind a gate, so a wait that (wrongly) followed
+ * the re-record would hang B until the gate opens. */
+static void gt_snapshot(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *a = gt_stream(b, 0), *c = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  int x = 0, z = 0, seen_x = 0, seen_z = 0;
+  atomic_int b_done = 0;
+  gt_gate gate = {0};
+
+  gt_put(b, a, gt_set_fn, &x);
+  gt_ok(weft_gpu_event_record(b, e, a), "record 1");
+  gt_ok(weft_gpu_stream_wait_event(b, c, e), "wait");
+  gt_put(b, a, gt_gate_fn, &gate);
+  gt_put(b, a, gt_set_fn, &z);
+  gt_ok(weft_gpu_event_record(b, e, a), "record 2");
+
+  gt_observe ox = {&x, &seen_x};
+  gt_put(b, c, gt_observe_fn, &ox);
+  gt_put(b, c, gt_flag_fn, &b_done);
+  bool ran = TU_WAIT_UNTIL(atomic_load_explicit(&b_done, memory_order_acquire), TU_DEADLINE_S);
+  /* The re-record is pending (gate closed) while the first one completed. */
+  int q = weft_gpu_event_query(b, e);
+  gt_gate_open(&gate);
+  cr_assert(ran, "B's wait included work recorded after it (the re-record)");
+  cr_assert_eq(seen_x, 1, "B did not observe the work before the first record");
+  cr_assert_eq(q, WEFT_GPU_EVENT_PENDING, "query reported %d for the pending re-record", q);
+
+  /* And a wait issued now covers the second record. */
+  gt_ok(weft_gpu_stream_wait_event(b, c, e), "second wait");
+  gt_observe oz = {&z, &seen_z};
+  gt_put(b, c, gt_observe_fn, &oz);
+  gt_ok(weft_gpu_stream_sync(b, c), "stream_sync");
+  cr_assert_eq(seen_z, 1, "a wait after the re-record did not include it");
+  gt_ok(weft_gpu_stream_destroy(b, a), "destroy A");
+  gt_ok(weft_gpu_stream_destroy(b, c), "destroy B");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
+/* A never-recorded event is complete, and waiting on it blocks nothing. */
+static void gt_unrecorded(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  cr_assert_eq(weft_gpu_event_query(b, e), WEFT_GPU_EVENT_COMPLETE);
+  int x = 0;
+  gt_ok(weft_gpu_stream_wait_event(b, s, e), "wait on unrecorded");
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 1);
+  cr_assert_eq(weft_gpu_event_query(b, e), WEFT_GPU_EVENT_COMPLETE);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  weft_gpu_backend_close(b);
+}
+
+/* Query is pending while the recorded work is held, complete after; it
+ * never blocks (the test thread calls it with the stream stuck). */
+static void gt_query_pending(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  gt_gate gate = {0};
+  int x = 0;
+  gt_put(b, s, gt_gate_fn, &gate);
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_event_record(b, e, s), "record");
+  for (int i = 0; i < 100; i++) {
+    int q = weft_gpu_event_query(b, e);
+    if (q != WEFT_GPU_EVENT_PENDING) {
+      gt_gate_open(&gate);
+      cr_assert_fail("query %d = %d with the recorded work held back", i, q);
+    }
+  }
+  gt_gate_open(&gate);
+  cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE);
+  cr_assert_eq(x, 1, "complete, but the work before the record is not visible");
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
+/* One event recorded, queried and waited on many times, alternating
+ * between two streams; each completion shows exactly the work before it. */
+static void gt_event_reuse(void)
+{
+  weft_gpu_backend *b = gt_open(5);
+  weft_gpu_stream *s[2] = {gt_stream(b, 0), gt_stream(b, 0)};
+  weft_gpu_stream *w = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  int n = (int)tu_scaled(500, 50);
+  int counter[2] = {0, 0};
+  gt_seq *items = calloc((size_t)n, sizeof *items);
+  int *seen = calloc((size_t)n, sizeof *seen);
+  gt_observe *obs = calloc((size_t)n, sizeof *obs);
+  for (int i = 0; i < n; i++) {
+    int k = i & 1;
+    items[i] = (gt_seq){&counter[k], counter[k]};
+    /* The expected index is what the counter will be when it runs: the
+     * test thread reads counter[k] only after the last completion on k. */
+    gt_put(b, s[k], gt_seq_fn, &items[i]);
+    gt_ok(weft_gpu_event_record(b, e, s[k]), "record");
+    gt_ok(weft_gpu_stream_wait_event(b, w, e), "wait");
+    obs[i] = (gt_observe){&counter[k], &seen[i]};
+    gt_put(b, w, gt_observe_fn, &obs[i]);
+    cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE, "round %d", i);
+    cr_assert_eq(counter[k], items[i].index + 1, "round %d: completion without its work", i);
+    /* Also keeps W's read of counter[k] before the next write to it. */
+    gt_ok(weft_gpu_stream_sync(b, w), "stream_sync");
+    cr_assert_eq(seen[i], items[i].index + 1, "wait %d did not include its record's work", i);
+  }
+  for (int k = 0; k < 2; k++)
+    gt_ok(weft_gpu_stream_destroy(b, s[k]), "stream_destroy");
+  gt_ok(weft_gpu_stream_destroy(b, w), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  tu_assert_no_errors();
+  free(items);
+  free(seen);
+  free(obs);
+  weft_gpu_backend_close(b);
+}
+
+/* Destroying a stream with pending work runs that work first; an event
+ * recorded there may be destroyed while pending, and then outlives nothing. */
+static void gt_destroy_drains(void)
+{
+  weft_gpu_backend *b = gt_open(10);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  int n = (int)tu_scaled(300, 30);
+  int counter = 0;
+  gt_seq *items = calloc((size_t)n, sizeof *items);
+  for (int i = 0; i < n; i++) {
+    items[i] = (gt_seq){&counter, i};
+    gt_put(b, s, gt_seq_fn, &items[i]);
+    if (i == n / 2)
+      gt_ok(weft_gpu_event_record(b, e, s), "record");
+  }
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy (pending)");
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  cr_assert_eq(counter, n, "destroy returned after %d of %d items", counter, n);
+  tu_assert_no_errors();
+  free(items);
+  weft_gpu_backend_close(b);
+}
+
+/* Copies host -> device -> device -> host, ordered on one stream. */
+static void gt_copy(void)
+{
+  weft_gpu_backend *b = gt_open(10);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  enum { N = 4096 };
+  int *src = malloc(N * sizeof *src), *dst = calloc(N, sizeof *dst);
+  void *d1 = gt_dev_alloc(N * sizeof(int)), *d2 = gt_dev_alloc(N * sizeof(int));
+  cr_assert(src && dst && d1 && d2);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++)
+      src[i] = i * 7 + round;
+    gt_ok(weft_gpu_copy_async(b, s, d1, src, N * sizeof(int), WEFT_GPU_COPY_H2D), "H2D");
+    gt_ok(weft_gpu_copy_async(b, s, d2, d1, N * sizeof(int), WEFT_GPU_COPY_D2D), "D2D");
+    gt_ok(weft_gpu_copy_async(b, s, dst, d2, N * sizeof(int), WEFT_GPU_COPY_D2H), "D2H");
+    gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+    for (int i = 0; i < N; i++)
+      cr_assert_eq(dst[i], i * 7 + round, "round %d: dst[%d] = %d", round, i, dst[i]);
+  }
+  cr_assert_eq(weft_gpu_copy_async(b, s, NULL, src, 4, WEFT_GPU_COPY_H2D), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_copy_async(b, s, dst, src, 4, (weft_gpu_copy_kind)42), WEFT_EINVAL);
+  gt_ok(weft_gpu_copy_async(b, s, NULL, NULL, 0, WEFT_GPU_COPY_H2D), "empty copy");
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_dev_free(d1);
+  gt_dev_free(d2);
+  free(src);
+  free(dst);
+  weft_gpu_backend_close(b);
+}
+
+/* Bad arguments: devices out of range, NULLs, an event of another device. */
+static void gt_bad_args(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  int n = weft_gpu_device_count(b);
+  weft_gpu_stream *s = NULL;
+  weft_gpu_event *e = NULL;
+  cr_assert_eq(weft_gpu_stream_create(b, -1, &s), WEFT_ENODEV);
+  cr_assert_null(s);
+  cr_assert_eq(weft_gpu_stream_create(b, n, &s), WEFT_ENODEV);
+  cr_assert_eq(weft_gpu_event_create(b, n, &e), WEFT_ENODEV);
+  cr_assert_null(e);
+  cr_assert_eq(weft_gpu_stream_create(b, 0, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_stream_create(NULL, 0, &s), WEFT_EINVAL);
+  s = gt_stream(b, 0);
+  e = gt_event(b, 0);
+  cr_assert_eq(weft_gpu_event_record(b, NULL, s), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_event_record(b, e, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_stream_wait_event(b, s, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_event_query(b, NULL), WEFT_EINVAL);
+  cr_assert_null(weft_gpu_stream_native(b, NULL));
+  cr_assert_not_null(weft_gpu_stream_native(b, s));
+  if (n >= 2) {
+    weft_gpu_stream *s1 = gt_stream(b, 1);
+    cr_assert_eq(weft_gpu_event_record(b, e, s1), WEFT_EINVAL, "event of device 0 on device 1");
+    /* Waiting across devices is allowed, as in CUDA. */
+    gt_ok(weft_gpu_event_record(b, e, s), "record");
+    gt_ok(weft_gpu_stream_wait_event(b, s1, e), "cross-device wait");
+    gt_ok(weft_gpu_stream_sync(b, s1), "stream_sync");
+    gt_ok(weft_gpu_stream_destroy(b, s1), "stream_destroy");
+  }
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  weft_gpu_backend_close(b);
+}
+
+#define GT_TIMEOUT TU_TIMEOUT(60)
+
+/* GT_SUITE goes through one more macro so that it is expanded before Test
+ * pastes and stringifies it. */
+#define GT_CONFORMANCE_TESTS(init_fn) GT_CONFORMANCE_TESTS_(GT_SUITE, init_fn)
+#define GT_CONFORMANCE_TESTS_(GT_SUITE, init_fn)                                             \
+  Test(GT_SUITE, fifo_order, .init = init_fn, .timeout = GT_TIMEOUT) { gt_fifo(); }          \
+  Test(GT_SUITE, cross_stream_wait, .init = init_fn, .timeout = GT_TIMEOUT)                  \
+  {                                                                                          \
+    gt_cross_stream_wait();                                                                  \
+  }                                                                                          \
+  Test(GT_SUITE, wait_snapshots_latest_record, .init = init_fn, .timeout = GT_TIMEOUT)       \
+  {                                                                                          \
+    gt_snapshot();                                                                           \
+  }                                                                                          \
+  Test(GT_SUITE, unrecorded_event_is_complete, .init = init_fn, .timeout = GT_TIMEOUT)       \
+  {                                                                                          \
+    gt_unrecorded();                                                                         \
+  }                                                                                          \
+  Test(GT_SUITE, query_pending_then_complete, .init = init_fn, .timeout = GT_TIMEOUT)        \
+  {                                                                                          \
+    gt_query_pending();                                                                      \
+  }                                                                                          \
+  Test(GT_SUITE, event_reuse, .init = init_fn, .timeout = GT_TIMEOUT) { gt_event_reuse(); }  \
+  Test(GT_SUITE, destroy_drains, .init = init_fn, .timeout = GT_TIMEOUT)                     \
+  {                                                                                          \
+    gt_destroy_drains();                                                                     \
+  }                                                                                          \
+  Test(GT_SUITE, copy_async, .init = init_fn, .timeout = GT_TIMEOUT) { gt_copy(); }          \
+  Test(GT_SUITE, bad_args, .init = init_fn, .timeout = GT_TIMEOUT) { gt_bad_args(); }
+
+#endif /* WEFT_TESTS_GPU_CONFORMANCE_H */

@@ -1,0 +1,119 @@
+/*
+ * The cuda backend: the conformance suite (host functions on CUDA streams,
+ * cudaLaunchHostFunc) and kernels (kernels.cu). Built only with CUDA; on a
+ * machine without a driver or a GPU every test reports itself skipped.
+ */
+#define GT_SUITE cuda
+#include "conformance.h"
+
+#include <cuda_runtime.h>
+
+int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s);
+int weft_test_kernel_spin(long long cycles, cudaStream_t s);
+
+static void setup(void)
+{
+  tu_clear_weft_env();
+  unsetenv("WEFT_GPU_BACKEND");
+}
+
+/* Without a device the whole executable reports itself skipped (exit 77,
+ * which meson counts as SKIP): Criterion leaves skipped tests out of its
+ * closing "Synthesis" count, so per-test skips alone would count as
+ * nothing. Runs before the runner's main, in the parent and in each
+ * test's child alike. */
+__attribute__((constructor)) static void skip_without_devices(void)
+{
+  weft_gpu_backend_config cfg;
+  weft_gpu_backend_config_default(&cfg);
+  cfg.kind = WEFT_GPU_BACKEND_CUDA;
+  weft_gpu_backend *b = NULL;
+  if (weft_gpu_backend_open(&b, &cfg) != 0)
+    return; /* the tests report the failure */
+  int n = weft_gpu_device_count(b);
+  weft_gpu_backend_close(b);
+  if (n == 0) {
+    fprintf(stderr, "gpu/cuda: no CUDA device (or no driver) on this machine: skipped\n");
+    fflush(stderr);
+    _exit(77);
+  }
+}
+
+static weft_gpu_backend *gt_open(unsigned jitter_us)
+{
+  (void)jitter_us; /* the device has its own timing */
+  weft_gpu_backend_config cfg;
+  weft_gpu_backend_config_default(&cfg);
+  cfg.kind = WEFT_GPU_BACKEND_CUDA;
+  weft_gpu_backend *b = NULL;
+  int rc = weft_gpu_backend_open(&b, &cfg);
+  cr_assert_eq(rc, 0, "open(cuda) = %d (%s)", rc, weft_strerror(rc));
+  cr_assert_str_eq(weft_gpu_backend_name(b), "cuda");
+  if (weft_gpu_device_count(b) == 0) {
+    weft_gpu_backend_close(b);
+    cr_skip_test("no CUDA device (or no driver) on this machine");
+  }
+  return b;
+}
+
+static int gt_enqueue(void *native, void (*fn)(void *arg), void *arg)
+{
+  cudaError_t err = cudaLaunchHostFunc((cudaStream_t)native, fn, arg);
+  return err == cudaSuccess ? 0 : WEFT_EDEVICE;
+}
+
+static void *gt_dev_alloc(size_t bytes)
+{
+  void *p = NULL;
+  return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+}
+
+static void gt_dev_free(void *p)
+{
+  cudaFree(p);
+}
+
+GT_CONFORMANCE_TESTS(setup)
+
+/* Kernels on two streams: B waits for A's event, so B's copy back sees A's
+ * kernels, though A first spins for a while. */
+Test(cuda, kernels_cross_stream, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *a = gt_stream(b, 0), *c = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  enum { N = 1 << 16 };
+  float *host = calloc(N, sizeof *host);
+  float *dev = gt_dev_alloc(N * sizeof(float));
+  cr_assert(host && dev);
+  cudaStream_t sa = (cudaStream_t)weft_gpu_stream_native(b, a);
+  gt_ok(weft_gpu_copy_async(b, a, dev, host, N * sizeof(float), WEFT_GPU_COPY_H2D), "H2D");
+  cr_assert_eq(weft_test_kernel_spin(20 * 1000 * 1000, sa), 0);
+  cr_assert_eq(weft_test_kernel_add(dev, 1.0f, N, sa), 0);
+  cr_assert_eq(weft_test_kernel_add(dev, 2.0f, N, sa), 0);
+  gt_ok(weft_gpu_event_record(b, e, a), "record");
+  gt_ok(weft_gpu_stream_wait_event(b, c, e), "wait");
+  gt_ok(weft_gpu_copy_async(b, c, host, dev, N * sizeof(float), WEFT_GPU_COPY_D2H), "D2H");
+  gt_ok(weft_gpu_stream_sync(b, c), "stream_sync");
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(host[i], 3.0f, "host[%d] = %f", i, (double)host[i]);
+  cr_assert_eq(weft_gpu_event_query(b, e), WEFT_GPU_EVENT_COMPLETE);
+  gt_ok(weft_gpu_stream_destroy(b, a), "destroy");
+  gt_ok(weft_gpu_stream_destroy(b, c), "destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_dev_free(dev);
+  free(host);
+  weft_gpu_backend_close(b);
+}
+
+/* A host stream handle is not accepted by weft_gpu_host_enqueue's check
+ * the other way round: a cudaStream_t is not a host stream. */
+Test(cuda, host_enqueue_rejects_cuda_streams, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  void *native = weft_gpu_stream_native(b, s);
+  cr_assert_eq(weft_gpu_host_enqueue(native, gt_set_fn, NULL), WEFT_EINVAL);
+  gt_ok(weft_gpu_stream_destroy(b, s), "destroy");
+  weft_gpu_backend_close(b);
+}
