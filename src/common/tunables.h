@@ -65,4 +65,19 @@
 #define WEFT_GPU_HOST_DEVICES_MAX 64
 #define WEFT_GPU_HOST_JITTER_MAX_US 100000
 
+/* GPU device workers per device (WEFT_GPU_WORKERS, WEFT_GPU_COPY_WORKERS):
+ * defaults and the most accepted, workers. */
+#define WEFT_GPU_WORKERS_DEFAULT 2
+#define WEFT_GPU_COPY_WORKERS_DEFAULT 1
+#define WEFT_GPU_WORKERS_MAX 64
+/* The completion poller: spins this long after a completion, ns; then
+ * sleeps from MIN doubling to MAX between sweeps, ns. */
+#define WEFT_GPU_POLL_SPIN_NS 50000
+#define WEFT_GPU_POLL_SLEEP_MIN_NS 2000
+#define WEFT_GPU_POLL_SLEEP_MAX_NS 500000
+/* An operator's device work pending this long fails it and its device
+ * (WEFT_GPU_WATCHDOG_MS; 0 turns it off), ms. */
+#define WEFT_GPU_WATCHDOG_MS_DEFAULT 600000
+#define WEFT_GPU_WATCHDOG_MS_MAX 86400000
+
 #endif /* WEFT_COMMON_TUNABLES_H */

@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/sync.h"
 #include "deps/engine.h"
+#include "deps/executor.h"
 #include "pool/pool_ext.h"
 
 _Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));

@@ -15,7 +15,7 @@
 
 static weft_var_req req(void *op, bool write)
 {
-  weft_var_req r = {NULL, op, write};
+  weft_var_req r = {NULL, op, write, NULL};
   return r;
 }
 

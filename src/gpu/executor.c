@@ -1,0 +1,318 @@
+/*
+ * The GPU executor: the engine's device executor (src/deps/executor.h) on
+ * top of a backend (backend.h). It opens the backend at engine creation;
+ * a device's workers, streams and the poller start with the device's first
+ * operator, so an engine that never runs GPU work starts no thread.
+ *
+ * Routing: a copy operator goes to a copy worker of its device (to the GPU:
+ * the host-to-device stream; from it: the device-to-host stream); a compute
+ * operator to the compute worker that launched one of the predecessors it
+ * waits for on the device (same stream: no wait at all, OneFlow's
+ * shortcut), else to the next compute worker in turn.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "common/tunables.h"
+#include "gpu/gpu.h"
+
+static _Atomic unsigned test_jitter_us; /* atomic, relaxed: a test's setting */
+
+void weft_gpu_test_host_jitter(unsigned us)
+{
+  atomic_store_explicit(&test_jitter_us, us, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------ op states */
+
+static weft_gpu_opstate *state_get(weft_gpu_exec *x, int device, int *err)
+{
+  weft_gpu_device *d = &x->dev[device];
+  pthread_mutex_lock(&d->pool_lock);
+  weft_gpu_opstate *st = d->free;
+  if (st) {
+    d->free = st->next_free;
+    pthread_mutex_unlock(&d->pool_lock);
+    return st;
+  }
+  if (d->nall == d->capall) {
+    int cap = d->capall ? 2 * d->capall : 64;
+    weft_gpu_opstate **all = weft_malloc(sizeof *all * (size_t)cap);
+    if (!all) {
+      pthread_mutex_unlock(&d->pool_lock);
+      *err = WEFT_ENOMEM;
+      return NULL;
+    }
+    if (d->nall)
+      memcpy(all, d->all, sizeof *all * (size_t)d->nall);
+    weft_free(d->all);
+    d->all = all;
+    d->capall = cap;
+  }
+  st = weft_calloc(1, sizeof *st);
+  int rc = st ? weft_gpu_event_create(x->b, device, &st->ev) : WEFT_ENOMEM;
+  if (rc) {
+    weft_free(st);
+    pthread_mutex_unlock(&d->pool_lock);
+    *err = rc;
+    return NULL;
+  }
+  d->all[d->nall++] = st;
+  pthread_mutex_unlock(&d->pool_lock);
+  return st;
+}
+
+static void x_release(void *self, weft_opr *op)
+{
+  weft_gpu_exec *x = self;
+  weft_gpu_opstate *st = op->exec_state;
+  weft_gpu_device *d = &x->dev[op->ctx.id];
+  op->exec_state = NULL;
+  pthread_mutex_lock(&d->pool_lock);
+  st->next_free = d->free;
+  d->free = st;
+  pthread_mutex_unlock(&d->pool_lock);
+}
+
+/* -------------------------------------------------------------- devices */
+
+static void worker_close(weft_gpu_exec *x, weft_gpu_worker *w)
+{
+  weft_gpu_worker_stop(w);
+  for (int l = 0; l < 2; l++)
+    if (w->lane[l].stream)
+      weft_gpu_stream_destroy(x->b, w->lane[l].stream);
+  pthread_cond_destroy(&w->cond);
+  pthread_mutex_destroy(&w->lock);
+}
+
+static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kind, int index)
+{
+  memset(w, 0, sizeof *w);
+  w->x = x;
+  w->device = device;
+  w->kind = kind;
+  w->index = index;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->cond, NULL);
+  int nlanes = kind == WEFT_GPU_COPY ? 2 : 1;
+  int rc = 0;
+  for (int l = 0; l < nlanes && !rc; l++) {
+    rc = weft_gpu_stream_create(x->b, device, &w->lane[l].stream);
+    if (!rc) {
+      w->lane[l].native = weft_gpu_stream_native(x->b, w->lane[l].stream);
+      w->lane[l].worker = w;
+    } else {
+      w->lane[l].stream = NULL;
+    }
+  }
+  if (!rc)
+    rc = weft_gpu_worker_start(w);
+  if (rc)
+    worker_close(x, w);
+  return rc;
+}
+
+/* Starts device i's workers and, with the first device, the poller. Under
+ * x->start_lock. */
+static int device_start(weft_gpu_exec *x, int i)
+{
+  weft_gpu_device *d = &x->dev[i];
+  d->compute = weft_calloc((size_t)x->ncompute, sizeof *d->compute);
+  d->copy = weft_calloc((size_t)x->ncopy, sizeof *d->copy);
+  int rc = d->compute && d->copy ? 0 : WEFT_ENOMEM;
+  int nc = 0, ny = 0;
+  for (; !rc && nc < x->ncompute; nc++)
+    if ((rc = worker_open(x, &d->compute[nc], i, WEFT_GPU_COMPUTE, nc)))
+      break;
+  for (; !rc && ny < x->ncopy; ny++)
+    if ((rc = worker_open(x, &d->copy[ny], i, WEFT_GPU_COPY, ny)))
+      break;
+  if (!rc && !x->poller_started)
+    rc = weft_gpu_poller_start(x);
+  if (rc) {
+    while (nc-- > 0)
+      worker_close(x, &d->compute[nc]);
+    while (ny-- > 0)
+      worker_close(x, &d->copy[ny]);
+    weft_free(d->compute);
+    weft_free(d->copy);
+    d->compute = d->copy = NULL;
+    return rc;
+  }
+  return 0;
+}
+
+/* 0 once device i runs (starting it if needed), or why it cannot. */
+static int device_ready(weft_gpu_exec *x, int i)
+{
+  weft_gpu_device *d = &x->dev[i];
+  /* acquire: pairs with the release store below (the workers' setup). */
+  if (atomic_load_explicit(&d->started, memory_order_acquire))
+    return 0;
+  pthread_mutex_lock(&x->start_lock);
+  int rc = 0;
+  if (!atomic_load_explicit(&d->started, memory_order_relaxed)) {
+    rc = device_start(x, i);
+    if (!rc) /* release: publishes the workers to lock-free readers above */
+      atomic_store_explicit(&d->started, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&x->start_lock);
+  return rc;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static weft_gpu_lane *choose_lane(weft_gpu_exec *x, weft_opr *op)
+{
+  weft_gpu_device *d = &x->dev[op->ctx.id];
+  if (op->prop == WEFT_PROP_COPY_TO_GPU || op->prop == WEFT_PROP_COPY_FROM_GPU) {
+    /* relaxed: only spreads work. */
+    unsigned k = atomic_fetch_add_explicit(&d->rr_copy, 1, memory_order_relaxed);
+    return &d->copy[k % (unsigned)x->ncopy].lane[op->prop == WEFT_PROP_COPY_FROM_GPU];
+  }
+  int n = atomic_load_explicit(&op->ndevwaits, memory_order_relaxed);
+  for (int k = 0; k < n && k < WEFT_OPR_DEV_WAITS; k++) {
+    weft_gpu_lane *l = ((weft_gpu_opstate *)op->devwait[k]->exec_state)->lane;
+    if (l->worker->kind == WEFT_GPU_COMPUTE)
+      return l; /* behind its predecessor on the same stream */
+  }
+  unsigned k = atomic_fetch_add_explicit(&d->rr_compute, 1, memory_order_relaxed); /* relaxed: same */
+  return &d->compute[k % (unsigned)x->ncompute].lane[0];
+}
+
+static void x_submit(void *self, weft_opr *op)
+{
+  weft_gpu_exec *x = self;
+  int rc = device_ready(x, op->ctx.id);
+  weft_gpu_opstate *st = rc ? NULL : state_get(x, op->ctx.id, &rc);
+  if (!st) {
+    weft_gpu_finish_unlaunched(op, rc);
+    return;
+  }
+  st->lane = choose_lane(x, op);
+  op->exec_state = st;
+  weft_gpu_worker_push(st->lane->worker, op);
+}
+
+/* The naive engine: fn on the device's own stream, then wait for it. */
+static int x_run_sync(void *self, const weft_opr *op)
+{
+  weft_gpu_exec *x = self;
+  weft_gpu_device *d = &x->dev[op->ctx.id];
+  pthread_mutex_lock(&d->sync_lock);
+  int rc = 0;
+  if (!d->sync_stream)
+    rc = weft_gpu_stream_create(x->b, op->ctx.id, &d->sync_stream);
+  if (!rc) {
+    weft_run_ctx rctx = {op->ctx, weft_gpu_stream_native(x->b, d->sync_stream), -1};
+    rc = op->fn(&rctx, op->arg);
+    int s = weft_gpu_stream_sync(x->b, d->sync_stream);
+    if (!rc)
+      rc = s;
+  }
+  pthread_mutex_unlock(&d->sync_lock);
+  return rc;
+}
+
+/* ----------------------------------------------------------- life cycle */
+
+static void x_close(void *self)
+{
+  weft_gpu_exec *x = self;
+  for (int i = 0; i < x->ndev; i++) {
+    weft_gpu_device *d = &x->dev[i];
+    if (atomic_load_explicit(&d->started, memory_order_relaxed)) {
+      for (int k = 0; k < x->ncompute; k++)
+        worker_close(x, &d->compute[k]);
+      for (int k = 0; k < x->ncopy; k++)
+        worker_close(x, &d->copy[k]);
+    }
+  }
+  weft_gpu_poller_stop(x); /* the engine drained: nothing is launched */
+  for (int i = 0; i < x->ndev; i++) {
+    weft_gpu_device *d = &x->dev[i];
+    if (d->sync_stream)
+      weft_gpu_stream_destroy(x->b, d->sync_stream);
+    for (int k = 0; k < d->nall; k++) {
+      weft_gpu_event_destroy(x->b, d->all[k]->ev);
+      weft_free(d->all[k]);
+    }
+    weft_free(d->all);
+    weft_free(d->compute);
+    weft_free(d->copy);
+    pthread_mutex_destroy(&d->pool_lock);
+    pthread_mutex_destroy(&d->sync_lock);
+  }
+  weft_free(x->dev);
+  pthread_mutex_destroy(&x->start_lock);
+  pthread_mutex_destroy(&x->poll_lock);
+  pthread_cond_destroy(&x->poll_cond);
+  weft_gpu_backend_close(x->b);
+  weft_free(x);
+}
+
+static int read_env(long *ncompute, long *ncopy, long *watchdog_ms)
+{
+  *ncompute = WEFT_GPU_WORKERS_DEFAULT;
+  *ncopy = WEFT_GPU_COPY_WORKERS_DEFAULT;
+  *watchdog_ms = WEFT_GPU_WATCHDOG_MS_DEFAULT;
+  int rc = weft_env_int("WEFT_GPU_WORKERS", 1, WEFT_GPU_WORKERS_MAX, ncompute);
+  if (rc < 0)
+    return rc;
+  rc = weft_env_int("WEFT_GPU_COPY_WORKERS", 1, WEFT_GPU_WORKERS_MAX, ncopy);
+  if (rc < 0)
+    return rc;
+  rc = weft_env_int("WEFT_GPU_WATCHDOG_MS", 0, WEFT_GPU_WATCHDOG_MS_MAX, watchdog_ms);
+  return rc < 0 ? rc : 0;
+}
+
+static int x_open(weft_engine *eng, void **self, int *num_devices)
+{
+  long ncompute, ncopy, watchdog_ms;
+  int rc = read_env(&ncompute, &ncopy, &watchdog_ms);
+  if (rc)
+    return rc;
+  weft_gpu_exec *x = weft_calloc(1, sizeof *x);
+  if (!x)
+    return WEFT_ENOMEM;
+  x->eng = eng;
+  x->ncompute = (int)ncompute;
+  x->ncopy = (int)ncopy;
+  x->watchdog_ns = (int64_t)watchdog_ms * 1000000;
+  weft_gpu_backend_config cfg;
+  weft_gpu_backend_config_default(&cfg);
+  cfg.host_jitter_us = atomic_load_explicit(&test_jitter_us, memory_order_relaxed);
+  rc = weft_gpu_backend_open(&x->b, &cfg);
+  if (rc) {
+    weft_free(x);
+    return rc;
+  }
+  x->ndev = weft_gpu_device_count(x->b);
+  x->dev = weft_calloc(x->ndev ? (size_t)x->ndev : 1, sizeof *x->dev);
+  if (!x->dev) {
+    weft_gpu_backend_close(x->b);
+    weft_free(x);
+    return WEFT_ENOMEM;
+  }
+  for (int i = 0; i < x->ndev; i++) {
+    pthread_mutex_init(&x->dev[i].pool_lock, NULL);
+    pthread_mutex_init(&x->dev[i].sync_lock, NULL);
+  }
+  pthread_mutex_init(&x->start_lock, NULL);
+  pthread_mutex_init(&x->poll_lock, NULL);
+  pthread_cond_init(&x->poll_cond, NULL);
+  *self = x;
+  *num_devices = x->ndev;
+  return 0;
+}
+
+const weft_executor_ops weft_gpu_executor_ops = {
+    .open = x_open,
+    .submit = x_submit,
+    .release = x_release,
+    .run_sync = x_run_sync,
+    .close = x_close,
+};

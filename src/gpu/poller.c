@@ -1,0 +1,150 @@
+/*
+ * The completion poller: one thread per engine with devices. It watches the
+ * oldest launched operator of every lane (a stream's operators complete in
+ * launch order, so only the head can be next) and finishes each operator
+ * whose event completed, which releases its CPU successors and var waits.
+ *
+ * CPU use: while something is launched it polls, spinning for
+ * WEFT_GPU_POLL_SPIN_NS after the last completion it saw, then sleeping
+ * with a doubling back-off (WEFT_GPU_POLL_SLEEP_MIN_NS to _MAX_NS); with
+ * nothing launched it sleeps on a condition variable until a worker
+ * launches something.
+ *
+ * Watchdog: an operator whose event stays pending for the executor's
+ * watchdog_ns fails with WEFT_EDEVICE, and its device with it.
+ */
+#include <inttypes.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/sync.h"
+#include "common/tunables.h"
+#include "gpu/gpu.h"
+
+void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_opr *op)
+{
+  weft_gpu_opstate *st = op->exec_state;
+  st->next_launched = NULL;
+  pthread_mutex_lock(&x->poll_lock);
+  if (lane->tail)
+    ((weft_gpu_opstate *)lane->tail->exec_state)->next_launched = op;
+  else
+    lane->head = op;
+  lane->tail = op;
+  if (x->nlaunched++ == 0)
+    pthread_cond_signal(&x->poll_cond);
+  pthread_mutex_unlock(&x->poll_lock);
+}
+
+/* Finishes every completed operator at the head of lane; returns how many. */
+static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu_lane *lane,
+                      int64_t now)
+{
+  int done = 0;
+  for (;;) {
+    pthread_mutex_lock(&x->poll_lock);
+    weft_opr *op = lane->head;
+    pthread_mutex_unlock(&x->poll_lock);
+    if (!op)
+      return done;
+    weft_gpu_opstate *st = op->exec_state;
+    int q = weft_gpu_event_query(x->b, st->ev);
+    if (q == WEFT_GPU_EVENT_PENDING) {
+      if (!x->watchdog_ns)
+        return done;
+      if (!lane->head_since_ns) {
+        lane->head_since_ns = now;
+        return done;
+      }
+      if (now - lane->head_since_ns < x->watchdog_ns)
+        return done;
+      weft_log("GPU %d: operator %s did not complete within %" PRId64
+               " ms (WEFT_GPU_WATCHDOG_MS); the device is failed",
+               device, op->name ? op->name : "(unnamed)", x->watchdog_ns / 1000000);
+      q = WEFT_EDEVICE;
+    }
+    lane->head_since_ns = 0;
+    if (q != WEFT_GPU_EVENT_COMPLETE) /* release: pairs with the workers' acquire loads */
+      atomic_store_explicit(&d->failed, 1, memory_order_release);
+    /* acquire: pairs with the release stores of failed (a worker's or ours). */
+    int status = atomic_load_explicit(&d->failed, memory_order_acquire) ? WEFT_EDEVICE : 0;
+    pthread_mutex_lock(&x->poll_lock);
+    lane->head = st->next_launched;
+    if (!lane->head)
+      lane->tail = NULL;
+    x->nlaunched--;
+    pthread_mutex_unlock(&x->poll_lock);
+    weft_opr_device_done(op, status);
+    done++;
+  }
+}
+
+static int sweep(weft_gpu_exec *x)
+{
+  int64_t now = weft_now_ns();
+  int done = 0;
+  for (int i = 0; i < x->ndev; i++) {
+    weft_gpu_device *d = &x->dev[i];
+    for (int k = 0; k < x->ncompute; k++)
+      done += drain_lane(x, d, i, &d->compute[k].lane[0], now);
+    for (int k = 0; k < x->ncopy; k++)
+      for (int l = 0; l < 2; l++)
+        done += drain_lane(x, d, i, &d->copy[k].lane[l], now);
+  }
+  return done;
+}
+
+static void *poller_main(void *arg)
+{
+  weft_gpu_exec *x = arg;
+  pthread_setname_np(pthread_self(), "weft-gpu-poll");
+  int64_t sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
+  int64_t spin_end = 0;
+  pthread_mutex_lock(&x->poll_lock);
+  for (;;) {
+    while (x->nlaunched == 0 && !x->poll_stop) {
+      pthread_cond_wait(&x->poll_cond, &x->poll_lock);
+      spin_end = weft_now_ns() + WEFT_GPU_POLL_SPIN_NS; /* fresh work: watch it closely */
+      sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
+    }
+    if (x->nlaunched == 0) /* stopped with nothing in flight */
+      break;
+    pthread_mutex_unlock(&x->poll_lock);
+    if (sweep(x)) {
+      spin_end = weft_now_ns() + WEFT_GPU_POLL_SPIN_NS;
+      sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
+    } else if (weft_now_ns() < spin_end) {
+      weft_cpu_pause();
+    } else {
+      struct timespec ts = {0, (long)sleep_ns};
+      nanosleep(&ts, NULL);
+      if (sleep_ns < WEFT_GPU_POLL_SLEEP_MAX_NS)
+        sleep_ns *= 2;
+    }
+    pthread_mutex_lock(&x->poll_lock);
+  }
+  pthread_mutex_unlock(&x->poll_lock);
+  return NULL;
+}
+
+int weft_gpu_poller_start(weft_gpu_exec *x)
+{
+  int rc = weft_thread_create(&x->poller, NULL, poller_main, x);
+  if (rc)
+    return WEFT_EAGAIN; /* errno from pthread_create */
+  x->poller_started = true;
+  return 0;
+}
+
+void weft_gpu_poller_stop(weft_gpu_exec *x)
+{
+  if (!x->poller_started)
+    return;
+  pthread_mutex_lock(&x->poll_lock);
+  x->poll_stop = true;
+  pthread_cond_signal(&x->poll_cond);
+  pthread_mutex_unlock(&x->poll_lock);
+  pthread_join(x->poller, NULL);
+  x->poller_started = false;
+}
