@@ -406,3 +406,71 @@ Test(backend, host_devices_env, .init = setup, .timeout = TU_TIMEOUT(30))
   c.cfg.host_devices = 65;
   cr_assert_eq(open_with(&c), WEFT_EINVAL);
 }
+
+/* ------------------------------------------------------------ threads */
+
+/* Whether every thread named name is asleep (state S in /proc), and how many
+ * there are. */
+static bool threads_named_sleep(const char *name, int *count)
+{
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return false;
+  bool all = true;
+  int n = 0;
+  struct dirent *ent;
+  while ((ent = readdir(d)) != NULL) {
+    if (ent->d_name[0] == '.')
+      continue;
+    char path[300], comm[64] = {0}, stat[512] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", ent->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    bool match = fgets(comm, sizeof comm, f) && (comm[strcspn(comm, "\n")] = '\0', 1) &&
+                 strcmp(comm, name) == 0;
+    fclose(f);
+    if (!match)
+      continue;
+    n++;
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", ent->d_name);
+    f = fopen(path, "r");
+    if (!f)
+      continue;
+    if (fgets(stat, sizeof stat, f)) {
+      const char *p = strrchr(stat, ')'); /* "pid (comm) S ..." */
+      if (!p || p[1] != ' ' || p[2] != 'S')
+        all = false;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  *count = n;
+  return all;
+}
+
+/* Each stream has one thread (named weft-hgpu<device>), which sleeps while
+ * its FIFO is empty (a spinning thread never shows state S) and is gone
+ * after destroy. */
+Test(host, idle_stream_threads_sleep, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  int base = tu_thread_baseline();
+  weft_gpu_backend *b = gt_open(0);
+  enum { NS = 3 };
+  weft_gpu_stream *s[NS];
+  int x[NS] = {0};
+  for (int k = 0; k < NS; k++) {
+    s[k] = gt_stream(b, 1);
+    gt_put(b, s[k], gt_set_fn, &x[k]);
+  }
+  for (int k = 0; k < NS; k++)
+    gt_ok(weft_gpu_stream_sync(b, s[k]), "stream_sync");
+  cr_assert_eq(tu_thread_count(), base + NS);
+  int n = 0;
+  bool asleep = TU_WAIT_UNTIL(threads_named_sleep("weft-hgpu1", &n) && n == NS, TU_DEADLINE_S);
+  cr_assert(asleep, "idle stream threads never all slept (%d found)", n);
+  for (int k = 0; k < NS; k++)
+    gt_ok(weft_gpu_stream_destroy(b, s[k]), "stream_destroy");
+  weft_gpu_backend_close(b);
+  cr_assert_eq(tu_wait_thread_count(base), base, "stream threads left after destroy");
+}
