@@ -154,7 +154,7 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
       weft_opr *o = g->op;
       /* acq_rel: as in weft_push_opr (the last grant dispatches). */
       if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
-        if (keep_one && !next && (o->prop == WEFT_PROP_NORMAL))
+        if (keep_one && !next && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU)
           next = o;
         else
           weft_opr_ready(o);

@@ -78,7 +78,9 @@ static int parse_kind(weft_gpu_backend_kind *kind)
 {
   const char *s = weft_env_str("WEFT_GPU_BACKEND");
   if (!s) {
-    *kind = WEFT_HAVE_CUDA ? WEFT_GPU_BACKEND_CUDA : WEFT_GPU_BACKEND_HOST;
+    /* Without CUDA, no devices unless asked for: emulated devices are for
+     * development and tests, and a program must not mistake one for a GPU. */
+    *kind = WEFT_HAVE_CUDA ? WEFT_GPU_BACKEND_CUDA : WEFT_GPU_BACKEND_NONE;
     return 0;
   }
   if (strcmp(s, "cuda") == 0)

@@ -34,7 +34,7 @@ typedef struct weft_gpu_stream weft_gpu_stream; /* a backend's stream (opaque) *
 typedef struct weft_gpu_event weft_gpu_event;   /* a backend's event (opaque) */
 
 typedef enum {
-  WEFT_GPU_BACKEND_AUTO = 0, /* WEFT_GPU_BACKEND, else cuda when built with it, else host */
+  WEFT_GPU_BACKEND_AUTO = 0, /* WEFT_GPU_BACKEND, else cuda when built with it, else none */
   WEFT_GPU_BACKEND_NONE,     /* zero devices */
   WEFT_GPU_BACKEND_HOST,     /* emulated devices */
   WEFT_GPU_BACKEND_CUDA,     /* the CUDA runtime (zero devices when not built with CUDA) */

@@ -86,6 +86,10 @@ static int sweep(weft_gpu_exec *x)
   int done = 0;
   for (int i = 0; i < x->ndev; i++) {
     weft_gpu_device *d = &x->dev[i];
+    /* acquire: pairs with the release that publishes a started device's
+     * workers (executor.c, device_ready). */
+    if (!atomic_load_explicit(&d->started, memory_order_acquire))
+      continue;
     for (int k = 0; k < x->ncompute; k++)
       done += drain_lane(x, d, i, &d->compute[k].lane[0], now);
     for (int k = 0; k < x->ncopy; k++)

@@ -19,6 +19,7 @@ static inline void te_clear_env(void)
   unsetenv("WEFT_GPU_HOST_DEVICES");
   unsetenv("WEFT_GPU_WORKERS");
   unsetenv("WEFT_GPU_COPY_WORKERS");
+  unsetenv("WEFT_GPU_WATCHDOG_MS");
   /* No GPU layer in these suites, whatever the build has. */
   setenv("WEFT_GPU_BACKEND", "none", 1);
 }

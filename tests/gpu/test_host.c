@@ -272,9 +272,9 @@ Test(backend, default_choice, .init = setup, .timeout = TU_TIMEOUT(10))
 {
   open_ctx c = ctx_auto();
   gt_ok(open_with(&c), "open(defaults)");
-  cr_assert_str_eq(c.name, WEFT_HAVE_CUDA ? "cuda" : "host");
+  cr_assert_str_eq(c.name, WEFT_HAVE_CUDA ? "cuda" : "none");
   if (!WEFT_HAVE_CUDA)
-    cr_assert_eq(c.devices, 1, "host backend by default emulates 1 device, got %d", c.devices);
+    cr_assert_eq(c.devices, 0, "no devices by default without CUDA, got %d", c.devices);
   /* cfg NULL: the same. */
   weft_gpu_backend *b = NULL;
   gt_ok(weft_gpu_backend_open(&b, NULL), "open(NULL)");

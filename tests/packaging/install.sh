@@ -90,15 +90,27 @@ fi
 
 # pkg-config as for a staged install: the sysroot prefixes weft.pc's paths
 # with the staging directory; the system's .pc files (hwloc, jemalloc) are
-# found as usual.
+# found as usual. The sysroot also prefixes absolute paths that lie outside
+# weft's prefix (the CUDA toolkit's libcudart_static.a): those are taken
+# back to where they are.
 PKG_CONFIG_SYSROOT_DIR=$dest
 PKG_CONFIG_PATH=$dest$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
+pc() {
+  local out tok
+  out=$(pkg-config "$@") || return
+  for tok in $out; do
+    case $tok in
+      "$dest"/*.a) [ -e "$tok" ] || tok=${tok#"$dest"} ;;
+    esac
+    printf '%s ' "$tok"
+  done
+}
 prog=$src/examples/forkjoin_quicksort.c
 cflags="-std=c11 -pedantic -Wall -Wextra -Werror -O2"
 
 if [ "$libkind" != static ]; then
-  if flags=$(pkg-config --cflags --libs weft 2>"$tmp/pc.err"); then
+  if flags=$(pc --cflags --libs weft 2>"$tmp/pc.err"); then
     echo "ok: pkg-config --cflags --libs weft: $flags"
     # shellcheck disable=SC2086 # word lists
     step "example builds against the installed shared library" \
@@ -129,8 +141,8 @@ fi
 if [ "$libkind" != shared ]; then
   pc=$dest$libdir/pkgconfig/weft.pc
   # shellcheck disable=SC2086 # requires is a list of package names
-  if requires=$(pkg-config --print-requires-private weft 2>"$tmp/pc.err") &&
-    flags=$(pkg-config --cflags --libs weft $requires 2>>"$tmp/pc.err"); then
+  if requires=$(pc --print-requires-private weft 2>"$tmp/pc.err") &&
+    flags=$(pc --cflags --libs weft $requires 2>>"$tmp/pc.err"); then
     private=$(sed -n 's/^Libs\.private:[[:space:]]*//p' "$pc")
     static_flags=
     for f in $flags $private; do
@@ -159,7 +171,7 @@ if [ "$libkind" != shared ]; then
   # own private libraries (hwloc's -ludev on Debian, whose -dev package
   # may be absent): a failure there that names only libraries weft.pc
   # itself does not list is the dependency's, reported but not failed.
-  if flags=$(pkg-config --static --cflags --libs weft 2>"$tmp/pc.err"); then
+  if flags=$(pc --static --cflags --libs weft 2>"$tmp/pc.err"); then
     static_flags=
     for f in $flags; do
       [ "$f" = -lweft ] && f=-l:libweft.a

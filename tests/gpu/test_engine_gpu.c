@@ -1,0 +1,588 @@
+/*
+ * GPU operators in the engine, on the host backend's emulated devices:
+ * completion follows the stream, not fn's return; chains and device-side
+ * waits across streams; copies on the copy workers; two devices at once;
+ * the random-DAG differential with a third of its ops on GPU streams (with
+ * jitter) against the naive engine; device errors and the watchdog; no
+ * devices; bad input; an idle executor burns no CPU and starts no thread.
+ */
+#include <stdatomic.h>
+
+#include "../deps/differential.h"
+#include "gpu/gpu.h"
+#include "gpu/host.h"
+
+static void setup(void)
+{
+  te_clear_env();
+  setenv("WEFT_GPU_BACKEND", "host", 1);
+  setenv("WEFT_GPU_HOST_DEVICES", "2", 1);
+  weft_gpu_test_host_jitter(0);
+}
+
+static weft_op_desc gpu_desc(weft_op_fn fn, void *arg, int dev)
+{
+  weft_op_desc d = te_desc(fn, arg);
+  d.ctx.type = WEFT_DEV_GPU;
+  d.ctx.id = dev;
+  return d;
+}
+
+static int push_rw(weft_engine *e, weft_op_desc d, weft_var *r, weft_var *w)
+{
+  d.reads = r ? &r : NULL;
+  d.num_reads = r ? 1 : 0;
+  d.writes = w ? &w : NULL;
+  d.num_writes = w ? 1 : 0;
+  return weft_push(e, &d);
+}
+
+/* ------------------------------------------ completion is the stream's */
+
+typedef struct slow {
+  atomic_int value;
+  atomic_int seen; /* what the dependent CPU op read */
+} slow;
+
+static void slow_item(void *arg)
+{
+  slow *s = arg;
+  tu_sleep_us(50000); /* long after fn returned */
+  atomic_store(&s->value, 42);
+}
+
+static int slow_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, slow_item, arg);
+}
+
+static int read_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  slow *s = arg;
+  atomic_store(&s->seen, atomic_load(&s->value));
+  return 0;
+}
+
+Test(gpu_engine, completion_follows_the_stream, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 2, 0);
+  cr_assert_eq(weft_gpu_count(t.eng), 2);
+  weft_var *v = te_var(t.eng), *u = te_var(t.eng);
+  slow s;
+  atomic_init(&s.value, 0);
+  atomic_init(&s.seen, -1);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &s, 0), NULL, v), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(read_fn, &s), v, u), 0); /* a CPU successor */
+  cr_assert_eq(weft_var_wait(t.eng, u), 0);
+  cr_assert_eq(atomic_load(&s.seen), 42, "the CPU successor ran before the stream's work");
+  /* A var wait is released by the poller too. */
+  atomic_store(&s.value, 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &s, 1), NULL, v), 0);
+  cr_assert_eq(weft_var_wait(t.eng, v), 0);
+  cr_assert_eq(atomic_load(&s.value), 42, "weft_var_wait returned before the stream's work");
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------ a GPU op chain */
+
+typedef struct chain {
+  uint64_t x; /* touched only by stream items, in var order */
+  void *streams[4];
+  atomic_int nstreams;
+} chain;
+
+typedef struct chain_link {
+  chain *c;
+  uint64_t k;
+} chain_link;
+
+static void link_item(void *arg)
+{
+  chain_link *l = arg;
+  l->c->x = l->c->x * 3 + l->k;
+}
+
+static int link_fn(const weft_run_ctx *rc, void *arg)
+{
+  chain_link *l = arg;
+  chain *c = l->c;
+  int n = atomic_load(&c->nstreams); /* fns of one var run one at a time */
+  bool known = false;
+  for (int i = 0; i < n; i++)
+    known |= c->streams[i] == rc->stream;
+  if (!known && n < 4) {
+    c->streams[n] = rc->stream;
+    atomic_store(&c->nstreams, n + 1);
+  }
+  return weft_gpu_host_enqueue(rc->stream, link_item, l);
+}
+
+Test(gpu_engine, chain_of_1000_ops_on_one_var, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_test_host_jitter(20);
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng);
+  enum { N = 1000 };
+  static chain_link links[N];
+  chain c = {.x = 1};
+  atomic_init(&c.nstreams, 0);
+  uint64_t want = 1;
+  for (int i = 0; i < N; i++) {
+    links[i] = (chain_link){&c, (uint64_t)i};
+    want = want * 3 + (uint64_t)i;
+    cr_assert_eq(push_rw(t.eng, gpu_desc(link_fn, &links[i], 0), NULL, v), 0);
+  }
+  cr_assert_eq(weft_var_wait(t.eng, v), 0);
+  cr_assert_eq(c.x, want, "the chain ran out of order: %llu, expected %llu",
+               (unsigned long long)c.x, (unsigned long long)want);
+  cr_log_info("chain of %d GPU ops ran on %d stream(s)", N, atomic_load(&c.nstreams));
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------- a successor on another stream waits on device */
+
+typedef struct xs {
+  atomic_int b_launched; /* B's fn ran */
+  atomic_int x;
+  atomic_int checked;
+  void *sa, *sb;
+} xs;
+
+static void a_item(void *arg)
+{
+  xs *p = arg;
+  /* A's work completes only after B was launched: B cannot have waited for
+   * A on the host. */
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&p->b_launched), TU_DEADLINE_S),
+           "B was not launched while A's work was pending (a host round trip?)");
+  tu_sleep_us(2000);
+  atomic_store(&p->x, 1);
+}
+
+static int a_fn(const weft_run_ctx *rc, void *arg)
+{
+  ((xs *)arg)->sa = rc->stream;
+  return weft_gpu_host_enqueue(rc->stream, a_item, arg);
+}
+
+static void b_item(void *arg)
+{
+  xs *p = arg;
+  TU_CHECK(atomic_load(&p->x) == 1, "B's work ran before A's (no device-side wait)");
+  atomic_store(&p->checked, 1);
+}
+
+static int b_fn(const weft_run_ctx *rc, void *arg)
+{
+  xs *p = arg;
+  p->sb = rc->stream;
+  atomic_store(&p->b_launched, 1);
+  return weft_gpu_host_enqueue(rc->stream, b_item, arg);
+}
+
+Test(gpu_engine, successor_on_another_stream_waits_on_the_device, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+  xs p;
+  atomic_init(&p.b_launched, 0);
+  atomic_init(&p.x, 0);
+  atomic_init(&p.checked, 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(a_fn, &p, 0), NULL, v), 0);
+  weft_op_desc b = gpu_desc(b_fn, &p, 0);
+  b.prop = WEFT_PROP_COPY_FROM_GPU; /* a copy worker: another stream */
+  cr_assert_eq(push_rw(t.eng, b, v, w), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&p.checked), 1);
+  cr_assert_neq(p.sa, p.sb, "the copy ran on the compute stream");
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------------- copies */
+
+typedef struct cp {
+  int host_in[64], dev[64], host_out[64];
+  void *compute_stream, *copy_stream[2];
+  int round;   /* fill's: rounds filled in */
+  int checked; /* check's: rounds checked */
+} cp;
+
+static void to_item(void *arg)
+{
+  cp *c = arg;
+  memcpy(c->dev, c->host_in, sizeof c->dev);
+}
+static void twice_item(void *arg)
+{
+  cp *c = arg;
+  for (int i = 0; i < 64; i++)
+    c->dev[i] *= 2;
+}
+static void from_item(void *arg)
+{
+  cp *c = arg;
+  memcpy(c->host_out, c->dev, sizeof c->dev);
+}
+static int to_fn(const weft_run_ctx *rc, void *arg)
+{
+  ((cp *)arg)->copy_stream[0] = rc->stream;
+  return weft_gpu_host_enqueue(rc->stream, to_item, arg);
+}
+static int twice_fn(const weft_run_ctx *rc, void *arg)
+{
+  ((cp *)arg)->compute_stream = rc->stream;
+  return weft_gpu_host_enqueue(rc->stream, twice_item, arg);
+}
+static int from_fn(const weft_run_ctx *rc, void *arg)
+{
+  ((cp *)arg)->copy_stream[1] = rc->stream;
+  return weft_gpu_host_enqueue(rc->stream, from_item, arg);
+}
+static int fill_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  cp *c = arg;
+  c->round++;
+  for (int i = 0; i < 64; i++)
+    c->host_in[i] = c->round * 100 + i;
+  return 0;
+}
+static int check_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  cp *c = arg;
+  c->checked++; /* the checks run in order (each reads out after its copy) */
+  for (int i = 0; i < 64; i++)
+    TU_CHECK(c->host_out[i] == 2 * (c->checked * 100 + i), "round %d: out[%d] = %d",
+             c->checked, i, c->host_out[i]);
+  return 0;
+}
+
+Test(gpu_engine, copies_are_ordered_by_their_vars, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_test_host_jitter(100);
+  te t = te_new(NULL, 2, 0);
+  weft_var *in = te_var(t.eng), *dev = te_var(t.eng), *out = te_var(t.eng);
+  cp c = {0};
+  int rounds = (int)tu_scaled(50, 10);
+  for (int r = 0; r < rounds; r++) {
+    weft_op_desc to = gpu_desc(to_fn, &c, 1), from = gpu_desc(from_fn, &c, 1);
+    to.prop = WEFT_PROP_COPY_TO_GPU;
+    from.prop = WEFT_PROP_COPY_FROM_GPU;
+    cr_assert_eq(push_rw(t.eng, te_desc(fill_fn, &c), NULL, in), 0);
+    cr_assert_eq(push_rw(t.eng, to, in, dev), 0);
+    cr_assert_eq(push_rw(t.eng, gpu_desc(twice_fn, &c, 1), NULL, dev), 0);
+    cr_assert_eq(push_rw(t.eng, from, dev, out), 0);
+    cr_assert_eq(push_rw(t.eng, te_desc(check_fn, &c), out, NULL), 0);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(c.round, rounds);
+  cr_assert_eq(c.checked, rounds);
+  cr_assert(c.copy_stream[0] && c.copy_stream[1] && c.compute_stream);
+  cr_assert_neq(c.copy_stream[0], c.copy_stream[1], "to and from the GPU share a stream");
+  cr_assert_neq(c.copy_stream[0], c.compute_stream);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------ two devices overlap */
+
+static atomic_int met;
+
+static void meet_item(void *arg)
+{
+  (void)arg;
+  atomic_fetch_add(&met, 1);
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&met) >= 2, TU_DEADLINE_S),
+           "the two devices' work did not overlap");
+}
+
+static int meet_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, meet_item, arg);
+}
+
+Test(gpu_engine, ops_on_two_devices_overlap, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 1, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng);
+  atomic_store(&met, 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(meet_fn, NULL, 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(meet_fn, NULL, 1), NULL, b), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&met), 2);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------ differential */
+
+Test(gpu_engine, differential_a_third_on_gpu_1_thread, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  weft_gpu_test_host_jitter(20);
+  cr_assert_eq(differential_gpu(1, false, 3), 3 * DV);
+}
+
+Test(gpu_engine, differential_a_third_on_gpu_2_threads, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  weft_gpu_test_host_jitter(20);
+  cr_assert_eq(differential_gpu(2, true, 3), 3 * DV);
+}
+
+Test(gpu_engine, differential_a_third_on_gpu_4_threads, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  weft_gpu_test_host_jitter(20);
+  cr_assert_eq(differential_gpu(4, true, 3), 3 * DV);
+}
+
+/* ------------------------------------------------------ device errors */
+
+static atomic_int ran_fn;
+
+static int fail_dev_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)arg;
+  atomic_fetch_add(&ran_fn, 1);
+  return weft_gpu_host_test_inject_error(rc->stream);
+}
+
+static int count_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  atomic_fetch_add(&ran_fn, 1);
+  return 0;
+}
+
+Test(gpu_engine, a_device_error_fails_the_op_its_dependents_and_the_device, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng), *u = te_var(t.eng), *z = te_var(t.eng), *k = te_var(t.eng);
+  atomic_store(&ran_fn, 0);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(fail_dev_fn, NULL, 0), NULL, v), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(count_fn, NULL), v, u), 0); /* skipped */
+  cr_assert_eq(weft_var_wait(t.eng, u), WEFT_EDEVICE);
+  cr_assert_eq(atomic_load(&ran_fn), 1, "the dependent CPU op ran");
+  /* Later work on the failed device fails without running; the other
+   * device still works. */
+  cr_assert_eq(push_rw(t.eng, gpu_desc(count_fn, NULL, 0), NULL, z), 0);
+  cr_assert_eq(weft_var_wait(t.eng, z), WEFT_EDEVICE);
+  cr_assert_eq(atomic_load(&ran_fn), 1, "an op ran on the failed device");
+  cr_assert_eq(push_rw(t.eng, gpu_desc(count_fn, NULL, 1), NULL, k), 0);
+  cr_assert_eq(weft_var_wait(t.eng, k), 0);
+  cr_assert_eq(atomic_load(&ran_fn), 2);
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EDEVICE);
+  cr_assert_eq(te_free(&t), 0);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert(strstr(err, "weft: "), "no log line for the device error: \"%s\"", err);
+  tu_assert_no_errors();
+}
+
+static atomic_int release_stuck;
+
+static void stuck_item(void *arg)
+{
+  (void)arg;
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&release_stuck), TU_DEADLINE_S), "never released");
+}
+
+static int stuck_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, stuck_item, arg);
+}
+
+Test(gpu_engine, the_watchdog_fails_work_that_never_completes, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  setenv("WEFT_GPU_WATCHDOG_MS", "100", 1);
+  te t = te_new(NULL, 1, 0);
+  weft_var *v = te_var(t.eng), *u = te_var(t.eng);
+  atomic_store(&release_stuck, 0);
+  atomic_store(&ran_fn, 0);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(stuck_fn, NULL, 0), NULL, v), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(count_fn, NULL), v, u), 0);
+  int rc = weft_var_wait(t.eng, u);
+  atomic_store(&release_stuck, 1); /* let the stream finish so destroy can */
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EDEVICE);
+  cr_assert_eq(atomic_load(&ran_fn), 0);
+  cr_assert(tu_line_has_all(err, "weft: ", "WEFT_GPU_WATCHDOG_MS", "GPU 0"),
+            "no watchdog line: \"%s\"", err);
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EDEVICE);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------ no devices, bad input */
+
+static int nop_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  return 0;
+}
+
+static void nop_async(const weft_run_ctx *rc, void *arg, weft_done *done)
+{
+  (void)rc;
+  (void)arg;
+  weft_done_signal(done, 0);
+}
+
+Test(gpu_engine, no_devices_means_enodev, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  const char *backends[] = {"none", "cuda"};
+  for (int i = 0; i < 2; i++) {
+    setenv("WEFT_GPU_BACKEND", backends[i], 1);
+    te t = te_new(NULL, 1, 0);
+    if (i == 1 && weft_gpu_count(t.eng) > 0) { /* a machine with a GPU */
+      cr_assert_eq(te_free(&t), 0);
+      continue;
+    }
+    cr_assert_eq(weft_gpu_count(t.eng), 0, "%s: %d devices", backends[i],
+                 weft_gpu_count(t.eng));
+    weft_var *v = te_var(t.eng);
+    cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, v), WEFT_ENODEV);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  cr_assert_eq(weft_gpu_count(NULL), 0);
+}
+
+Test(gpu_engine, bad_input, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 1, 0);
+  weft_var *v = te_var(t.eng);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 2), NULL, v), WEFT_ENODEV);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, -1), NULL, v), WEFT_ENODEV);
+  weft_op_desc d = gpu_desc(NULL, NULL, 0);
+  d.async_fn = nop_async; /* a GPU op completes with its stream, not a signal */
+  cr_assert_eq(push_rw(t.eng, d, NULL, v), WEFT_EINVAL);
+  weft_op_desc c = te_desc(nop_fn, NULL);
+  c.prop = WEFT_PROP_COPY_TO_GPU; /* a copy names its GPU */
+  cr_assert_eq(push_rw(t.eng, c, NULL, v), WEFT_EINVAL);
+  cr_assert_eq(te_free(&t), 0);
+}
+
+static int create_engine(void *ctx)
+{
+  weft_engine **e = ctx;
+  return weft_engine_create(e, NULL);
+}
+
+Test(gpu_engine, malformed_environment, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  int base = tu_thread_baseline();
+  const char *cases[][2] = {
+      {"WEFT_GPU_WORKERS", "0"},       {"WEFT_GPU_WORKERS", "two"},
+      {"WEFT_GPU_COPY_WORKERS", "-1"}, {"WEFT_GPU_COPY_WORKERS", "99999"},
+      {"WEFT_GPU_WATCHDOG_MS", "soon"}, {"WEFT_GPU_BACKEND", "opencl"},
+      {"WEFT_GPU_HOST_DEVICES", "0"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setup();
+    setenv(cases[i][0], cases[i][1], 1);
+    weft_engine *e = NULL;
+    tu_expect_env_einval(cases[i][0], cases[i][1], "weft_engine_create", create_engine, &e, base);
+    cr_assert_null(e);
+  }
+}
+
+/* --------------------------------------------------- idle and threads */
+
+static int threads_named_prefix(const char *prefix)
+{
+  int n = 0;
+  for (int k = 0; k < 4; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "%s%d", prefix, k);
+    n += tu_threads_named(name);
+  }
+  return n;
+}
+
+/* CPU time (ticks) of the thread named name, or -1. */
+static long thread_ticks(const char *name)
+{
+  DIR *d = opendir("/proc/self/task");
+  long ticks = -1;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    char path[300], buf[1024] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (!open || !close || (size_t)(close - open - 1) != strlen(name) ||
+        strncmp(open + 1, name, strlen(name)) != 0)
+      continue;
+    unsigned long ut = 0, st = 0;
+    /* fields after the name: state ppid pgrp session tty tpgid flags minflt
+     * cminflt majflt cmajflt utime stime */
+    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+      ticks = (long)(ut + st);
+  }
+  if (d)
+    closedir(d);
+  return ticks;
+}
+
+Test(gpu_engine, an_idle_executor_burns_no_cpu_and_starts_threads_lazily, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 1, 0);
+  weft_var *v = te_var(t.eng);
+  cr_assert_eq(weft_gpu_count(t.eng), 2);
+  cr_assert_eq(tu_threads_named("weft-gpu-poll"), 0, "a poller before any GPU op");
+  cr_assert_eq(threads_named_prefix("weft-g0c"), 0, "workers before any GPU op");
+  for (int i = 0; i < 100; i++)
+    cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, v), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(tu_threads_named("weft-gpu-poll"), 1);
+  cr_assert_eq(threads_named_prefix("weft-g0c"), 2, "WEFT_GPU_WORKERS defaults to 2");
+  cr_assert_eq(threads_named_prefix("weft-g1c"), 0, "device 1 started without an op");
+  tu_sleep_us(100000); /* past the poller's spin */
+  long before = thread_ticks("weft-gpu-poll");
+  tu_sleep_us(500000);
+  long after = thread_ticks("weft-gpu-poll");
+  cr_assert(before >= 0 && after >= 0);
+  cr_assert_leq(after - before, 2, "the idle poller used %ld ticks in 0.5 s", after - before);
+  cr_assert_eq(te_free(&t), 0);
+  cr_assert_eq(tu_threads_named("weft-gpu-poll"), 0, "the poller outlived the engine");
+}
+
+Test(gpu_engine, events_are_reused, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 16);
+  weft_var *v[8];
+  for (int i = 0; i < 8; i++)
+    v[i] = te_var(t.eng);
+  weft_gpu_test_create_calls(); /* reset the count */
+  long n = tu_scaled(5000, 500);
+  for (long i = 0; i < n; i++)
+    cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, (int)(i % 2)), NULL, v[i % 8]), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  long created = weft_gpu_test_create_calls();
+  cr_log_info("%ld GPU ops made %ld streams and events", n, created);
+  /* 16 ops in flight at most (max_inflight) and a few more held by device
+   * waits, plus 4 streams per device: far fewer than the ops. */
+  cr_assert_lt(created, 100, "%ld creations for %ld ops: events are not reused", created, n);
+  cr_assert_eq(te_free(&t), 0);
+}
