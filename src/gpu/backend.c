@@ -201,6 +201,14 @@ int weft_gpu_stream_sync(weft_gpu_backend *b, weft_gpu_stream *s)
   return b->ops->stream_sync(b, s);
 }
 
+int weft_gpu_bind_thread(weft_gpu_backend *b, int device)
+{
+  int rc = check_device(b, device);
+  if (rc)
+    return rc;
+  return b->ops->bind_thread ? b->ops->bind_thread(b, device) : 0;
+}
+
 int weft_gpu_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out)
 {
   if (!out)

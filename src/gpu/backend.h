@@ -89,6 +89,10 @@ typedef struct weft_gpu_backend_ops {
   /* Enqueues a copy of bytes from src to dst; returns once it is enqueued. */
   int (*copy_async)(weft_gpu_backend *b, weft_gpu_stream *s, void *dst, const void *src,
                     size_t bytes, weft_gpu_copy_kind kind);
+  /* Makes device the calling thread's current device (a device worker, at
+   * its start, so that operators launch on their stream's device). NULL:
+   * nothing to do. */
+  int (*bind_thread)(weft_gpu_backend *b, int device);
 } weft_gpu_backend_ops;
 
 /* The common part of every backend: the implementations embed it first. */
@@ -125,6 +129,7 @@ int weft_gpu_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream **ou
 int weft_gpu_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *s);
 void *weft_gpu_stream_native(weft_gpu_backend *b, weft_gpu_stream *s);
 int weft_gpu_stream_sync(weft_gpu_backend *b, weft_gpu_stream *s);
+int weft_gpu_bind_thread(weft_gpu_backend *b, int device);
 int weft_gpu_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out);
 int weft_gpu_event_destroy(weft_gpu_backend *b, weft_gpu_event *e);
 int weft_gpu_event_record(weft_gpu_backend *b, weft_gpu_event *e, weft_gpu_stream *s);

@@ -193,7 +193,14 @@ static int cuda_copy_async(weft_gpu_backend *b, weft_gpu_stream *st, void *dst, 
   return err == cudaSuccess ? 0 : fail("cudaMemcpyAsync", s->device, err);
 }
 
+static int cuda_bind_thread(weft_gpu_backend *b, int device)
+{
+  (void)b;
+  return set_device(device);
+}
+
 static const weft_gpu_backend_ops cuda_ops = {
+  .bind_thread = cuda_bind_thread,
   .name = "cuda",
   .close = cuda_close,
   .stream_create = cuda_stream_create,

@@ -206,6 +206,8 @@ static int x_run_sync(void *self, const weft_opr *op)
   int rc = 0;
   if (!d->sync_stream)
     rc = weft_gpu_stream_create(x->b, op->ctx.id, &d->sync_stream);
+  if (!rc) /* fn launches from this thread (CUDA: its current device changes) */
+    rc = weft_gpu_bind_thread(x->b, op->ctx.id);
   if (!rc) {
     weft_run_ctx rctx = {op->ctx, weft_gpu_stream_native(x->b, d->sync_stream), -1};
     rc = op->fn(&rctx, op->arg);

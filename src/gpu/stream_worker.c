@@ -82,6 +82,9 @@ static void *worker_main(void *arg)
   snprintf(name, sizeof name, "weft-g%d%c%d", w->device % 100,
            w->kind == WEFT_GPU_COMPUTE ? 'c' : 'x', w->index % 100);
   pthread_setname_np(pthread_self(), name);
+  /* CUDA's current device is per thread: operators launch on ours. A
+   * failure fails every operator this worker gets. */
+  int bound = weft_gpu_bind_thread(w->x->b, w->device);
   for (;;) {
     pthread_mutex_lock(&w->lock);
     while (!w->qhead && !w->stop)
@@ -95,7 +98,10 @@ static void *worker_main(void *arg)
     if (!w->qhead)
       w->qtail = NULL;
     pthread_mutex_unlock(&w->lock);
-    run_one(w, op);
+    if (bound)
+      weft_gpu_finish_unlaunched(op, bound);
+    else
+      run_one(w, op);
   }
 }
 
