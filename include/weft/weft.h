@@ -252,8 +252,21 @@ WEFT_API int weft_var_wait(weft_engine *eng, weft_var *var);
  * failure recorded since the previous weft_wait_all, and clears it and every
  * var's failed state. */
 WEFT_API int weft_wait_all(weft_engine *eng);
-/* The number of GPUs operators may use (0 without a GPU layer or devices).
- * Returns the count, not an error code. */
+/* The number of GPUs operators may use: 0 without devices (no CUDA driver or
+ * device, WEFT_GPU_BACKEND=none, or a build without CUDA unless
+ * WEFT_GPU_BACKEND=host asks for emulated devices). Returns the count, not
+ * an error code.
+ *
+ * GPU operators (ctx.type WEFT_DEV_GPU) run on the device's workers: fn gets
+ * the worker's stream in weft_run_ctx.stream (a cudaStream_t, or a host
+ * backend stream for weft_gpu_host_enqueue), enqueues device work on it and
+ * returns; the operator finishes when that work completes on the stream,
+ * not when fn returns. Successors on the same device wait on the device;
+ * CPU successors and weft_var_wait wait for the completion. Copy operators
+ * (WEFT_PROP_COPY_TO_GPU / COPY_FROM_GPU) run on the copy workers' own
+ * streams. A GPU operator takes fn, not async_fn (WEFT_EINVAL). A device
+ * error fails the operator with WEFT_EDEVICE, its dependents with it, and
+ * every later operator on that device. */
 WEFT_API int weft_gpu_count(const weft_engine *eng);
 
 /* The host backend (WEFT_GPU_BACKEND=host: emulated devices, for machines
