@@ -30,20 +30,42 @@ int weft_gpu_count(const weft_engine *eng)
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_engine_sync *sync_free; /* under sync_lock */
 
-static weft_engine_sync *sync_get(void)
+/* A sync block with tallies for ntally threads, zeroed. A recycled block
+ * may still be read by a completion of its previous engine (after that
+ * engine drained): every field it reads is atomic, and what it computes
+ * then is at worst a spurious wake-up. */
+static weft_engine_sync *sync_get(int ntally)
 {
   pthread_mutex_lock(&sync_lock);
-  weft_engine_sync *s = sync_free;
+  weft_engine_sync **pp = &sync_free;
+  while (*pp && (*pp)->cap < ntally)
+    pp = &(*pp)->next;
+  weft_engine_sync *s = *pp;
   if (s)
-    sync_free = s->next;
+    *pp = s->next;
   pthread_mutex_unlock(&sync_lock);
   if (!s) {
-    s = weft_aligned_alloc(64, sizeof *s);
+    s = weft_aligned_alloc(64, sizeof *s + (size_t)ntally * sizeof s->tally[0]);
     if (!s)
       return NULL;
+    s->cap = ntally;
     atomic_init(&s->idle_seq, 0);
+    atomic_init(&s->waiters, 0);
+    atomic_init(&s->drain_waiters, 0);
+    for (int i = 0; i < ntally; i++)
+      for (int k = 0; k < 2; k++) {
+        atomic_init(&s->tally[i].pushed[k], 0);
+        atomic_init(&s->tally[i].done[k], 0);
+      }
   }
+  s->ntally = ntally;
   atomic_store_explicit(&s->waiters, 0, memory_order_relaxed);
+  atomic_store_explicit(&s->drain_waiters, 0, memory_order_relaxed);
+  for (int i = 0; i < s->cap; i++) /* relaxed: published with the engine */
+    for (int k = 0; k < 2; k++) {
+      atomic_store_explicit(&s->tally[i].pushed[k], 0, memory_order_relaxed);
+      atomic_store_explicit(&s->tally[i].done[k], 0, memory_order_relaxed);
+    }
   return s;
 }
 
@@ -98,22 +120,58 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
   }
 }
 
+/* The calling thread's tally: its worker's, or the shared one (own false). */
+static weft_engine_tally *my_tally(weft_engine *eng, bool *own)
+{
+  int w = weft_pool_worker_index(eng->pool);
+  *own = w >= 0;
+  return &eng->sync->tally[w >= 0 ? w : eng->sync->ntally - 1];
+}
+
+/* Adds one to a count of t (own: the calling worker's tally, else shared). */
+static inline void tally_inc(_Atomic uint64_t *c, bool own, memory_order mo)
+{
+  if (own) /* the owner is the only writer: no read-modify-write */
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, mo);
+  else
+    atomic_fetch_add_explicit(c, 1, mo);
+}
+
+/* Whether slot s of sy's tallies is drained. The finished counts are read
+ * first: each finish counted there happened after its push, so the push
+ * is in the pushed sum read afterwards, and equal sums mean that every
+ * push read has finished. */
+static bool tally_drained(weft_engine_sync *sy, int s)
+{
+  uint64_t done = 0, pushed = 0;
+  int n = sy->ntally;
+  for (int i = 0; i < n; i++) /* seq_cst: pairs with the finishes' stores in count_done */
+    done += atomic_load_explicit(&sy->tally[i].done[s], memory_order_seq_cst);
+  for (int i = 0; i < n; i++) /* seq_cst: pairs with the pushes' epoch protocol */
+    pushed += atomic_load_explicit(&sy->tally[i].pushed[s], memory_order_seq_cst);
+  return pushed == done;
+}
+
 uint64_t weft_engine_count_push(weft_engine *eng)
 {
   weft_opr *parent = weft_tls_opr;
   if (parent && parent->eng == eng) {
     /* Pushed from inside an operator: counted with it, so a weft_wait_all
-     * that waits for the parent waits for what it pushes. The parent's own
-     * count keeps that slot from draining meanwhile. seq_cst: as below. */
-    atomic_fetch_add_explicit(&eng->inflight[parent->slot], 1, memory_order_seq_cst);
+     * that waits for the parent waits for what it pushes; the parent's own
+     * count keeps that slot from draining meanwhile. relaxed: the push is
+     * ordered before its finish by the operator's own hand-offs. */
+    bool own;
+    weft_engine_tally *t = my_tally(eng, &own);
+    tally_inc(&t->pushed[parent->slot], own, memory_order_relaxed);
     return parent->epoch;
   }
+  weft_engine_tally *shared = &eng->sync->tally[eng->sync->ntally - 1];
   for (;;) {
     /* seq_cst (all three): a weft_wait_all that flipped the epoch after we
      * read it either sees our count in the old slot, or we see its flip on
      * the re-read and move to the new slot. */
     uint64_t e = atomic_load_explicit(&eng->epoch, memory_order_seq_cst);
-    atomic_fetch_add_explicit(&eng->inflight[e & 1], 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&shared->pushed[e & 1], 1, memory_order_seq_cst);
     if (atomic_load_explicit(&eng->epoch, memory_order_seq_cst) == e)
       return e;
     weft_engine_count_done(eng, (int)(e & 1));
@@ -123,20 +181,32 @@ uint64_t weft_engine_count_push(weft_engine *eng)
 void weft_engine_count_done(weft_engine *eng, int slot)
 {
   weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */
-  /* seq_cst: pairs with the waiters' announcement in weft_engine_wait.
-   * Only a slot's drain is waited for (wait_all, destroy). */
-  if (atomic_fetch_sub_explicit(&eng->inflight[slot], 1, memory_order_seq_cst) == 1)
+  bool own;
+  weft_engine_tally *t = my_tally(eng, &own);
+  /* seq_cst: orders the count before the read of drain_waiters (a waiter
+   * announces itself, then reads the sums: one of us sees the other). */
+  tally_inc(&t->done[slot], own, memory_order_seq_cst);
+  if (atomic_load_explicit(&sy->drain_waiters, memory_order_seq_cst) > 0 &&
+      tally_drained(sy, slot))
     weft_engine_sync_notify(sy);
 }
 
 /* arg: a slot, or NULL for both. */
 static bool drained(weft_engine *eng, void *arg)
 {
-  /* seq_cst: pairs with the updates in weft_engine_count_*. */
   if (arg)
-    return atomic_load_explicit(&eng->inflight[*(int *)arg], memory_order_seq_cst) == 0;
-  return atomic_load_explicit(&eng->inflight[0], memory_order_seq_cst) == 0 &&
-         atomic_load_explicit(&eng->inflight[1], memory_order_seq_cst) == 0;
+    return tally_drained(eng->sync, *(int *)arg);
+  return tally_drained(eng->sync, 0) && tally_drained(eng->sync, 1);
+}
+
+/* Waits until drained(eng, slot) holds, announced as a drain waiter. */
+static void wait_drained(weft_engine *eng, int *slot)
+{
+  weft_engine_sync *sy = eng->sync;
+  /* seq_cst: pairs with the read of drain_waiters in count_done. */
+  atomic_fetch_add_explicit(&sy->drain_waiters, 1, memory_order_seq_cst);
+  weft_engine_wait(eng, drained, slot);
+  atomic_fetch_sub_explicit(&sy->drain_waiters, 1, memory_order_relaxed);
 }
 
 static bool inside_own_op(const weft_engine *eng)
@@ -220,9 +290,9 @@ static int wait_all(weft_engine *eng)
       break;
     }
     pthread_mutex_unlock(&eng->wait_lock);
-    weft_engine_wait(eng, drained, &older);
+    wait_drained(eng, &older);
   }
-  weft_engine_wait(eng, drained, &slot);
+  wait_drained(eng, &slot);
   int rc = take_failure(eng);
   clear_failures(eng, waited);
   return rc;
@@ -353,7 +423,7 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     eng->own_pool = true;
   }
   eng->caches = weft_calloc(2 * (size_t)weft_pool_num_threads(eng->pool), sizeof *eng->caches);
-  eng->sync = sync_get();
+  eng->sync = sync_get(weft_pool_num_threads(eng->pool) + 1);
   if (!eng->caches || !eng->sync) {
     free_engine(eng);
     return WEFT_ENOMEM;
@@ -367,8 +437,6 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     }
     eng->exec = exec;
   }
-  atomic_init(&eng->inflight[0], 0);
-  atomic_init(&eng->inflight[1], 0);
   atomic_init(&eng->epoch, 0);
   atomic_init(&eng->admitted, 0);
 
@@ -392,7 +460,7 @@ int weft_engine_destroy(weft_engine *eng)
     pthread_mutex_lock(&eng->naive_lock);
     pthread_mutex_unlock(&eng->naive_lock);
   } else {
-    weft_engine_wait(eng, drained, NULL);
+    wait_drained(eng, NULL);
   }
   int rc = take_failure(eng);
   free_engine(eng);

@@ -122,10 +122,27 @@ enum { WEFT_ENGINE_RUNNING = 0, WEFT_ENGINE_DRAINING = 1 };
  * completion that drains a count notifies after its decrement, when
  * weft_engine_destroy may already have freed the engine. A notify on a
  * recycled block is a spurious wake-up, which every waiter tolerates. */
+/* Operators counted by epoch slot, pushed and finished, each count only
+ * growing: one tally per pool worker, written by that worker alone (a load
+ * and a store, no read-modify-write, on a line of its own), and a shared
+ * one, updated by RMW, for every other thread. A slot is drained when the
+ * sum of its finished counts equals the sum of its pushed counts, read in
+ * that order (engine.c, tally_drained). */
+typedef struct weft_engine_tally {
+  _Alignas(64) _Atomic uint64_t pushed[2];
+  _Atomic uint64_t done[2];
+} weft_engine_tally;
+
 typedef struct weft_engine_sync {
   _Alignas(64) _Atomic int waiters; /* atomic: threads sleeping on idle_seq */
   _Atomic uint32_t idle_seq;        /* atomic: futex word, bumped by notify */
+  /* atomic: threads waiting for a slot to drain (wait_all, destroy); while
+   * there are any, a completion checks the sums and notifies at zero. */
+  _Atomic int drain_waiters;
+  int cap;                          /* immutable: tallies allocated */
+  int ntally;                       /* set when handed out: pool workers + 1 */
   struct weft_engine_sync *next;    /* under the list's lock while free */
+  weft_engine_tally tally[];        /* [cap] */
 } weft_engine_sync;
 
 struct weft_engine {
@@ -143,18 +160,17 @@ struct weft_engine {
   weft_obj_store bigs; /* internally locked: arrays of operators with many vars */
   weft_obj_cache *caches; /* [2 * pool workers]: oprs, then bigs; each owned by its worker */
 
-  /* Operators pushed and not finished, counted by epoch (two slots): a
-   * weft_wait_all moves pushes on to the next epoch and waits for its own
-   * slot to drain, so operators pushed after it began cannot hold it up.
-   * The threads waiting for a count to fall (wait_all, destroy, pushers held
-   * back by max_inflight) sleep on idle_seq. */
-  _Alignas(64) _Atomic int64_t inflight[2];
-  _Atomic uint64_t epoch;    /* atomic: bumped by weft_wait_all */
+  /* Operators pushed and not finished are counted by epoch (two slots) in
+   * sync's tallies: a weft_wait_all moves pushes on to the next epoch and
+   * waits for its own slot to drain, so operators pushed after it began
+   * cannot hold it up. The threads waiting for a count to fall (wait_all,
+   * destroy, pushers held back by max_inflight) sleep on sync's idle_seq. */
+  _Alignas(64) _Atomic uint64_t epoch; /* atomic: bumped by weft_wait_all */
   /* atomic: with max_inflight, operators admitted and not finished; an
    * outside pusher takes a place before it pushes, so the cap is exact. */
   _Atomic int64_t admitted;
   pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
-  struct weft_engine_sync *sync; /* immutable: waiters and idle_seq */
+  struct weft_engine_sync *sync; /* immutable: waiters, idle_seq, tallies */
 
   _Alignas(64) _Atomic int state;       /* WEFT_ENGINE_* */
   _Atomic int64_t nsubmitting;          /* outside pushers inside weft_push */
