@@ -30,6 +30,7 @@
 #ifndef WEFT_COMMON_PROF_H
 #define WEFT_COMMON_PROF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/sync.h"
@@ -96,15 +97,16 @@ uint64_t weft_prof_dropped(const weft_prof_track *t);
 extern _Thread_local weft_prof_track *weft_prof_tls __attribute__((tls_model("initial-exec")));
 
 /* An operator's span around its function: begin before the call, end after
- * (name NULL: "op"). Off (no current track): one TLS load and one branch. */
+ * (name NULL: "op"); on (false): no span (the engine's internal operators).
+ * Off (no current track): one TLS load and one branch. */
 typedef struct weft_prof_mark {
   weft_prof_track *track;
   int64_t t0;
 } weft_prof_mark;
 
-static inline weft_prof_mark weft_prof_op_begin(void)
+static inline weft_prof_mark weft_prof_op_begin(bool on)
 {
-  weft_prof_mark m = {weft_prof_tls, 0};
+  weft_prof_mark m = {on ? weft_prof_tls : NULL, 0};
   if (m.track)
     m.t0 = weft_now_ns();
   return m;

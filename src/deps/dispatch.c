@@ -93,7 +93,7 @@ weft_opr *weft_opr_run(weft_opr *op)
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
   weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
-  weft_prof_mark pm = weft_prof_op_begin(); /* the op's trace span (off: NULL track) */
+  weft_prof_mark pm = weft_prof_op_begin(op->internal == WEFT_OPR_USER); /* trace span */
   if (op->fn) {
     status = op->fn(&rc, op->arg);
     weft_prof_op_end(pm, op->name);

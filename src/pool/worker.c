@@ -64,11 +64,9 @@ void weft_busy_add(weft_pool *pool, int delta)
 
 /* weft_run_task's tail with profiling on: a "task" or "pfor" span on pt,
  * which is the thread's current track meanwhile (operators record on it). */
-static void run_task_profiled(weft_pool *pool, weft_worker *w, weft_prof_track *pt,
-                              int (*fn)(void *), void *arg, size_t lo, size_t hi,
-                              weft_group_impl *g)
+static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(void *), void *arg,
+                              size_t lo, size_t hi, weft_group_impl *g)
 {
-  (void)pool;
   weft_prof_track *prev = weft_prof_tls;
   weft_prof_tls = pt;
   int64_t t0 = weft_now_ns();
@@ -96,7 +94,7 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
                         : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
                                      : NULL;
   if (pt) {
-    run_task_profiled(pool, w, pt, fn, arg, lo, hi, g);
+    run_task_profiled(w, pt, fn, arg, lo, hi, g);
     return;
   }
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
