@@ -64,6 +64,7 @@ struct weft_prof {
   char *process_name;     /* immutable */
   uint64_t id;            /* immutable: unique per recorder (thread caches) */
   int64_t t0;             /* immutable: the trace's time 0, ns */
+  int64_t tick0;          /* immutable: weft_prof_now() at t0 */
   uint64_t max_events;    /* immutable: per track */
   pthread_mutex_t lock;   /* guards the track list and the counts below */
   weft_prof_track *tracks, *tracks_tail;
@@ -120,6 +121,7 @@ int weft_prof_open(weft_prof **out, const char *cfg_path, const char *process_na
     return WEFT_ENOMEM;
   }
   p->id = atomic_fetch_add_explicit(&next_prof_id, 1, memory_order_relaxed);
+  p->tick0 = weft_prof_now();
   p->t0 = weft_now_ns();
   long cap = atomic_load_explicit(&test_max_events, memory_order_relaxed);
   p->max_events = (uint64_t)(cap > 0 ? cap : WEFT_PROF_MAX_EVENTS);
@@ -157,11 +159,23 @@ void weft_prof_destroy(weft_prof *p)
 }
 
 /* Under p->lock. */
+static const char *const builtin_names[WEFT_PROF_NBUILTIN] = {"task", "pfor", "park", "steal",
+                                                              "victim"};
+
+static bool name_add(weft_prof_track *t, const char *s, uint32_t *id);
+
 static weft_prof_track *track_make(weft_prof *p, const char *name)
 {
   weft_prof_track *t = weft_calloc(1, sizeof *t);
   if (!t)
     return NULL;
+  for (int i = 0; i < WEFT_PROF_NBUILTIN; i++) { /* ids 0.. in order */
+    uint32_t id;
+    if (!name_add(t, builtin_names[i], &id)) {
+      track_free(t);
+      return NULL;
+    }
+  }
   t->prof = p;
   t->tid = p->ntracks++;
   snprintf(t->name, sizeof t->name, "%s", name);
@@ -281,21 +295,19 @@ static bool intern(weft_prof_track *t, const char *s, uint32_t *id)
   return true;
 }
 
-static void record(weft_prof_track *t, const char *name, bool instant, int64_t t0, int64_t t1,
-                   const char *arg_name, int64_t arg)
+/* The next free event slot of t, or NULL (counted as dropped). */
+static prof_event *slot_next(weft_prof_track *t)
 {
-  if (!t)
-    return;
   if (t->nevents >= t->prof->max_events) {
     t->dropped++;
-    return;
+    return NULL;
   }
   prof_chunk *c = t->tail;
   if (!c || c->n == WEFT_PROF_CHUNK_EVENTS) {
     c = weft_malloc(sizeof *c);
     if (!c) {
       t->dropped++;
-      return;
+      return NULL;
     }
     c->next = NULL;
     c->n = 0;
@@ -305,19 +317,52 @@ static void record(weft_prof_track *t, const char *name, bool instant, int64_t t
       t->head = c;
     t->tail = c;
   }
-  prof_event *e = &c->ev[c->n];
-  e->arg_name = EV_NO_ARG;
-  if (!intern(t, name, &e->name) || (arg_name && !intern(t, arg_name, &e->arg_name))) {
-    t->dropped++;
-    return;
-  }
-  if (instant)
-    e->name |= EV_INSTANT;
+  return &c->ev[c->n];
+}
+
+/* Commits the slot slot_next returned. */
+static inline void slot_commit(weft_prof_track *t, prof_event *e, uint32_t name, bool instant,
+                               int64_t t0, int64_t t1, uint32_t arg_name, int64_t arg)
+{
+  e->name = name | (instant ? EV_INSTANT : 0);
+  e->arg_name = arg_name;
   e->t0 = t0;
   e->t1 = t1;
   e->arg = arg;
-  c->n++;
+  t->tail->n++;
   t->nevents++;
+}
+
+static void record(weft_prof_track *t, const char *name, bool instant, int64_t t0, int64_t t1,
+                   const char *arg_name, int64_t arg)
+{
+  if (!t)
+    return;
+  prof_event *e = slot_next(t);
+  if (!e)
+    return;
+  uint32_t n, a = EV_NO_ARG;
+  if (!intern(t, name, &n) || (arg_name && !intern(t, arg_name, &a))) {
+    t->dropped++;
+    return;
+  }
+  slot_commit(t, e, n, instant, t0, t1, a, arg);
+}
+
+void weft_prof_span_builtin(weft_prof_track *t, weft_prof_builtin name, int64_t t0, int64_t t1)
+{
+  prof_event *e = t ? slot_next(t) : NULL;
+  if (e)
+    slot_commit(t, e, (uint32_t)name, false, t0, t1, EV_NO_ARG, 0);
+}
+
+void weft_prof_instant_builtin(weft_prof_track *t, weft_prof_builtin name, int64_t at,
+                               int arg_name, int64_t arg)
+{
+  prof_event *e = t ? slot_next(t) : NULL;
+  if (e)
+    slot_commit(t, e, (uint32_t)name, true, at, at, arg_name < 0 ? EV_NO_ARG : (uint32_t)arg_name,
+                arg);
 }
 
 void weft_prof_span(weft_prof_track *t, const char *name, int64_t t0_ns, int64_t t1_ns)
@@ -365,7 +410,19 @@ static void put_us(FILE *f, int64_t ns)
   fprintf(f, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000));
 }
 
-static void write_events(FILE *f, const weft_prof *p, const weft_prof_track *t, long pid)
+/* Ticks to ns since the open: the rate measured between open and write. */
+typedef struct tick_map {
+  int64_t tick0;
+  double ns_per_tick;
+} tick_map;
+
+static int64_t tick_ns(const tick_map *m, int64_t tick)
+{
+  double v = (double)(tick - m->tick0) * m->ns_per_tick; /* monotonic in tick: nesting holds */
+  return (int64_t)(v >= 0 ? v + 0.5 : v - 0.5);
+}
+
+static void write_events(FILE *f, const tick_map *m, const weft_prof_track *t, long pid)
 {
   for (const prof_chunk *c = t->head; c; c = c->next) {
     for (uint32_t i = 0; i < c->n; i++) {
@@ -375,10 +432,11 @@ static void write_events(FILE *f, const weft_prof *p, const weft_prof_track *t, 
       put_str(f, t->names[e->name & ~EV_INSTANT]);
       fprintf(f, ",\"ph\":\"%s\",\"pid\":%ld,\"tid\":%d,\"ts\":", instant ? "i\",\"s\":\"t" : "X",
               pid, t->tid);
-      put_us(f, e->t0 - p->t0);
+      int64_t t0 = tick_ns(m, e->t0), t1 = tick_ns(m, e->t1);
+      put_us(f, t0);
       if (!instant) {
         fputs(",\"dur\":", f);
-        put_us(f, e->t1 > e->t0 ? e->t1 - e->t0 : 0);
+        put_us(f, t1 > t0 ? t1 - t0 : 0);
       }
       if (e->arg_name != EV_NO_ARG) {
         fputs(",\"args\":{", f);
@@ -394,6 +452,10 @@ int weft_prof_write(weft_prof *p)
 {
   if (!p)
     return 0;
+  int64_t tick1 = weft_prof_now(), ns1 = weft_now_ns();
+  tick_map m = {p->tick0, 1.0};
+  if (tick1 > p->tick0 && ns1 > p->t0)
+    m.ns_per_tick = (double)(ns1 - p->t0) / (double)(tick1 - p->tick0);
   FILE *f = fopen(p->path, "w");
   if (!f) {
     int err = errno;
@@ -421,7 +483,7 @@ int weft_prof_write(weft_prof *p)
     dropped += t->dropped;
   }
   for (const weft_prof_track *t = p->tracks; t; t = t->next)
-    write_events(f, p, t, pid);
+    write_events(f, &m, t, pid);
   fprintf(f,
           "\n],\"otherData\":{\"weft_version\":\"%s\",\"max_events_per_track\":%" PRIu64
           ",\"dropped_events\":%" PRIu64 "}}\n",

@@ -69,9 +69,9 @@ static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(voi
 {
   weft_prof_track *prev = weft_prof_tls;
   weft_prof_tls = pt;
-  int64_t t0 = weft_now_ns();
+  int64_t t0 = weft_prof_now();
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
-  weft_prof_span(pt, fn ? "task" : "pfor", t0, weft_now_ns());
+  weft_prof_span_builtin(pt, fn ? WEFT_PROF_TASK : WEFT_PROF_PFOR, t0, weft_prof_now());
   weft_prof_tls = prev;
   if (g)
     weft_group_task_done(g, w, rc);
@@ -123,7 +123,8 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
         if (sr == WEFT_STEAL_OK) {
           stat_inc(&w->steals);
           if (w->prof)
-            weft_prof_instant(w->prof, "steal", weft_now_ns(), "victim", v->index);
+            weft_prof_instant_builtin(w->prof, WEFT_PROF_STEAL, weft_prof_now(), WEFT_PROF_VICTIM,
+                                      v->index);
           return item;
         }
         *retry |= sr == WEFT_STEAL_RETRY;
@@ -306,10 +307,10 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
       return NULL;
     }
     stat_inc(&w->parks);
-    int64_t park_ns = w->prof ? weft_now_ns() : 0;
+    int64_t park_at = w->prof ? weft_prof_now() : 0;
     weft_ec_commit(&pool->ec, key);
     if (w->prof)
-      weft_prof_span(w->prof, "park", park_ns, weft_now_ns());
+      weft_prof_span_builtin(w->prof, WEFT_PROF_PARK, park_at, weft_prof_now());
     stat_inc(&w->wakeups);
     if (!g)
       weft_busy_add(pool, +1);
