@@ -55,6 +55,9 @@ typedef struct weft_pool_config {
   const char *affinity; /* NULL: automatic (WEFT_AFFINITY, else "none");
                            "none" | "compact" | "scatter" | a cpu list "0,2,4-7" */
   const char *name;     /* NULL: "weft"; threads are named "<name>-w<N>" */
+  const char *profile;  /* NULL: automatic (WEFT_PROFILE, else off); "": off;
+                           else a path: the pool's destroy writes a Chrome
+                           trace there (README "Profiling") */
 } weft_pool_config;
 
 /* Sets every field to "automatic". */

@@ -29,6 +29,19 @@ const char *weft_env_str(const char *name)
   return (s && *s) ? s : NULL;
 }
 
+int weft_env_nonempty(const char *name, const char **out)
+{
+  const char *s = getenv(name);
+  if (!s)
+    return 1;
+  if (!*s) {
+    weft_log("malformed %s=\"\": expected a file path (unset it to turn it off)", name);
+    return WEFT_EINVAL;
+  }
+  *out = s;
+  return 0;
+}
+
 int weft_env_int(const char *name, long lo, long hi, long *out)
 {
   const char *s = weft_env_str(name);

@@ -58,6 +58,12 @@
 /* A loop piece runs chunks of 1/DIVISOR of what is left of it, parts. */
 #define WEFT_PFOR_CHUNK_DIVISOR 8
 
+/* Profiling (WEFT_PROFILE): a track (one per worker) keeps at most this many
+ * events, then drops and counts the rest, events (about 32 bytes each, so
+ * 32 MiB per track at most). */
+#define WEFT_PROF_MAX_EVENTS (1L << 20)
+/* A track's buffer grows by chunks of this many events, events. */
+#define WEFT_PROF_CHUNK_EVENTS 4096
 
 /* GPU host backend (emulated devices): the most WEFT_GPU_HOST_DEVICES
  * accepted, devices; the largest per-item jitter a test may ask for,

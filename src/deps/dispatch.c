@@ -6,6 +6,7 @@
  * thread, the operators that this makes ready.
  */
 #include "common/alloc.h"
+#include "common/prof.h"
 #include "common/sync.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
@@ -97,8 +98,10 @@ weft_opr *weft_opr_run(weft_opr *op)
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
   weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
+  weft_prof_mark pm = weft_prof_op_begin(op->internal == WEFT_OPR_USER); /* trace span */
   if (op->fn) {
     status = op->fn(&rc, op->arg);
+    weft_prof_op_end(pm, op->name);
     weft_tls_opr = prev;
     return weft_opr_complete(op, status, true);
   }
@@ -109,6 +112,7 @@ weft_opr *weft_opr_run(weft_opr *op)
   }
   atomic_init(&op->async_refs, 2);
   op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */
+  weft_prof_op_end(pm, op->name);
   weft_tls_opr = prev;
   /* acq_rel: the second of (signal, return) finishes the op and must see
    * the status the signal stored. */

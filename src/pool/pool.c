@@ -21,6 +21,7 @@ void weft_pool_config_default(weft_pool_config *cfg)
   cfg->spin_count = -1;
   cfg->affinity = NULL;
   cfg->name = NULL;
+  cfg->profile = NULL;
 }
 
 bool weft_pool_is_inside(const weft_pool *pool)
@@ -197,7 +198,9 @@ static int resolve_config(weft_pool *pool, const weft_pool_config *cfg, int *nth
   }
   if (!*affinity)
     *affinity = "none";
-  return 0;
+  char pname[48];
+  snprintf(pname, sizeof pname, "%s pool", pool->name);
+  return weft_prof_open(&pool->prof, cfg->profile, pname);
 }
 
 /* Victims of worker i: every other worker, those sharing a cache first. */
@@ -240,6 +243,7 @@ static void free_pool(weft_pool *pool)
   weft_inject_destroy(&pool->inject);
   weft_prio_destroy(&pool->prio);
   weft_topo_destroy(&pool->topo);
+  weft_prof_destroy(pool->prof);
   weft_free(pool);
 }
 
@@ -332,6 +336,13 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     w->index = i;
     w->cpu = cpus[i];
     w->rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1);
+    if (pool->prof) {
+      char tname[48];
+      snprintf(tname, sizeof tname, "%s worker %d", pool->name, i);
+      w->prof = weft_prof_track_new(pool->prof, tname); /* tid i: made first, in order */
+      if (!w->prof)
+        rc = WEFT_ENOMEM;
+    }
   }
   weft_free(cpus);
   for (int i = 0; rc == 0 && i < nthreads; i++) {
@@ -395,6 +406,7 @@ int weft_pool_destroy(weft_pool *pool)
   /* A waiter on an older group may have registered after the first wait. */
   while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
     sched_yield();
+  weft_prof_write(pool->prof); /* the trace belongs to the pool; failures are logged */
   free_pool(pool);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/prof.h"
 #include "common/tunables.h"
 #include "pool/deque.h"
 #include "pool/inject.h"
@@ -24,6 +25,8 @@ typedef struct weft_worker {
   int index;                 /* immutable */
   int cpu;                   /* immutable after start: bound CPU, or -1 */
   uint64_t rng;              /* owner only: victim selection */
+  weft_prof_track *prof;     /* immutable: its trace track; NULL: profiling off.
+                                Recorded into by the owner only */
   weft_task_cache tasks;     /* owner only */
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
@@ -46,6 +49,7 @@ struct weft_pool {
   weft_worker *workers;
   char name[16];
   weft_topo topo;
+  weft_prof *prof;        /* NULL: profiling off; written by destroy */
 
   weft_task_store tasks; /* internally locked */
   weft_inject inject;    /* internally locked */

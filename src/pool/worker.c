@@ -62,6 +62,23 @@ void weft_busy_add(weft_pool *pool, int delta)
   }
 }
 
+/* weft_run_task's tail with profiling on: a "task" or "pfor" span on pt,
+ * which is the thread's current track meanwhile (operators record on it). */
+static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(void *), void *arg,
+                              size_t lo, size_t hi, weft_group_impl *g)
+{
+  weft_prof_track *prev = weft_prof_tls;
+  weft_prof_tls = pt;
+  int64_t t0 = weft_prof_now();
+  int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
+  weft_prof_span_builtin(pt, fn ? WEFT_PROF_TASK : WEFT_PROF_PFOR, t0, weft_prof_now());
+  weft_prof_tls = prev;
+  if (g)
+    weft_group_task_done(g, w, rc);
+  if (w)
+    stat_inc(&w->tasks_run);
+}
+
 void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
 {
   int (*fn)(void *) = t->fn;
@@ -72,6 +89,14 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
    * embedded record belongs to fn's argument, which fn may free. */
   if (!t->embedded)
     weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+  /* Profiling off: w->prof and pool->prof are NULL, one branch. */
+  weft_prof_track *pt = w    ? w->prof
+                        : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
+                                     : NULL;
+  if (pt) {
+    run_task_profiled(w, pt, fn, arg, lo, hi, g);
+    return;
+  }
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
   if (g)
     weft_group_task_done(g, w, rc);
@@ -97,6 +122,9 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
         weft_steal_result sr = weft_deque_steal(&v->deque, &item);
         if (sr == WEFT_STEAL_OK) {
           stat_inc(&w->steals);
+          if (w->prof)
+            weft_prof_instant_builtin(w->prof, WEFT_PROF_STEAL, weft_prof_now(), WEFT_PROF_VICTIM,
+                                      v->index);
           return item;
         }
         *retry |= sr == WEFT_STEAL_RETRY;
@@ -279,7 +307,10 @@ weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
       return NULL;
     }
     stat_inc(&w->parks);
+    int64_t park_at = w->prof ? weft_prof_now() : 0;
     weft_ec_commit(&pool->ec, key);
+    if (w->prof)
+      weft_prof_span_builtin(w->prof, WEFT_PROF_PARK, park_at, weft_prof_now());
     stat_inc(&w->wakeups);
     if (!g)
       weft_busy_add(pool, +1);
@@ -293,6 +324,7 @@ void *weft_worker_main(void *arg)
   weft_pool *pool = w->pool;
   weft_tls_worker = w;
   weft_tls_task_pool = pool;
+  weft_prof_tls = w->prof; /* operators record on the worker's track */
 
   /* Waiters stop taking others' tasks once this much of the stack is used. */
   pthread_attr_t attr;

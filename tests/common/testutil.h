@@ -177,6 +177,7 @@ static inline void tu_clear_weft_env(void)
   unsetenv("WEFT_NUM_THREADS");
   unsetenv("WEFT_SPIN_COUNT");
   unsetenv("WEFT_AFFINITY");
+  unsetenv("WEFT_PROFILE");
 }
 
 /* A pool with explicit threads and spin count (-1: automatic), name NULL. */
