@@ -10,6 +10,7 @@
  * waits for on the device (same stream: no wait at all, OneFlow's
  * shortcut), else to the next compute worker in turn.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -17,6 +18,7 @@
 #include "common/error.h"
 #include "common/tunables.h"
 #include "gpu/gpu.h"
+#include "pool/pool_ext.h"
 
 static _Atomic unsigned test_jitter_us; /* atomic, relaxed: a test's setting */
 
@@ -98,6 +100,18 @@ static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kin
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->cond, NULL);
   int nlanes = kind == WEFT_GPU_COPY ? 2 : 1;
+  if (x->prof) { /* tracks: the worker's (fn) and each stream's (the device work) */
+    static const char *lane_name[2][2] = {{"stream", ""}, {"h2d stream", "d2h stream"}};
+    char name[64];
+    snprintf(name, sizeof name, "GPU %d %s %d launches", device,
+             kind == WEFT_GPU_COPY ? "copy" : "compute", index);
+    w->track = weft_prof_track_new(x->prof, name);
+    for (int l = 0; l < nlanes; l++) {
+      snprintf(name, sizeof name, "GPU %d %s %d %s", device,
+               kind == WEFT_GPU_COPY ? "copy" : "compute", index, lane_name[kind][l]);
+      w->lane[l].track = weft_prof_track_new(x->prof, name);
+    }
+  }
   int rc = 0;
   for (int l = 0; l < nlanes && !rc; l++) {
     rc = weft_gpu_stream_create(x->b, device, &w->lane[l].stream);
@@ -281,6 +295,7 @@ static int x_open(weft_engine *eng, void **self, int *num_devices)
   if (!x)
     return WEFT_ENOMEM;
   x->eng = eng;
+  x->prof = weft_pool_prof(eng->pool);
   x->ncompute = (int)ncompute;
   x->ncopy = (int)ncopy;
   x->watchdog_ns = (int64_t)watchdog_ms * 1000000;

@@ -21,6 +21,7 @@
 
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "common/prof.h"
 #include "gpu/backend.h"
 
 struct weft_gpu_exec;
@@ -34,11 +35,14 @@ typedef struct weft_gpu_lane {
   struct weft_gpu_worker *worker; /* immutable: the owner */
   weft_opr *head, *tail;       /* under the executor's poll_lock: launched, not done */
   int64_t head_since_ns;       /* poller only: when the poller first saw head pending */
+  weft_prof_track *track;      /* the stream's trace track (poller only), or NULL */
+  int64_t last_end;            /* poller only: when its last traced operator completed */
 } weft_gpu_lane;
 
 typedef struct weft_gpu_opstate {
   weft_gpu_event *ev;          /* owned: recorded on lane's stream after fn */
   weft_gpu_lane *lane;         /* set by the submitter: where it runs */
+  int64_t launched;            /* profiling: when fn returned (weft_prof_now ticks) */
   weft_opr *next_launched;     /* under poll_lock: lane FIFO link */
   struct weft_gpu_opstate *next_free; /* under the device's pool lock while free */
 } weft_gpu_opstate;
@@ -51,6 +55,7 @@ typedef struct weft_gpu_worker {
   int kind;                    /* immutable: WEFT_GPU_COMPUTE / WEFT_GPU_COPY */
   int index;                   /* immutable: among the device's workers of its kind */
   weft_gpu_lane lane[2];       /* compute: [0]; copy: [0] host-to-device, [1] device-to-host */
+  weft_prof_track *track;      /* its own trace track (fn's spans), or NULL */
   pthread_t thread;            /* immutable once started */
   bool started;                /* creator only */
   pthread_mutex_t lock;
@@ -81,6 +86,7 @@ typedef struct weft_gpu_device {
 typedef struct weft_gpu_exec {
   weft_engine *eng;            /* immutable */
   weft_gpu_backend *b;         /* immutable, owned */
+  weft_prof *prof;             /* immutable: the pool's trace recorder, or NULL */
   int ndev;                    /* immutable */
   int ncompute, ncopy;         /* immutable: workers per device */
   int64_t watchdog_ns;         /* immutable: 0 = off */

@@ -65,6 +65,14 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
       q = WEFT_EDEVICE;
     }
     lane->head_since_ns = 0;
+    if (lane->track) {
+      /* The stream's span for op: from its launch (or the stream's previous
+       * completion, if later: the stream runs one operator at a time) to the
+       * completion seen here. */
+      int64_t t1 = weft_prof_now(), t0 = st->launched > lane->last_end ? st->launched : lane->last_end;
+      weft_prof_span(lane->track, op->name ? op->name : "op", t0 < t1 ? t0 : t1, t1);
+      lane->last_end = t1;
+    }
     if (q != WEFT_GPU_EVENT_COMPLETE) /* release: pairs with the workers' acquire loads */
       atomic_store_explicit(&d->failed, 1, memory_order_release);
     /* acquire: pairs with the release stores of failed (a worker's or ours). */

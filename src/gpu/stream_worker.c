@@ -61,8 +61,12 @@ static void run_one(weft_gpu_worker *w, weft_opr *op)
   weft_run_ctx rc = {op->ctx, lane->native, -1};
   weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
+  weft_prof_mark pm = weft_prof_op_begin(true); /* fn's span on the worker's track */
   status = op->fn(&rc, op->arg);
+  weft_prof_op_end(pm, op->name);
   weft_tls_opr = prev;
+  if (w->track)
+    st->launched = weft_prof_now();
   int rec = weft_gpu_event_record(x->b, st->ev, lane->stream);
   if (rec) {
     /* Its work cannot be tracked: the device is unusable from now on. */
@@ -85,6 +89,7 @@ static void *worker_main(void *arg)
   /* CUDA's current device is per thread: operators launch on ours. A
    * failure fails every operator this worker gets. */
   int bound = weft_gpu_bind_thread(w->x->b, w->device);
+  weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {
     pthread_mutex_lock(&w->lock);
     while (!w->qhead && !w->stop)

@@ -119,6 +119,11 @@ int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
   return submit(pool, fn, arg);
 }
 
+struct weft_prof *weft_pool_prof(const weft_pool *pool)
+{
+  return pool->prof;
+}
+
 int weft_pool_worker_index(const weft_pool *pool)
 {
   weft_worker *w = weft_tls_worker;

@@ -22,6 +22,10 @@ int weft_pool_submit_embedded(weft_pool *pool, struct weft_task *t, bool prio, i
  * already helping). Returns whether it ran one. */
 bool weft_pool_help_one(weft_pool *pool);
 
+/* The pool's trace recorder (WEFT_PROFILE), or NULL when profiling is off;
+ * layers above add tracks of their own to it (src/common/prof.h). */
+struct weft_prof *weft_pool_prof(const weft_pool *pool);
+
 /* The calling thread's worker index in pool, or -1. */
 int weft_pool_worker_index(const weft_pool *pool);
 

@@ -9,7 +9,9 @@ exactly one thread_name per worker (tids 0..WORKERS-1, "<name> worker <i>"),
 every track named once; every span ("ph":"X") has name, ts, dur >= 0, pid and
 tid, and spans on one track are properly nested or disjoint (never partial
 overlap); every instant ("ph":"i") has name, ts, pid, tid and thread scope;
---count NAME=N: exactly N spans named NAME; --require NAME: at least one event
+--count NAME=N: exactly N spans named NAME; --count-on SUBSTR:NAME=N: exactly
+N spans named NAME on the tracks whose name contains SUBSTR (e.g. GPU stream
+tracks); --require NAME: at least one event
 named NAME; --max-events: no track has more events; --dropped: otherData
 counts dropped events (> 0). Exit 0 when all hold, else prints the first
 problem and exits 1.
@@ -31,6 +33,7 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("workers", type=int)
     ap.add_argument("--count", action="append", default=[])
+    ap.add_argument("--count-on", action="append", default=[])
     ap.add_argument("--require", action="append", default=[])
     ap.add_argument("--max-events", type=int)
     ap.add_argument("--dropped", action="store_true")
@@ -111,6 +114,15 @@ def main():
         got = sum(1 for lst in spans.values() for s in lst if s[2] == name)
         if got != int(n):
             fail("%d spans named %r, expected %s" % (got, name, n))
+    for c in a.count_on:
+        where, rest = c.split(":", 1)
+        name, n = rest.rsplit("=", 1)
+        tids = [t for t, tn in names.items() if where in tn]
+        if not tids:
+            fail("no track named with %r" % where)
+        got = sum(1 for t in tids for s in spans.get(t, []) if s[2] == name)
+        if got != int(n):
+            fail("%d spans named %r on the %r tracks, expected %s" % (got, name, where, n))
     for r in a.require:
         if by_name[r] == 0:
             fail("no event named %r" % r)

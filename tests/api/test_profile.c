@@ -22,6 +22,7 @@ static void setup(void)
   unsetenv("WEFT_PROFILE");
   unsetenv("WEFT_ENGINE");
   unsetenv("WEFT_MAX_INFLIGHT");
+  unsetenv("WEFT_GPU_BACKEND");
   weft_test_prof_max_events(0);
   snprintf(g_dir, sizeof g_dir, "/tmp/weft-prof-XXXXXX");
   cr_assert_not_null(mkdtemp(g_dir), "mkdtemp: %s", strerror(errno));
@@ -239,6 +240,47 @@ Test(profile, engine_owned_pool_trace, .init = setup, .fini = teardown, .timeout
   char args[512];
   op_counts(args, sizeof args, n, nreused);
   check_trace(3, args);
+}
+
+/* GPU operators (host backend): a span per operator on the track of the
+ * worker that launched it (fn) and on the track of its stream (launch, or
+ * the stream's previous completion, to the completion the poller saw). */
+static void gpu_trace_item(void *arg)
+{
+  (void)arg;
+}
+
+static int gpu_trace_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, gpu_trace_item, arg);
+}
+
+Test(profile, gpu_ops_on_stream_tracks, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(60))
+{
+  setenv("WEFT_PROFILE", g_path, 1);
+  setenv("WEFT_NUM_THREADS", "2", 1);
+  setenv("WEFT_GPU_BACKEND", "host", 1);
+  weft_engine *eng;
+  cr_assert_eq(weft_engine_create(&eng, NULL), 0);
+  weft_var *v[3];
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(weft_var_new(eng, &v[i]), 0);
+  const int n = 60;
+  for (int i = 0; i < n; i++) {
+    weft_op_desc d = {0};
+    d.fn = gpu_trace_fn;
+    d.ctx.type = WEFT_DEV_GPU;
+    d.writes = &v[i % 3];
+    d.num_writes = 1;
+    d.name = i % 3 == 2 ? "gpucopy" : "gpuop";
+    d.prop = i % 3 == 2 ? WEFT_PROP_COPY_TO_GPU : WEFT_PROP_NORMAL;
+    cr_assert_eq(weft_push(eng, &d), 0);
+  }
+  cr_assert_eq(weft_engine_destroy(eng), 0);
+  unsetenv("WEFT_GPU_BACKEND");
+  check_trace(2, "--count-on stream:gpuop=40 "
+                 "--count-on launches:gpuop=40 --count-on 'h2d stream:gpucopy=20' "
+                 "--count-on launches:gpucopy=20");
 }
 
 /* Each track keeps at most the cap; the rest are dropped and counted. */
