@@ -7,6 +7,11 @@
  *
  * Thread safety: every function may be called from any thread, including from
  * inside a running task, unless its comment says otherwise.
+ *
+ * fork(): in the child, every pool and engine inherited from the parent is
+ * unusable (its workers did not survive the fork): every call on one,
+ * destroy included, returns WEFT_ESHUTDOWN at once and frees nothing. The
+ * child may create and use pools and engines of its own.
  */
 #ifndef WEFT_WEFT_H
 #define WEFT_WEFT_H
@@ -235,7 +240,8 @@ WEFT_API int weft_engine_destroy(weft_engine *eng);
 
 WEFT_API int weft_var_new(weft_engine *eng, weft_var **out);
 /* Deferred until every operator pushed before on var has finished; the
- * handle is dead when this returns. */
+ * handle is dead when this returns 0. On WEFT_ENOMEM nothing happened: the
+ * var is still live, and the call may be repeated. */
 WEFT_API int weft_var_delete(weft_engine *eng, weft_var *var);
 
 /* Pushes a one-shot operator; desc and its arrays are copied. */

@@ -84,17 +84,18 @@ typedef struct weft_opr {
   int slot;                   /* the inflight slot (epoch & 1) it is counted in */
   uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
   bool admitted;              /* counted in eng->admitted */
-  /* Device operators (src/deps/executor.h). devwait: fences to wait for on
-   * the device, filled by the threads that grant it (a slot each, claimed
-   * with ndevwaits) and read by the device worker once it is dispatched. */
+  weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
+  weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+  /* Device operators (src/deps/executor.h), last: CPU operators never touch
+   * these lines. devwait: fences to wait for on the device, filled by the
+   * threads that grant it (a slot each, claimed with ndevwaits) and read by
+   * the device worker once it is dispatched. */
   _Atomic int ndevwaits;
-  struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
   /* atomic: its launched device work (1) + one per devwait[] entry that
    * names it; the block is recycled at zero. */
   _Atomic int dev_refs;
   void *exec_state;           /* the executor's (its event, its worker) */
-  weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
-  weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+  struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
 
 /* Completion token of an async operator (process-wide table: the signal

@@ -124,7 +124,7 @@ static weft_opr *opr_alloc(weft_engine *eng, int nvars)
 
 void weft_opr_free(weft_engine *eng, weft_opr *op)
 {
-  if (op->exec_state) /* the executor's event goes back to its pool */
+  if (op->ctx.type == WEFT_DEV_GPU && op->exec_state) /* its event goes back to the pool */
     eng->exec->release(eng->exec_self, op);
   int w = weft_pool_worker_index(eng->pool);
   if (op->nvars > WEFT_OPR_BIG_VARS) {
@@ -164,9 +164,11 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   op->admitted = false; /* set once registered: a failed push gives its place back itself */
   op->status = 0;
   atomic_init(&op->async_done, 0);
-  atomic_init(&op->ndevwaits, 0);
-  atomic_init(&op->dev_refs, 0);
-  op->exec_state = NULL;
+  if (op->ctx.type == WEFT_DEV_GPU) { /* the device fields (the block's last lines) */
+    atomic_init(&op->ndevwaits, 0);
+    atomic_init(&op->dev_refs, 0);
+    op->exec_state = NULL;
+  }
   for (int k = 0; k < n; k++) {
     op->var[k] = weft_var_lookup(eng, (weft_var *)uses[k].handle);
     if (!op->var[k]) {
