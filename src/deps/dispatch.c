@@ -177,6 +177,9 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
       atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight)
     weft_engine_notify(eng);
   weft_opr_free(eng, op);
-  weft_engine_count_done(eng, slot);
+  if (next && next->slot == slot) /* next is counted in slot: not drained */
+    weft_engine_count_done_busy(eng, slot);
+  else
+    weft_engine_count_done(eng, slot);
   return next;
 }

@@ -178,6 +178,17 @@ uint64_t weft_engine_count_push(weft_engine *eng)
   }
 }
 
+void weft_engine_count_done_busy(weft_engine *eng, int slot)
+{
+  bool own;
+  weft_engine_tally *t = my_tally(eng, &own);
+  /* release: pairs with the seq_cst loads in tally_drained: the operator's
+   * work happens before a drain that counts its finish. No one needs waking:
+   * the slot is not drained, and the finish of the operator about to run
+   * checks again. */
+  tally_inc(&t->done[slot], own, memory_order_release);
+}
+
 void weft_engine_count_done(weft_engine *eng, int slot)
 {
   weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */

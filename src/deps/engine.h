@@ -229,6 +229,9 @@ weft_opr *weft_opr_run(weft_opr *op);
 uint64_t weft_engine_count_push(weft_engine *eng);
 /* Uncounts it (a completion, or a push that failed). */
 void weft_engine_count_done(weft_engine *eng, int slot);
+/* The same, when the caller knows the slot is not drained (it is about to
+ * run an operator counted in it): no drain check. */
+void weft_engine_count_done_busy(weft_engine *eng, int slot);
 /* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker. */
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
 /* Wakes threads in weft_engine_wait (after a completion). */
