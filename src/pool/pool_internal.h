@@ -46,6 +46,7 @@ struct weft_pool {
   weft_worker *workers;
   char name[16];
   weft_topo topo;
+  unsigned long fork_gen; /* the fork generation at create (common/fork.h) */
 
   weft_task_store tasks; /* internally locked */
   weft_inject inject;    /* internally locked */
