@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "common/error.h"
+#include "common/fork.h"
 #include "common/sync.h"
 #include "deps/engine.h"
 
@@ -15,9 +16,23 @@ static weft_handles tokens;
 static pthread_once_t tokens_once = PTHREAD_ONCE_INIT;
 static int tokens_rc;
 
+/* fork: the table's free list is consistent in the child (common/fork.h). */
+static void tokens_fork_prepare(void)
+{
+  pthread_mutex_lock(&tokens.lock);
+}
+
+static void tokens_fork_release(void)
+{
+  pthread_mutex_unlock(&tokens.lock);
+}
+
 static void tokens_init(void)
 {
   tokens_rc = weft_handles_init(&tokens, sizeof(weft_done_impl));
+  if (tokens_rc == 0)
+    weft_fork_register(WEFT_FORK_DONE_TOKENS, tokens_fork_prepare, tokens_fork_release,
+                       tokens_fork_release);
 }
 
 weft_done *weft_done_token(weft_opr *op)
@@ -45,6 +60,12 @@ void weft_done_signal(weft_done *done, int status)
     return;
   }
   weft_handles_free(&tokens, &d->slot);
+  if (weft_fork_stale(op->eng->fork_gen)) { /* the operator of an engine inherited through fork */
+    weft_log("weft_done_signal(%p, %d): the operator belongs to an engine of the parent "
+             "process (fork); ignored",
+             (void *)done, status);
+    return;
+  }
   if (op->eng->naive) {
     op->status = status;
     /* release: publishes status to the pusher waiting in naive_push. */

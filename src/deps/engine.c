@@ -8,6 +8,7 @@
 #include "common/alloc.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "common/fork.h"
 #include "common/sync.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
@@ -29,6 +30,24 @@ int weft_gpu_count(const weft_engine *eng)
 
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_engine_sync *sync_free; /* under sync_lock */
+static pthread_once_t sync_fork_once = PTHREAD_ONCE_INIT;
+
+/* fork: the list is consistent in the child (common/fork.h). */
+static void sync_fork_prepare(void)
+{
+  pthread_mutex_lock(&sync_lock);
+}
+
+static void sync_fork_release(void)
+{
+  pthread_mutex_unlock(&sync_lock);
+}
+
+static void sync_fork_register(void)
+{
+  weft_fork_register(WEFT_FORK_ENGINE_SYNC, sync_fork_prepare, sync_fork_release,
+                     sync_fork_release);
+}
 
 /* A sync block with tallies for ntally threads, zeroed. A recycled block
  * may still be read by a completion of its previous engine (after that
@@ -378,10 +397,14 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     cfg = *cfg_in;
   else
     weft_engine_config_default(&cfg);
+  pthread_once(&sync_fork_once, sync_fork_register);
+  if (cfg.pool && weft_pool_forked(cfg.pool))
+    return WEFT_ESHUTDOWN; /* a pool inherited through fork */
   weft_engine *eng = weft_aligned_alloc(64, sizeof *eng);
   if (!eng)
     return WEFT_ENOMEM;
   memset(eng, 0, sizeof *eng);
+  eng->fork_gen = weft_fork_generation();
   int rc = config(eng, &cfg);
   if (rc) {
     weft_free(eng);
@@ -461,6 +484,8 @@ int weft_engine_destroy(weft_engine *eng)
 {
   if (!eng)
     return WEFT_EINVAL;
+  if (weft_fork_stale(eng->fork_gen))
+    return WEFT_ESHUTDOWN; /* a fork child's copy: frees nothing, waits for nothing */
   if (inside_own_op(eng) || (eng->own_pool && weft_pool_in_task(eng->pool)))
     return WEFT_EDEADLK;
   /* seq_cst: pairs with the pushers' increment of nsubmitting. */

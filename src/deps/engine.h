@@ -154,6 +154,7 @@ struct weft_engine {
   const struct weft_executor_ops *exec; /* immutable: device executor, or NULL */
   void *exec_self;     /* immutable: the executor's state */
   int num_devices;     /* immutable: devices the executor drives */
+  unsigned long fork_gen; /* immutable: the fork generation at create (common/fork.h) */
 
   weft_handles vars;   /* internally locked */
   weft_handles ops;    /* internally locked */

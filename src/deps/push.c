@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/fork.h"
 #include "common/sync.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
@@ -297,6 +298,10 @@ static bool outside(weft_engine *eng)
 
 int weft_engine_enter(weft_engine *eng, bool *guest)
 {
+  if (weft_fork_stale(eng->fork_gen)) { /* inherited through fork: no workers */
+    *guest = false;
+    return WEFT_ESHUTDOWN;
+  }
   *guest = outside(eng);
   if (!*guest)
     return 0; /* the engine's own work: part of any drain */

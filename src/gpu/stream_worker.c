@@ -69,8 +69,12 @@ static void run_one(weft_gpu_worker *w, weft_opr *op)
     st->launched = weft_prof_now();
   int rec = weft_gpu_event_record(x->b, st->ev, lane->stream);
   if (rec) {
-    /* Its work cannot be tracked: the device is unusable from now on. */
-    device_failed(d);
+    /* Its work cannot be tracked by an event: wait for the stream instead
+     * (this error path only), so that nothing after the operator runs
+     * before its work; the operator fails with rec. A stream that cannot
+     * be synchronised either leaves the device unusable from now on. */
+    if (weft_gpu_stream_sync(x->b, lane->stream))
+      device_failed(d);
     weft_opr_launched(op, status ? status : rec);
     weft_opr_device_done(op, rec);
     return;

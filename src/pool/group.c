@@ -261,8 +261,10 @@ int weft_group_wait(weft_group *pub)
     return weft_group_wait_impl(g, w);
   /* Never refused: the group's tasks point at it until they finish. */
   bool guest;
-  weft_pool_guest_enter(g->pool, false, &guest);
-  int rc = weft_group_wait_impl(g, NULL);
+  int rc = weft_pool_guest_enter(g->pool, false, &guest);
+  if (rc)
+    return rc; /* WEFT_ESHUTDOWN: a pool inherited through fork */
+  rc = weft_group_wait_impl(g, NULL);
   if (guest)
     weft_pool_guest_leave(g->pool);
   return rc;

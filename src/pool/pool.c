@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "common/fork.h"
 #include "common/sync.h"
 #include "pool/pool_ext.h"
 #include "pool/pool_internal.h"
@@ -32,6 +33,10 @@ bool weft_pool_is_inside(const weft_pool *pool)
 
 int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest)
 {
+  if (weft_fork_stale(pool->fork_gen)) { /* inherited through fork: no workers */
+    *guest = false;
+    return WEFT_ESHUTDOWN;
+  }
   *guest = !weft_pool_is_inside(pool);
   if (!*guest)
     return 0; /* the pool's own work: part of any drain */
@@ -128,6 +133,11 @@ int weft_pool_worker_index(const weft_pool *pool)
 {
   weft_worker *w = weft_tls_worker;
   return (w && w->pool == pool) ? w->index : -1;
+}
+
+bool weft_pool_forked(const weft_pool *pool)
+{
+  return weft_fork_stale(pool->fork_gen);
 }
 
 bool weft_pool_in_task(const weft_pool *pool)
@@ -279,6 +289,8 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
   if (!pool)
     return WEFT_ENOMEM;
   memset(pool, 0, sizeof *pool);
+  weft_fork_init();
+  pool->fork_gen = weft_fork_generation();
   int rc = weft_topo_init(&pool->topo);
   if (rc) {
     weft_free(pool);
@@ -380,6 +392,8 @@ int weft_pool_destroy(weft_pool *pool)
 {
   if (!pool)
     return WEFT_EINVAL;
+  if (weft_fork_stale(pool->fork_gen))
+    return WEFT_ESHUTDOWN; /* a fork child's copy: frees nothing, joins no one */
   if (weft_pool_is_inside(pool))
     return WEFT_EDEADLK; /* from its own work: the drain would wait on us */
   /* seq_cst: pairs with the submitters' increment of nsubmitting. */

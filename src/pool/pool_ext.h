@@ -32,4 +32,7 @@ int weft_pool_worker_index(const weft_pool *pool);
 /* Whether the calling thread is running one of pool's tasks. */
 bool weft_pool_in_task(const weft_pool *pool);
 
+/* Whether pool was inherited through fork (unusable: common/fork.h). */
+bool weft_pool_forked(const weft_pool *pool);
+
 #endif /* WEFT_POOL_EXT_H */

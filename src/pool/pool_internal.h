@@ -50,6 +50,7 @@ struct weft_pool {
   char name[16];
   weft_topo topo;
   weft_prof *prof;        /* NULL: profiling off; written by destroy */
+  unsigned long fork_gen; /* the fork generation at create (common/fork.h) */
 
   weft_task_store tasks; /* internally locked */
   weft_inject inject;    /* internally locked */
