@@ -716,21 +716,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef WEFT_FUZZ_REPLAY
-/* Replays the files named on the command line; prints how many. */
-int main(int argc, char **argv)
+#include <dirent.h>
+
+static int fz_replay_file(const char *path)
 {
   static uint8_t buf[1 << 16];
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "fuzz_replay: cannot open %s\n", path);
+    exit(1);
+  }
+  size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  LLVMFuzzerTestOneInput(buf, len);
+  return 1;
+}
+
+/* Replays the files named on the command line, and every file in the
+ * directories named there; prints how many. */
+int main(int argc, char **argv)
+{
   int n = 0;
   for (int i = 1; i < argc; i++) {
-    FILE *f = fopen(argv[i], "rb");
-    if (!f) {
-      fprintf(stderr, "fuzz_replay: cannot open %s\n", argv[i]);
-      return 1;
+    DIR *d = opendir(argv[i]);
+    if (!d) {
+      n += fz_replay_file(argv[i]);
+      continue;
     }
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, len);
-    n++;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.')
+        continue;
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
+      n += fz_replay_file(path);
+    }
+    closedir(d);
   }
   printf("fuzz_replay: %d input(s) replayed, no mismatch\n", n);
   return n > 0 ? 0 : 1;
