@@ -4,6 +4,8 @@
 set -euo pipefail
 want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev
   libudev-dev)  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
+# The engine's fuzz test (tests/reliability/fuzz.sh): clang with libFuzzer.
+want+=(clang libclang-rt-14-dev)
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU;
   # gnuplot draws the runner's PNG.
