@@ -63,7 +63,7 @@ bool run_one(const char *name, rl::scheduler_type_e sched, unsigned long long it
   p.iteration_count = iters;
   p.context_bound = bound;
   p.output_stream = WEFT_MUTANT ? static_cast<std::ostream *>(&null_stream) : &std::cout;
-  p.progress_stream = &null_stream;
+  p.progress_stream = std::getenv("WEFT_RL_PROGRESS") ? &std::cerr : &null_stream;
   bool ok = rl::simulate<T>(p);
   out.runs++;
   char what[64];
