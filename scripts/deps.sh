@@ -3,7 +3,8 @@
 # otherwise). Usage: scripts/deps.sh [test|bench]
 set -euo pipefail
 want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev
-  libudev-dev)  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
+  libudev-dev  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
+  relacy-dev spin)  # tests/reliability: the relacy harnesses and the spin model checker
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU;
   # gnuplot draws the runner's PNG.
