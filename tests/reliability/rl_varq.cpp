@@ -1,0 +1,293 @@
+/*
+ * relacy harness: the dependency engine's var queues (src/deps/var_queue.c)
+ * with an operator's registration (weft_push_opr, src/deps/push.c: all its
+ * vars' spinlocks in index order, append, the wait counter starting at
+ * nvars + 1 and dropped by granted + 1) and completion (weft_opr_complete,
+ * src/deps/dispatch.c: complete each var under its lock, then a decrement
+ * of each granted operator's counter; the last decrement dispatches).
+ *
+ * Several threads push operators that read and write 2-3 shared vars. A
+ * ready operator runs in the thread that made it ready, after that thread's
+ * current push or completion (as weft_opr_ready's inline queue does for
+ * WEFT_PROP_ASYNC operators; pool dispatch only adds a hand-off).
+ *
+ * Checks: every operator runs exactly once; on each var, writes run in push
+ * order and each read sees the value of the last write pushed before it
+ * (each var carries a version, a plain rl::var, so an unordered access is
+ * also a reported data race); no write overlaps a read or another write on
+ * its var; at the end every queue is idle (nothing granted, nothing waiting).
+ */
+#include "rl_common.hpp"
+
+namespace {
+
+constexpr int kMaxVars = 3;
+constexpr int kMaxOps = 8;
+
+struct opr;
+
+/* weft_var_req (var_queue.h) */
+struct var_req {
+  rl::var<var_req *> next;
+  opr *op;
+  bool write;
+  int writes_before; /* harness: writes pushed on the var before this request */
+};
+
+/* weft_spinlock (common/spinlock.h) */
+struct spinlock {
+  rl::atomic<int> locked;
+  void init() { locked.store(0, rl::memory_order_relaxed); }
+  void lock()
+  {
+    for (;;) {
+      if (!locked.exchange(1, rl::memory_order_acquire))
+        return;
+      while (locked.load(rl::memory_order_relaxed))
+        rl::yield(1, $); /* weft_cpu_pause / sched_yield */
+    }
+  }
+  void unlock() { locked.store(0, rl::memory_order_release); }
+};
+
+/* weft_varq (var_queue.h) plus the var's data and the harness's checks */
+struct varq {
+  spinlock lock;
+  rl::var<int> nreaders;
+  rl::var<bool> writer;
+  rl::var<var_req *> head, tail;
+  rl::var<int> writes_pushed;  /* harness, under lock */
+  rl::var<int> version;        /* the var's contents: writes bump it */
+  rl::atomic<int> active_reads, active_writes; /* harness: overlap checks */
+
+  void init()
+  {
+    lock.init();
+    nreaders($) = 0;
+    writer($) = false;
+    head($) = nullptr;
+    tail($) = nullptr;
+    writes_pushed($) = 0;
+    version($) = 0;
+    active_reads.store(0, rl::memory_order_relaxed);
+    active_writes.store(0, rl::memory_order_relaxed);
+  }
+
+  /* weft_varq_append (var_queue.c:13-28) */
+  bool append(var_req *r)
+  {
+    r->next($) = nullptr;
+    if (head($) == nullptr && !writer($) && (!r->write || nreaders($) == 0)) {
+      if (r->write)
+        writer($) = true;
+      else
+        nreaders($) = nreaders($) + 1;
+      return true;
+    }
+    if (tail($))
+      tail($)->next($) = r;
+    else
+      head($) = r;
+    tail($) = r;
+    return false;
+  }
+
+  /* weft_varq_complete (var_queue.c:30-55) */
+  var_req *complete(bool write)
+  {
+    if (write)
+      writer($) = false;
+    else
+      nreaders($) = nreaders($) - 1;
+    var_req *granted = nullptr, *last = nullptr;
+    while (head($) && !writer($)) {
+      var_req *r = head($);
+      if (r->write && nreaders($) > 0)
+        break;
+      head($) = r->next($);
+      if (!head($))
+        tail($) = nullptr;
+      r->next($) = nullptr;
+      if (last)
+        last->next($) = r;
+      else
+        granted = r;
+      last = r;
+      if (r->write) {
+        writer($) = true;
+        break;
+      }
+      nreaders($) = nreaders($) + 1;
+    }
+    return granted;
+  }
+
+  bool idle() { return nreaders($) == 0 && !writer($) && head($) == nullptr; }
+};
+
+/* weft_opr: its vars (normalised: sorted by index, one entry each) */
+struct opr {
+  int nvars;
+  int var[kMaxVars];
+  bool write[kMaxVars];
+  var_req req[kMaxVars];
+  rl::atomic<int> wait;
+  rl::atomic<int> runs; /* harness */
+};
+
+/* An operator of a scenario: "w0 r1" = writes var 0, reads var 1. */
+struct op_spec {
+  int thread;
+  const char *uses;
+};
+
+template <int THREADS, int NVARS, int NOPS>
+struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
+  static const op_spec *spec;
+  varq q[NVARS];
+  opr ops[NOPS];
+  /* Each thread's ready operators, run after its current step (the
+   * inline queue of dispatch.c:45-62). */
+  opr *ready_list[THREADS][NOPS];
+  int nready[THREADS];
+
+  void before()
+  {
+    for (int v = 0; v < NVARS; v++)
+      q[v].init();
+    for (int i = 0; i < NOPS; i++) {
+      opr &o = ops[i];
+      o.nvars = 0;
+      for (const char *s = spec[i].uses; *s; s++) {
+        if (*s != 'r' && *s != 'w')
+          continue;
+        o.write[o.nvars] = *s == 'w';
+        o.var[o.nvars] = s[1] - '0';
+        o.nvars++;
+      }
+      o.runs.store(0, rl::memory_order_relaxed);
+    }
+    for (int t = 0; t < THREADS; t++)
+      nready[t] = 0;
+  }
+
+  void ready(unsigned self, opr *o) { ready_list[self][nready[self]++] = o; }
+
+  /* weft_push_opr (push.c:169-202) */
+  void push(unsigned self, opr *op)
+  {
+    int n = op->nvars;
+    op->wait.store(n + 1, rl::memory_order_relaxed); /* atomic_init */
+    for (int k = 0; k < n; k++)
+      q[op->var[k]].lock.lock();
+    int granted = 0;
+    for (int k = 0; k < n; k++) {
+      op->req[k].op = op;
+      op->req[k].write = op->write[k];
+      varq &v = q[op->var[k]];
+      op->req[k].writes_before = v.writes_pushed($); /* harness */
+      if (op->write[k])
+        v.writes_pushed($) = v.writes_pushed($) + 1;
+      granted += v.append(&op->req[k]);
+    }
+    for (int k = n; k-- > 0;) /* unlock_vars */
+      q[op->var[k]].lock.unlock();
+    if (op->wait.fetch_sub(granted + 1, rl::memory_order_acq_rel) == granted + 1)
+      ready(self, op);
+  }
+
+  /* The operator's body: checks order and exclusion on each var. */
+  void body(opr *op)
+  {
+    RL_ASSERT(op->runs.fetch_add(1, rl::memory_order_relaxed) == 0); /* exactly once */
+    for (int k = 0; k < op->nvars; k++) {
+      varq &v = q[op->var[k]];
+      if (op->write[k]) {
+        RL_ASSERT(v.active_writes.fetch_add(1, rl::memory_order_relaxed) == 0);
+        RL_ASSERT(v.active_reads.load(rl::memory_order_relaxed) == 0);
+      } else {
+        RL_ASSERT(v.active_writes.load(rl::memory_order_relaxed) == 0);
+        v.active_reads.fetch_add(1, rl::memory_order_relaxed);
+      }
+    }
+    rl::yield(1, $); /* the body takes time: let others run meanwhile */
+    for (int k = 0; k < op->nvars; k++) {
+      varq &v = q[op->var[k]];
+      /* the last write pushed before this request, and no later one */
+      RL_ASSERT(v.version($) == op->req[k].writes_before);
+      if (op->write[k]) {
+        v.version($) = op->req[k].writes_before + 1;
+        v.active_writes.fetch_sub(1, rl::memory_order_relaxed);
+      } else {
+        v.active_reads.fetch_sub(1, rl::memory_order_relaxed);
+      }
+    }
+  }
+
+  /* weft_opr_complete (dispatch.c:125-170), the var part */
+  void complete(unsigned self, opr *op)
+  {
+    for (int k = 0; k < op->nvars; k++) {
+      varq &v = q[op->var[k]];
+      v.lock.lock();
+      var_req *g = v.complete(op->write[k]);
+      v.lock.unlock();
+      while (g) {
+        var_req *gnext = g->next($);
+        opr *o = g->op;
+        if (o->wait.fetch_sub(1, rl::memory_order_acq_rel) == 1)
+          ready(self, o);
+        g = gnext;
+      }
+    }
+  }
+
+  void run_ready(unsigned self)
+  {
+    while (nready[self] > 0) {
+      opr *o = ready_list[self][--nready[self]];
+      body(o);
+      complete(self, o);
+    }
+  }
+
+  void thread(unsigned self)
+  {
+    for (int i = 0; i < NOPS; i++) {
+      if (spec[i].thread != (int)self)
+        continue;
+      push(self, &ops[i]);
+      run_ready(self);
+    }
+  }
+
+  void after()
+  {
+    for (int i = 0; i < NOPS; i++)
+      RL_ASSERT(ops[i].runs.load(rl::memory_order_relaxed) == 1); /* nothing left pending */
+    for (int v = 0; v < NVARS; v++) {
+      RL_ASSERT(q[v].idle());
+      RL_ASSERT(q[v].version($) == q[v].writes_pushed($));
+    }
+  }
+};
+
+/* Two threads, two vars: a write, reads, and an operator on both vars. */
+const op_spec two_threads[] = {{0, "w0"}, {0, "r0 r1"}, {1, "r0 w1"}, {1, "w0 w1"}};
+/* Three threads, three vars: readers and writers interleaved. */
+const op_spec three_threads[] = {{0, "w0 r1"}, {1, "r0 w2"}, {2, "r1 r2"}, {0, "w1"}, {2, "r0"}};
+
+using two_threads_test = varq_test<2, 2, 4>;
+using three_threads_test = varq_test<3, 3, 5>;
+template <> const op_spec *two_threads_test::spec = two_threads;
+template <> const op_spec *three_threads_test::spec = three_threads;
+
+} // namespace
+
+int main()
+{
+  weft_rl::outcome out;
+  weft_rl::run_both<two_threads_test>("varq 2 threads x 2 vars", 50000, 3, out);
+  weft_rl::run_both<three_threads_test>("varq 3 threads x 3 vars", 50000, 2, out);
+  return weft_rl::finish("varq", "none", out);
+}
