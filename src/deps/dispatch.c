@@ -18,6 +18,13 @@
 static _Thread_local weft_opr *inline_head __attribute__((tls_model("initial-exec")));
 static _Thread_local weft_opr *inline_tail __attribute__((tls_model("initial-exec")));
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
+/* An executor's thread (device worker, poller): runs no user operator inline. */
+_Thread_local bool weft_tls_executor __attribute__((tls_model("initial-exec")));
+
+void weft_engine_executor_thread(void)
+{
+  weft_tls_executor = true;
+}
 
 static int run_task(void *arg)
 {
@@ -40,12 +47,16 @@ void weft_opr_ready(weft_opr *op)
     op->eng->exec->submit(op->eng->exec_self, op);
     return;
   }
-  if (op->prop != WEFT_PROP_ASYNC) {
+  if (op->prop != WEFT_PROP_ASYNC || weft_tls_executor) {
     op->task.fn = run_task;
     op->task.arg = op;
     if (weft_pool_submit_embedded(op->eng->pool, &op->task, op->prop == WEFT_PROP_PRIORITIZED,
                                   op->priority) == 0)
       return;
+    if (weft_tls_executor) { /* never inline here: a pool task cannot fail this way */
+      weft_opr_complete(op, WEFT_ENOMEM, false);
+      return;
+    }
     /* No memory to grow the priority queue: run it here rather than lose it. */
   }
   op->link = NULL;

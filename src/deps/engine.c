@@ -77,7 +77,7 @@ static weft_engine_sync *sync_get(int ntally)
         atomic_init(&s->tally[i].done[k], 0);
       }
   }
-  s->ntally = ntally;
+  atomic_store_explicit(&s->ntally, ntally, memory_order_relaxed);
   atomic_store_explicit(&s->waiters, 0, memory_order_relaxed);
   atomic_store_explicit(&s->drain_waiters, 0, memory_order_relaxed);
   for (int i = 0; i < s->cap; i++) /* relaxed: published with the engine */
@@ -144,7 +144,8 @@ static weft_engine_tally *my_tally(weft_engine *eng, bool *own)
 {
   int w = weft_pool_worker_index(eng->pool);
   *own = w >= 0;
-  return &eng->sync->tally[w >= 0 ? w : eng->sync->ntally - 1];
+  int shared = atomic_load_explicit(&eng->sync->ntally, memory_order_relaxed) - 1;
+  return &eng->sync->tally[w >= 0 ? w : shared];
 }
 
 /* Adds one to a count of t (own: the calling worker's tally, else shared). */
@@ -163,7 +164,7 @@ static inline void tally_inc(_Atomic uint64_t *c, bool own, memory_order mo)
 static bool tally_drained(weft_engine_sync *sy, int s)
 {
   uint64_t done = 0, pushed = 0;
-  int n = sy->ntally;
+  int n = atomic_load_explicit(&sy->ntally, memory_order_relaxed);
   for (int i = 0; i < n; i++) /* seq_cst: pairs with the finishes' stores in count_done */
     done += atomic_load_explicit(&sy->tally[i].done[s], memory_order_seq_cst);
   for (int i = 0; i < n; i++) /* seq_cst: pairs with the pushes' epoch protocol */
@@ -184,7 +185,8 @@ uint64_t weft_engine_count_push(weft_engine *eng)
     tally_inc(&t->pushed[parent->slot], own, memory_order_relaxed);
     return parent->epoch;
   }
-  weft_engine_tally *shared = &eng->sync->tally[eng->sync->ntally - 1];
+  weft_engine_tally *shared =
+      &eng->sync->tally[atomic_load_explicit(&eng->sync->ntally, memory_order_relaxed) - 1];
   for (;;) {
     /* seq_cst (all three): a weft_wait_all that flipped the epoch after we
      * read it either sees our count in the old slot, or we see its flip on
@@ -201,11 +203,9 @@ void weft_engine_count_done_busy(weft_engine *eng, int slot)
 {
   bool own;
   weft_engine_tally *t = my_tally(eng, &own);
-  /* release: pairs with the seq_cst loads in tally_drained: the operator's
-   * work happens before a drain that counts its finish. No one needs waking:
-   * the slot is not drained, and the finish of the operator about to run
-   * checks again. */
-  tally_inc(&t->done[slot], own, memory_order_release);
+  /* seq_cst: as in count_done. No one needs waking: the slot is not
+   * drained, and the finish of the operator about to run checks again. */
+  tally_inc(&t->done[slot], own, memory_order_seq_cst);
 }
 
 void weft_engine_count_done(weft_engine *eng, int slot)
@@ -278,7 +278,7 @@ int weft_wait_all(weft_engine *eng)
 {
   if (!eng)
     return WEFT_EINVAL;
-  if (inside_own_op(eng))
+  if (inside_own_op(eng) || weft_tls_executor)
     return WEFT_EDEADLK; /* the calling operator is one of those waited for */
   bool guest;
   int rc = weft_engine_enter(eng, &guest);
@@ -486,7 +486,7 @@ int weft_engine_destroy(weft_engine *eng)
     return WEFT_EINVAL;
   if (weft_fork_stale(eng->fork_gen))
     return WEFT_ESHUTDOWN; /* a fork child's copy: frees nothing, waits for nothing */
-  if (inside_own_op(eng) || (eng->own_pool && weft_pool_in_task(eng->pool)))
+  if (inside_own_op(eng) || weft_tls_executor || (eng->own_pool && weft_pool_in_task(eng->pool)))
     return WEFT_EDEADLK;
   /* seq_cst: pairs with the pushers' increment of nsubmitting. */
   atomic_store_explicit(&eng->state, WEFT_ENGINE_DRAINING, memory_order_seq_cst);

@@ -141,7 +141,9 @@ typedef struct weft_engine_sync {
    * there are any, a completion checks the sums and notifies at zero. */
   _Atomic int drain_waiters;
   int cap;                          /* immutable: tallies allocated */
-  int ntally;                       /* set when handed out: pool workers + 1 */
+  /* atomic, relaxed: set when handed out (pool workers + 1); a late
+   * completion of the block's previous engine may read it then. */
+  _Atomic int ntally;
   struct weft_engine_sync *next;    /* under the list's lock while free */
   weft_engine_tally tally[];        /* [cap] */
 } weft_engine_sync;
@@ -183,6 +185,9 @@ struct weft_engine {
 
   pthread_mutex_t naive_lock; /* naive engine: one push at a time (recursive) */
 };
+
+/* Set on an executor's threads (weft_engine_executor_thread). */
+extern _Thread_local bool weft_tls_executor __attribute__((tls_model("initial-exec")));
 
 /* The operator running on this thread (its fn or async_fn), or NULL. */
 extern _Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));

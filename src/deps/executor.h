@@ -69,6 +69,12 @@ void weft_opr_launched(struct weft_opr *op, int status);
 /* Its device work completed (status 0) or failed (WEFT_EDEVICE): removes its
  * fences and finishes it (the status fn returned at launch wins). */
 void weft_opr_device_done(struct weft_opr *op, int status);
+/* Marks the calling thread as an executor's (a device worker, a poller):
+ * operators it makes ready never run inline on it (WEFT_PROP_ASYNC ones go
+ * to the pool), and var and engine waits on it return WEFT_EDEADLK: it is
+ * the thread that completes device work, so it must not block on the
+ * engine. */
+void weft_engine_executor_thread(void);
 /* Drops a reference taken on a fence's operator (op->devwait[k]). */
 void weft_opr_fence_unref(struct weft_opr *op);
 

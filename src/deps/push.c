@@ -338,8 +338,9 @@ static void admit(weft_engine *eng, bool out)
     /* seq_cst: pairs with below_cap's load and the completion's decrement. */
     if (atomic_fetch_add_explicit(&eng->admitted, 1, memory_order_seq_cst) < eng->max_inflight)
       return;
-    if (!out) {
-      while (atomic_load_explicit(&eng->admitted, memory_order_seq_cst) > eng->max_inflight &&
+    if (!out) { /* an executor's thread (a GPU op's fn) never helps: it runs device work */
+      while (!weft_tls_executor &&
+             atomic_load_explicit(&eng->admitted, memory_order_seq_cst) > eng->max_inflight &&
              (weft_opr_run_inline_one() || weft_pool_help_one(eng->pool))) {
       }
       return; /* keep the place: never block inside the engine's work */

@@ -132,6 +132,8 @@ static int var_wait(weft_engine *eng, weft_var *var)
     for (int k = 0; k < cur->nvars; k++)
       if (cur->var[k] == v)
         return WEFT_EDEADLK; /* it waits for the calling operator itself */
+  if (weft_tls_executor)
+    return WEFT_EDEADLK; /* a device worker or poller: it completes device work */
   if (eng->naive) {
     pthread_mutex_lock(&eng->naive_lock);
     weft_spin_lock(&v->q.lock);

@@ -197,13 +197,42 @@ static weft_gpu_lane *choose_lane(weft_gpu_exec *x, weft_opr *op)
   return &d->compute[k % (unsigned)x->ncompute].lane[0];
 }
 
+/* Operators that could not be sent to a worker, finished by the outermost
+ * x_submit on this thread: finishing one may make the next GPU operator of
+ * a chain ready, whose submit fails the same way; a loop, not a recursion
+ * as deep as the chain. Linked through op->link. */
+static _Thread_local weft_opr *failed_head, *failed_tail;
+static _Thread_local bool failed_draining;
+
+static void submit_failed(weft_opr *op, int rc)
+{
+  op->status = rc;
+  op->link = NULL;
+  if (failed_tail)
+    failed_tail->link = op;
+  else
+    failed_head = op;
+  failed_tail = op;
+  if (failed_draining)
+    return;
+  failed_draining = true;
+  while (failed_head) {
+    weft_opr *o = failed_head;
+    failed_head = o->link;
+    if (!failed_head)
+      failed_tail = NULL;
+    weft_gpu_finish_unlaunched(o, o->status);
+  }
+  failed_draining = false;
+}
+
 static void x_submit(void *self, weft_opr *op)
 {
   weft_gpu_exec *x = self;
   int rc = device_ready(x, op->ctx.id);
   weft_gpu_opstate *st = rc ? NULL : state_get(x, op->ctx.id, &rc);
   if (!st) {
-    weft_gpu_finish_unlaunched(op, rc);
+    submit_failed(op, rc);
     return;
   }
   st->lane = choose_lane(x, op);
@@ -211,23 +240,32 @@ static void x_submit(void *self, weft_opr *op)
   weft_gpu_worker_push(st->lane->worker, op);
 }
 
-/* The naive engine: fn on the device's own stream, then wait for it. */
+/* The device a naive GPU operator running on this thread is bound to, or
+ * -1: a nested one (its fn pushed another) binds back on return. */
+static _Thread_local int naive_device = -1;
+
+/* The naive engine: fn on the device's own stream, then wait for it. The
+ * lock is recursive: fn may push another GPU operator, which runs here. */
 static int x_run_sync(void *self, const weft_opr *op)
 {
   weft_gpu_exec *x = self;
   weft_gpu_device *d = &x->dev[op->ctx.id];
   pthread_mutex_lock(&d->sync_lock);
-  int rc = 0;
+  int rc = 0, outer = naive_device;
   if (!d->sync_stream)
     rc = weft_gpu_stream_create(x->b, op->ctx.id, &d->sync_stream);
   if (!rc) /* fn launches from this thread (CUDA: its current device changes) */
     rc = weft_gpu_bind_thread(x->b, op->ctx.id);
   if (!rc) {
+    naive_device = op->ctx.id;
     weft_run_ctx rctx = {op->ctx, weft_gpu_stream_native(x->b, d->sync_stream), -1};
     rc = op->fn(&rctx, op->arg);
     int s = weft_gpu_stream_sync(x->b, d->sync_stream);
     if (!rc)
       rc = s;
+    naive_device = outer;
+    if (outer >= 0 && outer != op->ctx.id) /* the outer fn goes on launching */
+      weft_gpu_bind_thread(x->b, outer);
   }
   pthread_mutex_unlock(&d->sync_lock);
   return rc;
@@ -314,10 +352,14 @@ static int x_open(weft_engine *eng, void **self, int *num_devices)
     weft_free(x);
     return WEFT_ENOMEM;
   }
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE); /* nested naive GPU ops */
   for (int i = 0; i < x->ndev; i++) {
     pthread_mutex_init(&x->dev[i].pool_lock, NULL);
-    pthread_mutex_init(&x->dev[i].sync_lock, NULL);
+    pthread_mutex_init(&x->dev[i].sync_lock, &ma);
   }
+  pthread_mutexattr_destroy(&ma);
   pthread_mutex_init(&x->start_lock, NULL);
   pthread_mutex_init(&x->poll_lock, NULL);
   pthread_cond_init(&x->poll_cond, NULL);

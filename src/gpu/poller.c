@@ -50,6 +50,9 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
       return done;
     weft_gpu_opstate *st = op->exec_state;
     int q = weft_gpu_event_query(x->b, st->ev);
+    /* acquire: pairs with the release stores of failed (a worker's or ours). */
+    if (q == WEFT_GPU_EVENT_PENDING && atomic_load_explicit(&d->failed, memory_order_acquire))
+      q = WEFT_EDEVICE; /* a failed device: what is queued behind will not complete */
     if (q == WEFT_GPU_EVENT_PENDING) {
       if (!x->watchdog_ns)
         return done;
@@ -75,8 +78,9 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
     }
     if (q != WEFT_GPU_EVENT_COMPLETE) /* release: pairs with the workers' acquire loads */
       atomic_store_explicit(&d->failed, 1, memory_order_release);
-    /* acquire: pairs with the release stores of failed (a worker's or ours). */
-    int status = atomic_load_explicit(&d->failed, memory_order_acquire) ? WEFT_EDEVICE : 0;
+    /* Its own event decides: work that completed before another stream's
+     * failure succeeded (operators launched after it fail at the worker). */
+    int status = q == WEFT_GPU_EVENT_COMPLETE ? 0 : WEFT_EDEVICE;
     pthread_mutex_lock(&x->poll_lock);
     lane->head = st->next_launched;
     if (!lane->head)
@@ -111,6 +115,7 @@ static void *poller_main(void *arg)
 {
   weft_gpu_exec *x = arg;
   pthread_setname_np(pthread_self(), "weft-gpu-poll");
+  weft_engine_executor_thread(); /* no user operator runs inline here */
   int64_t sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
   int64_t spin_end = 0;
   pthread_mutex_lock(&x->poll_lock);

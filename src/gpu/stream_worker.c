@@ -54,7 +54,8 @@ static void run_one(weft_gpu_worker *w, weft_opr *op)
   }
   atomic_store_explicit(&op->ndevwaits, 0, memory_order_relaxed);
   if (status) {
-    device_failed(d);
+    if (status == WEFT_EDEVICE) /* not for a mere WEFT_ENOMEM */
+      device_failed(d);
     weft_opr_complete(op, status, false);
     return;
   }
@@ -93,6 +94,7 @@ static void *worker_main(void *arg)
   /* CUDA's current device is per thread: operators launch on ours. A
    * failure fails every operator this worker gets. */
   int bound = weft_gpu_bind_thread(w->x->b, w->device);
+  weft_engine_executor_thread(); /* no user operator runs inline here */
   weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {
     pthread_mutex_lock(&w->lock);

@@ -586,3 +586,148 @@ Test(gpu_engine, events_are_reused, .init = setup, .timeout = TU_TIMEOUT(60))
   cr_assert_lt(created, 100, "%ld creations for %ld ops: events are not reused", created, n);
   cr_assert_eq(te_free(&t), 0);
 }
+
+/* ------------------------------------------- regressions from a review */
+
+/* The naive engine runs a GPU op's fn on the pushing thread; a fn that
+ * pushes another GPU op (which runs right there) must not deadlock. */
+static atomic_int nested_ran;
+
+static void nested_item(void *arg)
+{
+  (void)arg;
+  atomic_fetch_add(&nested_ran, 1);
+}
+
+static int inner_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)arg;
+  return weft_gpu_host_enqueue(rc->stream, nested_item, NULL);
+}
+
+typedef struct nest {
+  weft_engine *eng;
+  weft_var *inner_var;
+} nest;
+
+static int outer_fn(const weft_run_ctx *rc, void *arg)
+{
+  nest *n = arg;
+  int r = push_rw(n->eng, gpu_desc(inner_fn, NULL, rc->ctx.id), NULL, n->inner_var);
+  TU_CHECK(r == 0, "nested GPU push = %d", r);
+  return weft_gpu_host_enqueue(rc->stream, nested_item, NULL);
+}
+
+Test(gpu_engine, naive_gpu_op_pushing_a_gpu_op, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new("naive", 1, 0);
+  nest n = {t.eng, te_var(t.eng)};
+  weft_var *v = te_var(t.eng);
+  atomic_store(&nested_ran, 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(outer_fn, &n, 0), NULL, v), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(outer_fn, &n, 1), NULL, v), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&nested_ran), 4);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* A device that cannot start fails its operators one after another; a
+ * long chain of them must not recurse as deep as the chain. */
+static int gate_open_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load((atomic_int *)arg), TU_DEADLINE_S), "gate never opened");
+  return 0;
+}
+
+Test(gpu_engine, a_long_chain_on_a_device_that_cannot_start, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng);
+  atomic_int gate;
+  atomic_init(&gate, 0);
+  weft_gpu_test_fail_create_at(1, WEFT_EAGAIN); /* every stream creation fails */
+  cr_assert_eq(push_rw(t.eng, te_desc(gate_open_fn, &gate), NULL, v), 0);
+  long n = tu_scaled(100000, 20000);
+  for (long i = 0; i < n; i++)
+    cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, v), 0);
+  atomic_store(&gate, 1); /* the whole chain fails from one completion */
+  cr_assert_eq(weft_var_wait(t.eng, v), WEFT_EAGAIN);
+  weft_gpu_test_fail_create_at(0, 0);
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EAGAIN);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, v), 0); /* it starts now */
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* Operators the poller or a device worker make ready never run inline on
+ * them: an ASYNC op released by the poller that waits for later GPU work
+ * must not stop the poller. A wait inside a GPU op's fn is refused. */
+typedef struct pw {
+  weft_engine *eng;
+  weft_var *u;
+  atomic_int waited;
+  atomic_int fn_wait_rc;
+} pw;
+
+static int async_waits_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  pw *p = arg;
+  atomic_store(&p->waited, weft_var_wait(p->eng, p->u) == 0 ? 1 : -1);
+  return 0;
+}
+
+static int gpu_waits_fn(const weft_run_ctx *rc, void *arg)
+{
+  pw *p = arg;
+  atomic_store(&p->fn_wait_rc, weft_var_wait(p->eng, p->u));
+  return weft_gpu_host_enqueue(rc->stream, nested_item, NULL);
+}
+
+Test(gpu_engine, executor_threads_run_no_user_op_inline_and_do_not_wait, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 2, 0);
+  pw p = {t.eng, te_var(t.eng), 0, 1};
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &(slow){0}, 0), NULL, v), 0);
+  weft_op_desc a = te_desc(async_waits_fn, &p);
+  a.prop = WEFT_PROP_ASYNC;
+  cr_assert_eq(push_rw(t.eng, a, v, w), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &(slow){0}, 0), NULL, p.u), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&p.waited), 1);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(gpu_waits_fn, &p, 0), NULL, w), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&p.fn_wait_rc), WEFT_EDEADLK);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* After the watchdog failed a device, what is queued behind the stuck work
+ * fails at once, not one watchdog period each. */
+Test(gpu_engine, the_watchdog_fails_the_queue_behind_at_once, .init = setup,
+     .timeout = TU_TIMEOUT(15))
+{
+  setenv("WEFT_GPU_WATCHDOG_MS", "200", 1);
+  setenv("WEFT_GPU_WORKERS", "1", 1);
+  te t = te_new(NULL, 1, 0);
+  weft_var *v = te_var(t.eng), *u = te_var(t.eng);
+  atomic_store(&release_stuck, 0);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(stuck_fn, NULL, 0), NULL, v), 0);
+  for (int i = 0; i < 100; i++) /* 20 s of watchdog periods, one after another */
+    cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, u), 0);
+  int rc = weft_wait_all(t.eng);
+  atomic_store(&release_stuck, 1);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EDEVICE);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
