@@ -694,11 +694,14 @@ Test(gpu_engine, executor_threads_run_no_user_op_inline_and_do_not_wait, .init =
   te t = te_new(NULL, 2, 0);
   pw p = {t.eng, te_var(t.eng), 0, 1};
   weft_var *v = te_var(t.eng), *w = te_var(t.eng);
-  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &(slow){0}, 0), NULL, v), 0);
+  slow s1, s2; /* live until wait_all: their items write them */
+  atomic_init(&s1.value, 0);
+  atomic_init(&s2.value, 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &s1, 0), NULL, v), 0);
   weft_op_desc a = te_desc(async_waits_fn, &p);
   a.prop = WEFT_PROP_ASYNC;
   cr_assert_eq(push_rw(t.eng, a, v, w), 0);
-  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &(slow){0}, 0), NULL, p.u), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(slow_fn, &s2, 0), NULL, p.u), 0);
   cr_assert_eq(weft_wait_all(t.eng), 0);
   cr_assert_eq(atomic_load(&p.waited), 1);
   cr_assert_eq(push_rw(t.eng, gpu_desc(gpu_waits_fn, &p, 0), NULL, w), 0);
