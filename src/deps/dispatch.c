@@ -142,6 +142,17 @@ void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
   pthread_mutex_unlock(&eng->fail_lock);
 }
 
+void weft_opr_retire(weft_engine *eng, weft_opr *op)
+{
+  if (op->tmpl)
+    weft_op_tmpl_release(eng, op->tmpl);
+  /* seq_cst: pairs with admit and below_cap; wakes a held-back pusher when
+   * this makes room. */
+  if (op->admitted &&
+      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight)
+    weft_engine_notify(eng);
+}
+
 weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
 {
   weft_engine *eng = op->eng;
@@ -179,14 +190,8 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
     if (op->internal == WEFT_OPR_DELETE) /* the var's last request: free it */
       weft_handles_free(&eng->vars, &v->slot);
   }
-  if (op->tmpl)
-    weft_op_tmpl_release(eng, op->tmpl);
   int slot = op->slot;
-  /* seq_cst: pairs with admit and below_cap; wakes a held-back pusher when
-   * this makes room. */
-  if (op->admitted &&
-      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight)
-    weft_engine_notify(eng);
+  weft_opr_retire(eng, op);
   weft_opr_free(eng, op);
   if (next && next->slot == slot) /* next is counted in slot: not drained */
     weft_engine_count_done_busy(eng, slot);

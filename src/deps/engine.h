@@ -216,6 +216,9 @@ void weft_opr_ready(weft_opr *op);
  * core's cache, and it skips a push and a pop); else NULL. */
 weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one);
 void weft_opr_free(weft_engine *eng, weft_opr *op);
+/* A finished operator gives back its reusable operator's reference and its
+ * place under max_inflight (waking a held-back pusher). */
+void weft_opr_retire(weft_engine *eng, weft_opr *op);
 /* fence.c: device fences on vars (src/deps/executor.h). Under v's lock,
  * for request r just granted on v: makes r's operator respect v's fences,
  * on the device or (one more on its wait counter) on the host. */

@@ -145,13 +145,8 @@ void weft_opr_device_done(weft_opr *op, int status)
     weft_spin_unlock(&v->q.lock);
     release_waiters(go);
   }
-  if (op->tmpl)
-    weft_op_tmpl_release(eng, op->tmpl);
   int slot = op->slot;
-  /* seq_cst: as in weft_opr_complete (back pressure). */
-  if (op->admitted &&
-      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight)
-    weft_engine_notify(eng);
+  weft_opr_retire(eng, op);
   weft_opr_fence_unref(op); /* the launched work's reference */
   weft_engine_count_done(eng, slot);
 }

@@ -166,18 +166,21 @@ static int check_device(const weft_gpu_backend *b, int device)
   return 0;
 }
 
-int weft_gpu_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream **out)
+/* What a creation checks first: out, the device, the fault hook. */
+static int create_check(const weft_gpu_backend *b, int device, void *out)
 {
   if (!out)
     return WEFT_EINVAL;
-  *out = NULL;
   int rc = check_device(b, device);
-  if (rc)
-    return rc;
-  rc = create_fault();
-  if (rc)
-    return rc;
-  return b->ops->stream_create(b, device, out);
+  return rc ? rc : create_fault();
+}
+
+int weft_gpu_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream **out)
+{
+  if (out)
+    *out = NULL;
+  int rc = create_check(b, device, out);
+  return rc ? rc : b->ops->stream_create(b, device, out);
 }
 
 int weft_gpu_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *s)
@@ -211,16 +214,10 @@ int weft_gpu_bind_thread(weft_gpu_backend *b, int device)
 
 int weft_gpu_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out)
 {
-  if (!out)
-    return WEFT_EINVAL;
-  *out = NULL;
-  int rc = check_device(b, device);
-  if (rc)
-    return rc;
-  rc = create_fault();
-  if (rc)
-    return rc;
-  return b->ops->event_create(b, device, out);
+  if (out)
+    *out = NULL;
+  int rc = create_check(b, device, out);
+  return rc ? rc : b->ops->event_create(b, device, out);
 }
 
 int weft_gpu_event_destroy(weft_gpu_backend *b, weft_gpu_event *e)

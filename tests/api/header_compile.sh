@@ -21,20 +21,8 @@ esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-header.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-fail=0
-step() {
-  # step <description> <command...>
-  what=$1
-  shift
-  if "$@" >"$tmp/log" 2>&1; then
-    echo "ok: $what"
-  else
-    echo "FAILED: $what"
-    echo "  command: $*"
-    sed 's/^/  | /' "$tmp/log"
-    fail=1
-  fi
-}
+# shellcheck source=../common/steps.sh
+. "$(dirname "$0")/../common/steps.sh"
 
 cflags="-std=c11 -pedantic -Wall -Wextra -Werror"
 cxxflags="-std=c++17 -pedantic -Wall -Wextra -Werror"

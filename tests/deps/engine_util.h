@@ -7,6 +7,7 @@
 #ifndef WEFT_TESTS_DEPS_ENGINE_UTIL_H
 #define WEFT_TESTS_DEPS_ENGINE_UTIL_H
 
+#include "../common/plain.h"
 #include "../common/testutil.h"
 
 /* Every variable weft_engine_create (and the pool it may create) reads. */
@@ -235,29 +236,6 @@ static inline void te_normalise(const int *r, int nr, const int *w, int nw, int 
 }
 
 /* ---------------------------------------------------------------- misc */
-
-static inline uint64_t te_mix(uint64_t x)
-{
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
-/* Resident set size in bytes (/proc/self/statm), -1 on error. */
-static inline long te_rss(void)
-{
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (!f)
-    return -1;
-  long size = 0, res = -1;
-  if (fscanf(f, "%ld %ld", &size, &res) != 2)
-    res = -1;
-  fclose(f);
-  return res < 0 ? -1 : res * sysconf(_SC_PAGESIZE);
-}
 
 /* Joins a thread; the test's watchdog (.timeout) covers a hang. */
 static inline void te_join(pthread_t t)

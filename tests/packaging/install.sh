@@ -42,20 +42,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-install.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 dest=$tmp/dest
 
-fail=0
-step() {
-  # step <description> <command...>
-  what=$1
-  shift
-  if "$@" >"$tmp/log" 2>&1; then
-    echo "ok: $what"
-  else
-    echo "FAILED: $what"
-    echo "  command: $*"
-    sed 's/^/  | /' "$tmp/log"
-    fail=1
-  fi
-}
+# shellcheck source=../common/steps.sh
+. "$(dirname "$0")/../common/steps.sh"
 
 # shellcheck disable=SC2086 # the meson command is a word list
 step "meson install --destdir" $meson install -C "$build" --no-rebuild --destdir "$dest"

@@ -27,18 +27,10 @@ command -v ${cc%% *} >/dev/null 2>&1 || skip "no C compiler ($cc)"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-subproject.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-run() {
-  # run <description> <command...>: stops at the first failure
-  what=$1
-  shift
-  if "$@" >"$tmp/log" 2>&1; then
-    echo "ok: $what"
-  else
-    echo "FAILED: $what"
-    echo "  command: $*"
-    sed 's/^/  | /' "$tmp/log"
-    exit 1
-  fi
+# shellcheck source=../common/steps.sh
+. "$(dirname "$0")/../common/steps.sh"
+run() { # as step, but stops at the first failure
+  step "$@" || exit 1
 }
 
 cp -R "$src/tests/packaging/subproj" "$tmp/proj" || exit 1

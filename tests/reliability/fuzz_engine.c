@@ -41,6 +41,8 @@
 
 #include <weft/weft.h>
 
+#include "../common/plain.h"
+
 #define FZ_VARS 8       /* var slots the program names */
 #define FZ_TMPLS 4      /* reusable-op slots */
 #define FZ_MAX_ACTS 512 /* actions decoded from one input */
@@ -251,16 +253,6 @@ static void fz_error(fz_run *r, const char *msg, long x)
     snprintf(r->errmsg, sizeof r->errmsg, "%s (%ld)", msg, x);
 }
 
-static uint64_t fz_mix(uint64_t x)
-{
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 static int fz_status_bit(int status)
 {
   for (int i = 0; i < 4; i++)
@@ -286,13 +278,13 @@ static int fz_exec(fz_body *b)
     if (atomic_load(&r->guard[b->rd[k]].writers) != 0)
       fz_error(r, "a reader ran with a writer of its var", b->rd[k]);
   }
-  uint64_t h = fz_mix(b->id + 1);
+  uint64_t h = te_mix(b->id + 1);
   for (int k = 0; k < a->nr; k++)
     if (a->r[k].kind == REF_INST)
-      h = fz_mix(h ^ r->val[a->r[k].inst]);
+      h = te_mix(h ^ r->val[a->r[k].inst]);
   for (int k = 0; k < a->nw; k++)
     if (a->w[k].kind == REF_INST)
-      r->val[a->w[k].inst] = fz_mix(r->val[a->w[k].inst] + h + (uint64_t)k);
+      r->val[a->w[k].inst] = te_mix(r->val[a->w[k].inst] + h + (uint64_t)k);
   if (a->check_inside) {
     int inst = b->nwd ? b->wd[0] : b->nrd ? b->rd[0] : -1;
     int wrc = inst >= 0 ? weft_var_wait(r->eng, r->handle[inst]) : WEFT_EDEADLK;
@@ -494,7 +486,7 @@ static void fz_run_prog(const fz_prog *p, fz_run *r, bool naive, weft_pool *pool
   memset(r, 0, sizeof *r);
   r->naive = naive;
   for (int i = 0; i < FZ_MAX_INST; i++) {
-    r->val[i] = fz_mix((uint64_t)i * 7 + 3);
+    r->val[i] = te_mix((uint64_t)i * 7 + 3);
     r->final_status[i] = 1;
   }
   for (int t = 0; t < FZ_TMPLS; t++)

@@ -38,6 +38,7 @@
 
 #include <weft/weft.h>
 
+#include "../common/plain.h"
 #include "common/alloc.h" /* weft_test_alloc_calls: the library's allocation count */
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -84,18 +85,6 @@ static uint64_t sk_rand(uint64_t *s)
   x ^= x >> 27;
   *s = x;
   return x * 0x2545F4914F6CDD1Dull;
-}
-
-static long sk_rss(void)
-{
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (!f)
-    return -1;
-  long size = 0, res = -1;
-  if (fscanf(f, "%ld %ld", &size, &res) != 2)
-    res = -1;
-  fclose(f);
-  return res < 0 ? -1 : res * sysconf(_SC_PAGESIZE);
 }
 
 /* ------------------------------------------------------------ the cells */
@@ -598,7 +587,7 @@ int main(int argc, char **argv)
              atomic_load(&u.runs), npush);
     reuses += npush;
     rounds++;
-    long rss = sk_rss();
+    long rss = te_rss();
     if (rss > rss_peak)
       rss_peak = rss;
     if (sk_now() >= warm_end) {
@@ -612,7 +601,7 @@ int main(int argc, char **argv)
     }
   }
   if (rss_warm < 0) { /* a very short run */
-    rss_warm = rss_max_after = sk_rss();
+    rss_warm = rss_max_after = te_rss();
     alloc_warm = weft_test_alloc_calls();
     ops_warm = atomic_load(&ops_run);
   }
