@@ -142,6 +142,24 @@ void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
   pthread_mutex_unlock(&eng->fail_lock);
 }
 
+weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep)
+{
+  weft_opr *kept = keep ? *keep : NULL;
+  while (g) {
+    weft_var_req *gnext = g->next; /* g's op may run and be freed at once */
+    weft_opr *o = g->op;
+    /* acq_rel: as in weft_push_opr (the last grant dispatches). */
+    if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
+      if (keep && !kept && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU)
+        kept = o;
+      else
+        weft_opr_ready(o);
+    }
+    g = gnext;
+  }
+  return kept;
+}
+
 void weft_opr_retire(weft_engine *eng, weft_opr *op)
 {
   if (op->tmpl)
@@ -175,18 +193,7 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
       for (weft_var_req *r = g; r; r = r->next)
         weft_fence_check(v, r);
     weft_spin_unlock(&v->q.lock);
-    while (g) {
-      weft_var_req *gnext = g->next; /* g's op may run and be freed at once */
-      weft_opr *o = g->op;
-      /* acq_rel: as in weft_push_opr (the last grant dispatches). */
-      if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
-        if (keep_one && !next && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU)
-          next = o;
-        else
-          weft_opr_ready(o);
-      }
-      g = gnext;
-    }
+    next = weft_grant_list(g, keep_one ? &next : NULL);
     if (op->internal == WEFT_OPR_DELETE) /* the var's last request: free it */
       weft_handles_free(&eng->vars, &v->slot);
   }

@@ -219,6 +219,12 @@ void weft_opr_free(weft_engine *eng, weft_opr *op);
 /* A finished operator gives back its reusable operator's reference and its
  * place under max_inflight (waking a held-back pusher). */
 void weft_opr_retire(weft_engine *eng, weft_opr *op);
+/* Takes one grant off the operator of each request in g (linked through
+ * next, from weft_varq_complete) and dispatches those that reach zero.
+ * keep non-NULL and *keep NULL: the first CPU operator of the pool that
+ * becomes ready is returned instead, to run next on this worker. Returns
+ * *keep (or NULL). */
+weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep);
 /* fence.c: device fences on vars (src/deps/executor.h). Under v's lock,
  * for request r just granted on v: makes r's operator respect v's fences,
  * on the device or (one more on its wait counter) on the host. */

@@ -96,14 +96,7 @@ void weft_opr_launched(weft_opr *op, int status)
     for (weft_var_req *r = g; r; r = r->next)
       weft_fence_check(v, r);
     weft_spin_unlock(&v->q.lock);
-    while (g) {
-      weft_var_req *gnext = g->next; /* g's op may run and be freed at once */
-      weft_opr *o = g->op;
-      /* acq_rel: as in weft_push_opr (the last grant dispatches). */
-      if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)
-        weft_opr_ready(o);
-      g = gnext;
-    }
+    weft_grant_list(g, NULL);
   }
 }
 
