@@ -24,8 +24,9 @@
  *           calls weft_wait_all. N threads in all, as OpenMP's and TBB's.
  * TIMED: from just before the first push of an op to weft_wait_all's return
  * in main (driver: the clock starts inside the driver op, before its first
- * push). The headline figure is the mode with the lower median; the other's
- * samples are in the JSON ("other_samples") and the table's notes.
+ * push). The headline figure is the mode with the lower median, except at
+ * one thread, where it is the driver mode (one thread in all, as the peers);
+ * the other's samples are in the JSON ("other_samples") and the table's notes.
  * BENCH_WEFT_PUSH=main or =driver in the environment runs that mode alone
  * (for profiling); the JSON then has no "other_samples". The JSON also has
  * the pool's counters per op pushed for each mode ("pool_main",
@@ -423,7 +424,9 @@ static void bench_dep(const bench_args *a) {
              (double)(after.failed_steal_rounds - before.failed_steal_rounds) / nops);
   }
   double med[2] = {median_sorted_copy(&s[0]), median_sorted_copy(&s[1])};
-  int best = med[1] < med[0] ? 1 : 0;
+  /* At one thread the headline is the driver mode: one thread in all, as
+   * the peers' one-thread runs (the main mode keeps a second core busy). */
+  int best = a->threads == 1 ? 1 : med[1] < med[0] ? 1 : 0;
   char extra[2048];
   if (only_mode >= 0)
     best = only_mode;
