@@ -198,25 +198,25 @@ static long engine_create_sweep(eng_kind kind)
 Test(fault_sweep, engine_create_own_pool, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(120))
 {
-  engine_create_sweep(ENG_OWN_POOL);
+  cr_assert_gt(engine_create_sweep(ENG_OWN_POOL), 0, "no failure point exercised");
 }
 
 Test(fault_sweep, engine_create_shared_pool, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(120))
 {
-  engine_create_sweep(ENG_SHARED_POOL);
+  cr_assert_gt(engine_create_sweep(ENG_SHARED_POOL), 0, "no failure point exercised");
 }
 
 Test(fault_sweep, engine_create_gpu_host, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(120))
 {
-  engine_create_sweep(ENG_GPU_HOST);
+  cr_assert_gt(engine_create_sweep(ENG_GPU_HOST), 0, "no failure point exercised");
 }
 
 Test(fault_sweep, engine_create_naive, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(120))
 {
-  engine_create_sweep(ENG_NAIVE);
+  cr_assert_gt(engine_create_sweep(ENG_NAIVE), 0, "no failure point exercised");
 }
 
 /* Thread starts of an engine's own pool. */
@@ -332,7 +332,8 @@ static void push_sequence(weft_engine *e, seq_stats *st, long k)
   }
 }
 
-static void push_sweep(const char *kind)
+/* Returns the number of failure points exercised. */
+static long push_sweep(const char *kind)
 {
   int base = tu_thread_baseline();
   weft_pool *pool = pool_n(2);
@@ -376,18 +377,19 @@ static void push_sweep(const char *kind)
               "them reported by wait_all)",
               kind, points, late);
   tu_assert_no_leaks();
+  return points;
 }
 
 Test(fault_sweep, push_sequence_threaded, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(240))
 {
-  push_sweep("threaded");
+  cr_assert_gt(push_sweep("threaded"), 0, "no failure point exercised");
 }
 
 Test(fault_sweep, push_sequence_naive, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(240))
 {
-  push_sweep("naive");
+  cr_assert_gt(push_sweep("naive"), 0, "no failure point exercised");
 }
 
 /* ------------------------------------------------------ GPU worker start */
@@ -543,7 +545,7 @@ static long gpu_start_sweep(fault_kind f, int code)
 Test(fault_sweep, gpu_start_alloc, .init = setup_gpu, .fini = teardown,
      .timeout = TU_TIMEOUT(240))
 {
-  gpu_start_sweep(FAULT_ALLOC, 0);
+  cr_assert_gt(gpu_start_sweep(FAULT_ALLOC, 0), 0, "no failure point exercised");
 }
 
 Test(fault_sweep, gpu_start_thread, .init = setup_gpu, .fini = teardown,
