@@ -92,17 +92,26 @@ bool weft_opr_run_inline_one(void)
   return true;
 }
 
+int weft_opr_skip_status(weft_opr *op)
+{
+  if (op->flags & WEFT_OP_NOSKIP)
+    return 0;
+  int status = 0;
+  for (int k = 0; k < op->nvars && !status; k++) {
+    weft_var_impl *v = op->var[k];
+    weft_spin_lock(&v->q.lock);
+    status = v->failed;
+    weft_spin_unlock(&v->q.lock);
+  }
+  return status;
+}
+
 weft_opr *weft_opr_run(weft_opr *op)
 {
   int status = 0;
-  if (op->internal == WEFT_OPR_USER && !(op->flags & WEFT_OP_NOSKIP)) {
+  if (op->internal == WEFT_OPR_USER) {
     /* Skip an operator that uses a failed var; it passes the status on. */
-    for (int k = 0; k < op->nvars && !status; k++) {
-      weft_var_impl *v = op->var[k];
-      weft_spin_lock(&v->q.lock);
-      status = v->failed;
-      weft_spin_unlock(&v->q.lock);
-    }
+    status = weft_opr_skip_status(op);
     if (status)
       return weft_opr_complete(op, status, true);
   }

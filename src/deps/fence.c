@@ -49,20 +49,6 @@ void weft_fence_check(weft_var_impl *v, weft_var_req *r)
   }
 }
 
-int weft_opr_skip_status(weft_opr *op)
-{
-  if (op->flags & WEFT_OP_NOSKIP)
-    return 0;
-  int status = 0;
-  for (int k = 0; k < op->nvars && !status; k++) {
-    weft_var_impl *v = op->var[k];
-    weft_spin_lock(&v->q.lock);
-    status = v->failed;
-    weft_spin_unlock(&v->q.lock);
-  }
-  return status;
-}
-
 /* Decrements the wait counters of ops (linked through their requests'
  * fnext) and dispatches those that reach zero. */
 static void release_waiters(weft_var_req *r)
