@@ -227,8 +227,9 @@ void weft_opr_retire(weft_engine *eng, weft_opr *op);
 weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep);
 /* fence.c: device fences on vars (src/deps/executor.h). Under v's lock,
  * for request r just granted on v: makes r's operator respect v's fences,
- * on the device or (one more on its wait counter) on the host. */
-void weft_fence_check(weft_var_impl *v, weft_var_req *r);
+ * on the device or (one more on its wait counter; returns true) on the
+ * host. */
+bool weft_fence_check(weft_var_impl *v, weft_var_req *r);
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
 /* Runs one inline (WEFT_PROP_ASYNC) operator queued on this thread behind
  * the one running, if any (a wait inside that one needs it); returns

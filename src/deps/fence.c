@@ -17,7 +17,7 @@ static inline bool hazard(const weft_var_req *r, const weft_var_req *f)
   return r->write || f->write; /* reads after reads run together */
 }
 
-void weft_fence_check(weft_var_impl *v, weft_var_req *r)
+bool weft_fence_check(weft_var_impl *v, weft_var_req *r)
 {
   weft_opr *o = r->op;
   bool host = false;
@@ -47,6 +47,7 @@ void weft_fence_check(weft_var_impl *v, weft_var_req *r)
     r->fnext = v->fwaiters;
     v->fwaiters = r;
   }
+  return host;
 }
 
 /* Decrements the wait counters of ops (linked through their requests'

@@ -200,16 +200,24 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   }
   op->admitted = admitted;
   int granted = 0;
+  bool held = false; /* a host-side wait for a device fence */
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
     if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
       granted++;
       if (op->var[k]->fences)
-        weft_fence_check(op->var[k], &op->req[k]);
+        held |= weft_fence_check(op->var[k], &op->req[k]);
     }
   }
   unlock_vars(op, n);
+  if (granted == n && !held) {
+    /* Every request granted at once and no fence to wait for: no other
+     * thread holds a way to op's counter, so skip the atomic (a locked
+     * instruction that would wait for the var lines' stores). */
+    weft_opr_ready(op);
+    return 0;
+  }
   /* acq_rel: the last decrement (here or in a completion) hands the op to
    * the thread that dispatches it, with everything written before. */
   if (atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) == granted + 1)
