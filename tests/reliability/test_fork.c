@@ -276,10 +276,18 @@ static int child_main(parent *p)
 static long fork_while_busy(bool gpu)
 {
 #ifdef TU_HAVE_LSAN
-  /* GCC 12's libasan has no fork interceptor (it does not lock its
-   * allocator around fork, as newer compiler-rt does): a child forked while
-   * the parent's threads allocate can hang in ASan's malloc, which is not
-   * the library's. Observed as intermittent alarms in the child here only. */
+  /* GCC 12's libasan (libasan.so.8) has no fork interceptor and installs no
+   * atfork handler (newer compiler-rt locks its allocator around fork): a
+   * child forked while a parent thread holds a lock of ASan's allocator
+   * waits for it forever. Run un-skipped, most runs' first fork already
+   * hangs; gdb on every stuck child (17 of 17) showed it in
+   *   __sanitizer::Mutex::Lock <- SizeClassAllocator64::GetFromAllocator
+   *   <- ... <- __interceptor_malloc / calloc / realloc
+   * (the region lock of size class 49: the objstore's 64 KiB slab malloc in
+   * the child's first weft_group_spawn, 15 times; of classes 3 and 14:
+   * glibc's pthread_getattr_np, called by ASan as each of the child's new
+   * threads starts, 2 times), never in a lock of the library's. Not the
+   * library's; the plain build runs these forks. */
   cr_skip_test("ASan build: this libasan does not make its allocator fork-safe");
 #endif
 #if defined(__SANITIZE_THREAD__)
@@ -289,7 +297,9 @@ static long fork_while_busy(bool gpu)
   cr_skip_test("TSan build: jemalloc's prefork handler overflows TSan's lock tracking");
 #endif
   int base = tu_thread_baseline();
-  parent p;
+  /* Static, not on this frame: a failed cr_assert leaves the frame (longjmp)
+   * while the pusher and the engine's operators may still use p. */
+  static parent p;
   memset(&p, 0, sizeof p);
   p.gpu = gpu;
   p.pool = tu_pool(2, -1);
@@ -303,32 +313,47 @@ static long fork_while_busy(bool gpu)
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, pusher, &p), 0);
 
-  long forks = tu_scaled(FORKS, 5);
-  for (long i = 0; i < forks; i++) {
+  /* A failure in the loop is reported after the pusher has stopped and the
+   * engine is idle: a cr_assert with them still running would leave this
+   * frame while they work on (once seen as UBSan "misaligned address" reports
+   * from the pusher's weft_push / weft_pool_submit on stale stack words). */
+  char failure[160] = "";
+  long forks = tu_scaled(FORKS, 5), i;
+  for (i = 0; i < forks && !failure[0]; i++) {
     /* Let the parent get busy (its workers, the pusher) between forks. */
     long seen = atomic_load(&p.ran);
-    cr_assert(TU_WAIT_UNTIL(atomic_load(&p.ran) > seen + 50, TU_DEADLINE_S),
-              "the parent's work stalled before fork %ld", i);
+    if (!TU_WAIT_UNTIL(atomic_load(&p.ran) > seen + 50, TU_DEADLINE_S)) {
+      snprintf(failure, sizeof failure, "the parent's work stalled before fork %ld", i);
+      break;
+    }
     fflush(NULL);
     pid_t pid = fork();
-    cr_assert(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid < 0) {
+      snprintf(failure, sizeof failure, "fork %ld failed: %s", i, strerror(errno));
+      break;
+    }
     if (pid == 0) {
       alarm(10); /* a hang in the child becomes SIGALRM */
       _exit(child_main(&p));
     }
     int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(!WIFSIGNALED(status), "fork %ld: the child died of signal %d%s", i,
-              WTERMSIG(status), WTERMSIG(status) == SIGALRM ? " (it hung: alarm)" : "");
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "fork %ld: the child's check at line %d (mod 256) of %s failed", i,
-              WEXITSTATUS(status), __FILE__);
+    if (waitpid(pid, &status, 0) != pid)
+      snprintf(failure, sizeof failure, "fork %ld: waitpid failed: %s", i, strerror(errno));
+    else if (WIFSIGNALED(status))
+      snprintf(failure, sizeof failure, "fork %ld: the child died of signal %d%s", i,
+               WTERMSIG(status), WTERMSIG(status) == SIGALRM ? " (it hung: alarm)" : "");
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      snprintf(failure, sizeof failure,
+               "fork %ld: the child's check at line %d (mod 256) of %s failed", i,
+               WEXITSTATUS(status), __FILE__);
   }
 
   /* The parent lost nothing and still works. */
   atomic_store(&p.stop, true);
   pthread_join(t, NULL);
-  cr_assert_eq(weft_wait_all(p.eng), 0);
+  int wrc = weft_wait_all(p.eng);
+  cr_assert(!failure[0], "%s", failure);
+  cr_assert_eq(wrc, 0);
   cr_assert(TU_WAIT_UNTIL(atomic_load(&p.ran) == p.pushed, TU_DEADLINE_S),
             "the parent pushed/submitted %ld, %ld ran", p.pushed, atomic_load(&p.ran));
   tu_assert_no_errors();
@@ -336,9 +361,9 @@ static long fork_while_busy(bool gpu)
   cr_assert_eq(weft_pool_destroy(p.pool), 0);
   cr_assert_eq(atomic_load(&p.ran), p.pushed);
   cr_assert_eq(tu_wait_thread_count(base), base);
-  cr_log_info("fork: %ld forks while the parent ran %ld operators and tasks", forks, p.pushed);
+  cr_log_info("fork: %ld forks while the parent ran %ld operators and tasks", i, p.pushed);
   tu_assert_no_leaks();
-  return forks;
+  return i;
 }
 
 Test(fork, child_of_busy_pool_and_engine, .init = setup, .timeout = TU_TIMEOUT(180))
