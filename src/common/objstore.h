@@ -45,6 +45,11 @@ static inline void *weft_obj_alloc(weft_obj_store *s, weft_obj_cache *c)
     void *p = c->free;
     c->free = ((void **)p)[0];
     c->n--;
+    /* The next object was most likely freed by another core: start moving
+     * its first line here now (for writing), so the next allocation does
+     * not stall on reading its link. */
+    if (c->free)
+      __builtin_prefetch(c->free, 1, 3);
     return p;
   }
   return weft_obj_alloc_slow(s, c);
