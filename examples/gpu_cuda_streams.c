@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <weft/weft.h>
 
+#include "push_one.h"
+
 enum { N = 1 << 16 }; /* ints per chunk */
 
 typedef struct chunk {
@@ -79,22 +81,6 @@ static int check(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
-static int push(weft_engine *eng, weft_op_fn fn, chunk *c, weft_var *r, weft_var *w, int gpu,
-                weft_prop prop)
-{
-  weft_op_desc d = {0};
-  d.fn = fn;
-  d.arg = c;
-  d.reads = r ? &r : NULL;
-  d.num_reads = r ? 1 : 0;
-  d.writes = w ? &w : NULL;
-  d.num_writes = w ? 1 : 0;
-  d.ctx.type = gpu >= 0 ? WEFT_DEV_GPU : WEFT_DEV_CPU;
-  d.ctx.id = gpu >= 0 ? gpu : 0;
-  d.prop = prop;
-  return weft_push(eng, &d);
-}
-
 int main(int argc, char **argv)
 {
   int nchunks = argc > 1 ? atoi(argv[1]) : 32;
@@ -132,11 +118,11 @@ int main(int argc, char **argv)
     rc = weft_var_new(eng, in);
     rc = rc ? rc : weft_var_new(eng, dev);
     rc = rc ? rc : weft_var_new(eng, out);
-    rc = rc ? rc : push(eng, fill, ck, NULL, *in, -1, WEFT_PROP_NORMAL);
-    rc = rc ? rc : push(eng, upload, ck, *in, *dev, g, WEFT_PROP_COPY_TO_GPU);
-    rc = rc ? rc : push(eng, square, ck, NULL, *dev, g, WEFT_PROP_NORMAL);
-    rc = rc ? rc : push(eng, download, ck, *dev, *out, g, WEFT_PROP_COPY_FROM_GPU);
-    rc = rc ? rc : push(eng, check, ck, *out, NULL, -1, WEFT_PROP_NORMAL);
+    rc = rc ? rc : push_one(eng, fill, ck, NULL, *in, -1, WEFT_PROP_NORMAL);
+    rc = rc ? rc : push_one(eng, upload, ck, *in, *dev, g, WEFT_PROP_COPY_TO_GPU);
+    rc = rc ? rc : push_one(eng, square, ck, NULL, *dev, g, WEFT_PROP_NORMAL);
+    rc = rc ? rc : push_one(eng, download, ck, *dev, *out, g, WEFT_PROP_COPY_FROM_GPU);
+    rc = rc ? rc : push_one(eng, check, ck, *out, NULL, -1, WEFT_PROP_NORMAL);
   }
   int wrc = weft_wait_all(eng);
   int drc = weft_engine_destroy(eng);

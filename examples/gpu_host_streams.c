@@ -29,6 +29,8 @@
 #include <string.h>
 #include <weft/weft.h>
 
+#include "push_one.h"
+
 enum { CHUNK = 4096 };
 
 typedef struct chunk {
@@ -94,22 +96,6 @@ static int check(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
-static int push(weft_engine *eng, weft_op_fn fn, chunk *c, weft_var *r, weft_var *w, int gpu,
-                weft_prop prop)
-{
-  weft_op_desc d = {0};
-  d.fn = fn;
-  d.arg = c;
-  d.reads = r ? &r : NULL;
-  d.num_reads = r ? 1 : 0;
-  d.writes = w ? &w : NULL;
-  d.num_writes = w ? 1 : 0;
-  d.ctx.type = gpu >= 0 ? WEFT_DEV_GPU : WEFT_DEV_CPU;
-  d.ctx.id = gpu >= 0 ? gpu : 0;
-  d.prop = prop;
-  return weft_push(eng, &d);
-}
-
 int main(int argc, char **argv)
 {
   int nchunks = argc > 1 ? atoi(argv[1]) : 64;
@@ -142,11 +128,11 @@ int main(int argc, char **argv)
     rc = weft_var_new(eng, &in[k]);
     rc = rc ? rc : weft_var_new(eng, &dev[k]);
     rc = rc ? rc : weft_var_new(eng, &out[k]);
-    rc = rc ? rc : push(eng, fill, &c[k], NULL, in[k], -1, WEFT_PROP_NORMAL);
-    rc = rc ? rc : push(eng, upload, &c[k], in[k], dev[k], g, WEFT_PROP_COPY_TO_GPU);
-    rc = rc ? rc : push(eng, saxpy, &c[k], NULL, dev[k], g, WEFT_PROP_NORMAL);
-    rc = rc ? rc : push(eng, download, &c[k], dev[k], out[k], g, WEFT_PROP_COPY_FROM_GPU);
-    rc = rc ? rc : push(eng, check, &c[k], out[k], NULL, -1, WEFT_PROP_NORMAL);
+    rc = rc ? rc : push_one(eng, fill, &c[k], NULL, in[k], -1, WEFT_PROP_NORMAL);
+    rc = rc ? rc : push_one(eng, upload, &c[k], in[k], dev[k], g, WEFT_PROP_COPY_TO_GPU);
+    rc = rc ? rc : push_one(eng, saxpy, &c[k], NULL, dev[k], g, WEFT_PROP_NORMAL);
+    rc = rc ? rc : push_one(eng, download, &c[k], dev[k], out[k], g, WEFT_PROP_COPY_FROM_GPU);
+    rc = rc ? rc : push_one(eng, check, &c[k], out[k], NULL, -1, WEFT_PROP_NORMAL);
   }
   int wrc = weft_wait_all(eng);
   int errors = 0;
