@@ -141,6 +141,19 @@ weft_opr *weft_opr_run(weft_opr *op)
   return NULL;
 }
 
+void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch)
+{
+  v->failed = status;
+  v->failed_epoch = epoch;
+  if (status && !v->failed_listed) {
+    v->failed_listed = true;
+    pthread_mutex_lock(&eng->fail_lock); /* lock order: a var's lock, then fail_lock */
+    v->failed_next = eng->failed_vars;
+    eng->failed_vars = v;
+    pthread_mutex_unlock(&eng->fail_lock);
+  }
+}
+
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
 {
   pthread_mutex_lock(&eng->fail_lock);
@@ -193,10 +206,8 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
     weft_var_impl *v = op->var[k];
     bool write = op->req[k].write;
     weft_spin_lock(&v->q.lock);
-    if (write && user) {
-      v->failed = status; /* a write's status is the var's: failed, or fine again */
-      v->failed_epoch = op->epoch;
-    }
+    if (write && user) /* a write's status is the var's: failed, or fine again */
+      weft_var_set_failed(eng, v, status, op->epoch);
     weft_var_req *g = weft_varq_complete(&v->q, write);
     if (v->fences) /* device work pending on v: the granted respect it */
       for (weft_var_req *r = g; r; r = r->next)

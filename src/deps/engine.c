@@ -244,22 +244,40 @@ static bool inside_own_op(const weft_engine *eng)
   return weft_tls_opr && weft_tls_opr->eng == eng;
 }
 
-/* Clears every live var's failed state. */
+/* Clears the failed state of the listed vars whose failure came from an
+ * operator pushed in an epoch up to upto; later ones stay listed. One clear
+ * at a time (wait_lock): a var taken off the list here is back on it, or
+ * cleared, before another clear looks. */
 static void clear_failures(weft_engine *eng, uint64_t upto)
 {
-  for (uint32_t c = 0; c < WEFT_HANDLE_CHUNKS; c++) {
-    /* acquire: pairs with the publication of the chunk. */
-    char *chunk = atomic_load_explicit(&eng->vars.chunk[c], memory_order_acquire);
-    if (!chunk)
-      break;
-    for (uint32_t i = 0; i < WEFT_HANDLE_CHUNK_SLOTS; i++) {
-      weft_var_impl *v = (weft_var_impl *)(chunk + i * eng->vars.slot_size);
-      weft_spin_lock(&v->q.lock);
-      if (v->failed_epoch <= upto) /* not a failure pushed after the wait began */
-        v->failed = 0;
-      weft_spin_unlock(&v->q.lock);
+  pthread_mutex_lock(&eng->wait_lock);
+  pthread_mutex_lock(&eng->fail_lock);
+  weft_var_impl *list = eng->failed_vars;
+  eng->failed_vars = NULL;
+  pthread_mutex_unlock(&eng->fail_lock);
+  weft_var_impl *keep = NULL, *keep_tail = NULL;
+  while (list) {
+    weft_var_impl *v = list;
+    list = v->failed_next; /* ours: a listed var is not relinked by a setter */
+    weft_spin_lock(&v->q.lock);
+    if (v->failed && v->failed_epoch > upto) { /* a failure pushed after the wait began */
+      v->failed_next = keep;
+      keep = v;
+      if (!keep_tail)
+        keep_tail = v;
+    } else {
+      v->failed = 0;
+      v->failed_listed = false;
     }
+    weft_spin_unlock(&v->q.lock);
   }
+  if (keep) {
+    pthread_mutex_lock(&eng->fail_lock);
+    keep_tail->failed_next = eng->failed_vars;
+    eng->failed_vars = keep;
+    pthread_mutex_unlock(&eng->fail_lock);
+  }
+  pthread_mutex_unlock(&eng->wait_lock);
 }
 
 static int take_failure(weft_engine *eng)
@@ -328,8 +346,6 @@ static int wait_all(weft_engine *eng)
   return rc;
 }
 
-/* Slots are zeroed when their chunk is made; a var's lock must be usable
- * by clear_failures even before the var is first created. */
 static int config(weft_engine *eng, const weft_engine_config *cfg)
 {
   const char *kind = cfg->kind, *origin = "weft_engine_config.kind";

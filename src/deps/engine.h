@@ -34,6 +34,8 @@ typedef struct weft_var_impl {
   weft_varq q;     /* the queue and its lock */
   int failed;      /* under q.lock: status of the last failed write, 0 when fine */
   uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed */
+  bool failed_listed;     /* under q.lock: on the engine's failed_vars list */
+  struct weft_var_impl *failed_next; /* the list's link (under fail_lock while listed) */
   weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
   weft_var_req *fwaiters; /* under q.lock: granted requests waiting for fences on the host */
 } weft_var_impl;
@@ -181,6 +183,10 @@ struct weft_engine {
 
   pthread_mutex_t fail_lock;
   int first_failure;   /* under fail_lock: first failure since wait_all */
+  /* under fail_lock: the vars that failed since their last clearing (a
+   * superset: weft_var_wait clears a var without unlisting it), so that
+   * weft_wait_all clears those, not every var. */
+  weft_var_impl *failed_vars;
   const char *first_failure_name; /* under fail_lock */
 
   pthread_mutex_t naive_lock; /* naive engine: one push at a time (recursive) */
@@ -231,6 +237,9 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep);
  * host. */
 bool weft_fence_check(weft_var_impl *v, weft_var_req *r);
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
+/* Under v's lock: v's failed state becomes status (0: fine again), of the
+ * operator pushed in epoch; a failed var is listed for weft_wait_all. */
+void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch);
 /* Runs one inline (WEFT_PROP_ASYNC) operator queued on this thread behind
  * the one running, if any (a wait inside that one needs it); returns
  * whether it ran one. */

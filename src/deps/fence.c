@@ -73,10 +73,8 @@ void weft_opr_launched(weft_opr *op, int status)
     weft_var_impl *v = op->var[k];
     weft_var_req *me = &op->req[k];
     weft_spin_lock(&v->q.lock);
-    if (me->write) {
-      v->failed = status; /* successors see fn's status now, the device's later */
-      v->failed_epoch = op->epoch;
-    }
+    if (me->write) /* successors see fn's status now, the device's later */
+      weft_var_set_failed(op->eng, v, status, op->epoch);
     weft_var_req *g = weft_varq_complete(&v->q, me->write);
     me->fnext = v->fences;
     v->fences = me;
@@ -100,8 +98,7 @@ void weft_opr_device_done(weft_opr *op, int status)
     if (me->write && final && !op->status) {
       /* The device failed under it: later writers on this var are on the
        * same (now failed) device or still wait for this fence. */
-      v->failed = final;
-      v->failed_epoch = op->epoch;
+      weft_var_set_failed(eng, v, final, op->epoch);
     }
     weft_var_req **pf = &v->fences;
     while (*pf != me)

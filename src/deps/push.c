@@ -281,8 +281,11 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
       weft_tls_opr = prev;
     }
     for (int k = 0; k < n; k++) /* not a var the op deleted (its slot may be reused) */
-      if (uses[k].write && weft_slot_live(&var[k]->slot, weft_handle_gen(uses[k].handle)))
-        var[k]->failed = status;
+      if (uses[k].write && weft_slot_live(&var[k]->slot, weft_handle_gen(uses[k].handle))) {
+        weft_spin_lock(&var[k]->q.lock);
+        weft_var_set_failed(eng, var[k], status, 0);
+        weft_spin_unlock(&var[k]->q.lock);
+      }
     if (status)
       weft_engine_record_failure(eng, status, d->name);
   }
