@@ -472,7 +472,10 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     }
     eng->own_pool = true;
   }
-  eng->caches = weft_calloc(2 * (size_t)weft_pool_num_threads(eng->pool), sizeof *eng->caches);
+  size_t ncaches = (size_t)weft_pool_num_threads(eng->pool);
+  eng->caches = weft_aligned_alloc(WEFT_CACHE_LINE, ncaches * sizeof *eng->caches);
+  if (eng->caches)
+    memset(eng->caches, 0, ncaches * sizeof *eng->caches);
   eng->sync = sync_get(weft_pool_num_threads(eng->pool) + 1);
   if (!eng->caches || !eng->sync) {
     free_engine(eng);

@@ -55,6 +55,13 @@ typedef struct weft_op_impl {
   _Atomic int refs;   /* the live handle + one per push in flight */
 } weft_op_impl;
 
+/* A worker's caches of recycled blocks, on a line of its own: the workers
+ * pop and push their heads on every operator. */
+typedef struct weft_worker_caches {
+  _Alignas(WEFT_CACHE_LINE) weft_obj_cache oprs; /* owner only */
+  weft_obj_cache bigs;                            /* owner only */
+} weft_worker_caches;
+
 /* Internal operator kinds (opr.internal). */
 enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE };
 
@@ -164,7 +171,7 @@ struct weft_engine {
   weft_handles ops;    /* internally locked */
   weft_obj_store oprs; /* internally locked */
   weft_obj_store bigs; /* internally locked: arrays of operators with many vars */
-  weft_obj_cache *caches; /* [2 * pool workers]: oprs, then bigs; each owned by its worker */
+  weft_worker_caches *caches; /* [pool workers], each owned by its worker */
 
   /* Operators pushed and not finished are counted by epoch (two slots) in
    * sync's tallies: a weft_wait_all moves pushes on to the next epoch and

@@ -94,17 +94,16 @@ static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
 static weft_opr *opr_alloc(weft_engine *eng, int nvars)
 {
   int w = weft_pool_worker_index(eng->pool);
-  int nw = weft_pool_num_threads(eng->pool);
-  weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL);
+  weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL);
   if (!op)
     return NULL;
   if (nvars <= WEFT_OPR_INLINE_VARS) {
     op->var = op->var_inline;
     op->req = op->req_inline;
   } else if (nvars <= WEFT_OPR_BIG_VARS) {
-    weft_opr_big *b = weft_obj_alloc(&eng->bigs, w >= 0 ? &eng->caches[nw + w] : NULL);
+    weft_opr_big *b = weft_obj_alloc(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL);
     if (!b) {
-      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
+      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
       return NULL;
     }
     op->var = b->var;
@@ -115,7 +114,7 @@ static weft_opr *opr_alloc(weft_engine *eng, int nvars)
     if (!op->var || !op->req) {
       weft_free(op->var);
       weft_free(op->req);
-      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
+      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
       return NULL;
     }
   }
@@ -132,11 +131,10 @@ void weft_opr_free(weft_engine *eng, weft_opr *op)
     weft_free(op->var);
     weft_free(op->req);
   } else if (op->nvars > WEFT_OPR_INLINE_VARS) {
-    int nw = weft_pool_num_threads(eng->pool);
-    weft_obj_free(&eng->bigs, w >= 0 ? &eng->caches[nw + w] : NULL,
+    weft_obj_free(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL,
                   (char *)op->var - offsetof(weft_opr_big, var));
   }
-  weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w] : NULL, op);
+  weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
 }
 
 static void unlock_vars(weft_opr *op, int n)
