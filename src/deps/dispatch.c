@@ -97,12 +97,8 @@ int weft_opr_skip_status(weft_opr *op)
   if (op->flags & WEFT_OP_NOSKIP)
     return 0;
   int status = 0;
-  for (int k = 0; k < op->nvars && !status; k++) {
-    weft_var_impl *v = op->var[k];
-    weft_spin_lock(&v->q.lock);
-    status = v->failed;
-    weft_spin_unlock(&v->q.lock);
-  }
+  for (int k = 0; k < op->nvars && !status; k++)
+    status = weft_var_failed(op->var[k]); /* no lock: see weft_var_impl.failed */
   return status;
 }
 
@@ -143,9 +139,14 @@ weft_opr *weft_opr_run(weft_opr *op)
 
 void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch)
 {
-  v->failed = status;
+  if (!status) { /* the common case: a store only when it changes */
+    if (weft_var_failed(v))
+      weft_var_failed_store(v, 0);
+    return;
+  }
+  weft_var_failed_store(v, status);
   v->failed_epoch = epoch;
-  if (status && !v->failed_listed) {
+  if (!v->failed_listed) {
     v->failed_listed = true;
     pthread_mutex_lock(&eng->fail_lock); /* lock order: a var's lock, then fail_lock */
     v->failed_next = eng->failed_vars;

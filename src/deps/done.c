@@ -29,7 +29,7 @@ static void tokens_fork_release(void)
 
 static void tokens_init(void)
 {
-  tokens_rc = weft_handles_init(&tokens, sizeof(weft_done_impl));
+  tokens_rc = weft_handles_init(&tokens, sizeof(weft_done_impl), 16);
   if (tokens_rc == 0)
     weft_fork_register(WEFT_FORK_DONE_TOKENS, tokens_fork_prepare, tokens_fork_release,
                        tokens_fork_release);

@@ -260,13 +260,13 @@ static void clear_failures(weft_engine *eng, uint64_t upto)
     weft_var_impl *v = list;
     list = v->failed_next; /* ours: a listed var is not relinked by a setter */
     weft_spin_lock(&v->q.lock);
-    if (v->failed && v->failed_epoch > upto) { /* a failure pushed after the wait began */
+    if (weft_var_failed(v) && v->failed_epoch > upto) { /* a failure pushed after the wait began */
       v->failed_next = keep;
       keep = v;
       if (!keep_tail)
         keep_tail = v;
     } else {
-      v->failed = 0;
+      weft_var_failed_store(v, 0);
       v->failed_listed = false;
     }
     weft_spin_unlock(&v->q.lock);
@@ -436,8 +436,8 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     pthread_mutex_destroy(&eng->fail_lock);
     ok_fail = false;
   }
-  bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl)) == 0;
-  bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl)) == 0;
+  bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl), WEFT_CACHE_LINE) == 0;
+  bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl), WEFT_CACHE_LINE) == 0;
   bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64,
                                      WEFT_OPR_BATCH) == 0;
   if (ok_oprs && weft_obj_store_init(&eng->bigs, sizeof(weft_opr_big), WEFT_OPR_BATCH / 8)) {

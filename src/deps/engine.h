@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/objstore.h"
@@ -30,15 +31,38 @@
 #define WEFT_OPR_INLINE_VARS 6
 
 typedef struct weft_var_impl {
+  /* The first line: what every push and completion on the var touches. A
+   * var's slot is a line-aligned 128 bytes (engine.c), so the threads
+   * working on two neighbouring vars never share a line. */
   weft_slot slot;  /* handle: generation-tagged */
   weft_varq q;     /* the queue and its lock */
-  int failed;      /* under q.lock: status of the last failed write, 0 when fine */
-  uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed */
-  bool failed_listed;     /* under q.lock: on the engine's failed_vars list */
-  struct weft_var_impl *failed_next; /* the list's link (under fail_lock while listed) */
   weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
+  /* atomic, relaxed, written under q.lock: the status of the last failed
+   * write, 0 when fine. An operator's skip check reads it without the lock:
+   * holding its grants, no write can change it, and the grant's acq_rel
+   * chain orders the last writer's store before the read (a concurrent
+   * weft_wait_all or weft_var_wait clearing it may go either way, as it
+   * could with the lock). */
+  _Atomic int failed;
+  bool failed_listed;     /* under q.lock: on the engine's failed_vars list */
+  /* The second line: failures and device waits only. */
+  uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed (if failed) */
+  struct weft_var_impl *failed_next; /* the list's link (under fail_lock while listed) */
   weft_var_req *fwaiters; /* under q.lock: granted requests waiting for fences on the host */
 } weft_var_impl;
+_Static_assert(offsetof(weft_var_impl, failed_listed) < WEFT_CACHE_LINE,
+               "a var's hot fields fit its first line");
+
+static inline int weft_var_failed(weft_var_impl *v)
+{
+  return atomic_load_explicit(&v->failed, memory_order_relaxed);
+}
+
+/* Under v's lock. */
+static inline void weft_var_failed_store(weft_var_impl *v, int status)
+{
+  atomic_store_explicit(&v->failed, status, memory_order_relaxed);
+}
 
 /* Normalised var list of an operator: sorted by index, distinct. */
 typedef struct weft_var_use {

@@ -7,11 +7,14 @@
 
 _Static_assert(sizeof(uintptr_t) >= 8, "handles need 64-bit pointers");
 
-int weft_handles_init(weft_handles *h, size_t slot_size)
+int weft_handles_init(weft_handles *h, size_t slot_size, size_t align)
 {
+  if (align < 16 || (align & (align - 1)))
+    return WEFT_EINVAL;
   if (pthread_mutex_init(&h->lock, NULL))
     return WEFT_ENOMEM;
-  h->slot_size = (slot_size + 15) / 16 * 16;
+  h->align = align;
+  h->slot_size = (slot_size + align - 1) / align * align;
   for (uint32_t i = 0; i < WEFT_HANDLE_CHUNKS; i++)
     atomic_init(&h->chunk[i], NULL);
   h->nchunks = 0;
@@ -38,9 +41,11 @@ static int add_chunk(weft_handles *h)
 {
   if (h->nchunks == WEFT_HANDLE_CHUNKS)
     return WEFT_ENOMEM;
-  char *chunk = weft_calloc(WEFT_HANDLE_CHUNK_SLOTS, h->slot_size);
+  size_t bytes = WEFT_HANDLE_CHUNK_SLOTS * h->slot_size;
+  char *chunk = weft_aligned_alloc(h->align, bytes);
   if (!chunk)
     return WEFT_ENOMEM;
+  memset(chunk, 0, bytes);
   uint32_t base = h->nchunks * WEFT_HANDLE_CHUNK_SLOTS;
   for (uint32_t i = WEFT_HANDLE_CHUNK_SLOTS; i-- > 0;) {
     weft_slot *s = (weft_slot *)(chunk + i * h->slot_size);

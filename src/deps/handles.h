@@ -25,14 +25,18 @@ typedef struct weft_slot {
 } weft_slot;
 
 typedef struct weft_handles {
-  size_t slot_size;                          /* immutable */
+  size_t slot_size;                          /* immutable: a multiple of align */
+  size_t align;                              /* immutable */
   pthread_mutex_t lock;
   _Atomic(char *) chunk[WEFT_HANDLE_CHUNKS]; /* atomic: published with release */
   uint32_t nchunks;                          /* under lock */
   weft_slot *free;                           /* under lock */
 } weft_handles;
 
-int weft_handles_init(weft_handles *h, size_t slot_size);
+/* Slots are slot_size rounded up to align (a power of two, 16 or more) and
+ * start at multiples of align: 64 (WEFT_CACHE_LINE) keeps two slots that
+ * different threads write off one line. */
+int weft_handles_init(weft_handles *h, size_t slot_size, size_t align);
 /* fini (may be NULL) is called on every slot ever allocated. */
 void weft_handles_destroy(weft_handles *h, void (*fini)(weft_slot *slot));
 

@@ -243,7 +243,7 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
     int status = 0;
     if (!(d->flags & WEFT_OP_NOSKIP))
       for (int k = 0; k < n && !status; k++)
-        status = var[k]->failed;
+        status = weft_var_failed(var[k]);
     if (!status) {
       weft_opr op = {0};
       op.eng = eng;

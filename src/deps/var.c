@@ -50,7 +50,7 @@ static int var_new(weft_engine *eng, weft_var **out)
   v->q.nreaders = 0;
   v->q.writer = false;
   v->q.head = v->q.tail = NULL;
-  v->failed = 0;
+  weft_var_failed_store(v, 0);
   v->failed_epoch = 0;
   v->fences = v->fwaiters = NULL; /* a deleted var had none left: its deletion waited */
   weft_spin_unlock(&v->q.lock);
@@ -105,8 +105,8 @@ static int wait_fn(const weft_run_ctx *rc, void *arg)
   var_waiter *w = arg;
   weft_engine *eng = weft_tls_opr->eng;
   weft_spin_lock(&w->v->q.lock);
-  w->status = w->v->failed; /* reported once: */
-  w->v->failed = 0;
+  w->status = weft_var_failed(w->v); /* reported once: */
+  weft_var_failed_store(w->v, 0);
   weft_spin_unlock(&w->v->q.lock);
   /* seq_cst: publishes status; pairs with the waiter's re-check after it
    * announced itself (weft_engine_wait). */
@@ -137,8 +137,8 @@ static int var_wait(weft_engine *eng, weft_var *var)
   if (eng->naive) {
     pthread_mutex_lock(&eng->naive_lock);
     weft_spin_lock(&v->q.lock);
-    int status = v->failed;
-    v->failed = 0;
+    int status = weft_var_failed(v);
+    weft_var_failed_store(v, 0);
     weft_spin_unlock(&v->q.lock);
     pthread_mutex_unlock(&eng->naive_lock);
     return status;
