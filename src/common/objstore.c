@@ -45,7 +45,7 @@ static void push_mag(weft_obj_store *s, void *head, long len)
  * line into the slab, after the slab link. */
 static int add_slab(weft_obj_store *s)
 {
-  char *slab = weft_malloc(WEFT_OBJ_SLAB_BYTES);
+  char *slab = weft_aligned_alloc(WEFT_CACHE_LINE, WEFT_OBJ_SLAB_BYTES); /* line-aligned objects */
   if (!slab)
     return WEFT_ENOMEM;
   *(void **)slab = s->slabs;

@@ -27,8 +27,9 @@
 #include "weft/weft.h"
 
 /* Operators with at most this many vars take their requests from the
- * recycled block itself; larger ones allocate them, vars. */
-#define WEFT_OPR_INLINE_VARS 6
+ * recycled block itself; larger ones allocate them, vars. 4: the header
+ * and the arrays of an operator with up to 3 vars fill 4 lines. */
+#define WEFT_OPR_INLINE_VARS 4
 
 typedef struct weft_var_impl {
   /* The first line: what every push and completion on the var touches. A
@@ -90,35 +91,39 @@ typedef struct weft_worker_caches {
 enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE };
 
 typedef struct weft_opr {
+  /* The first two lines: what the pusher writes for every operator (the
+   * block usually comes from another core, which recycled it, so each line
+   * written is a line moved); the var and request arrays follow at once. */
   void *link;                 /* object store link while free */
-  /* Its pool task record (weft_pool_submit_embedded): written by the thread
-   * that dispatches it, read by the one that runs it. */
-  weft_task task;
   weft_engine *eng;
   weft_op_fn fn;
   weft_async_op_fn async_fn;
   void *arg;
-  weft_ctx ctx;
-  weft_prop prop;
-  int priority;
-  unsigned flags;
   const char *name;
-  int internal;               /* WEFT_OPR_* */
   weft_op_impl *tmpl;         /* the reusable op it was pushed from, or NULL */
-  int nvars;
   weft_var_impl **var;        /* [nvars], sorted by index */
   weft_var_req *req;          /* [nvars]: req[k].write tells the kind */
+  uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
+  weft_ctx ctx;
+  int priority;
+  unsigned flags;
+  int nvars;
   _Atomic int wait;           /* atomic: grants missing, +1 until registered */
   int status;                 /* set by the thread that runs or skips it */
   _Atomic uint32_t async_done; /* naive engine: set when an async op signals */
   /* atomic: an async op finishes when both its signal and its async_fn's
    * return have happened (2 -> 0), so the block outlives the call. */
   _Atomic int async_refs;
-  int slot;                   /* the inflight slot (epoch & 1) it is counted in */
-  uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
+  uint8_t prop;               /* a weft_prop */
+  uint8_t internal;           /* WEFT_OPR_* */
+  uint8_t slot;               /* the inflight slot (epoch & 1) it is counted in */
   bool admitted;              /* counted in eng->admitted */
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
   weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+  /* Its pool task record (weft_pool_submit_embedded): written by the thread
+   * that dispatches it through the pool, read by the one that runs it; most
+   * operators run on the worker that made them ready and never touch it. */
+  weft_task task;
   /* Device operators (src/deps/executor.h), last: CPU operators never touch
    * these lines. devwait: fences to wait for on the device, filled by the
    * threads that grant it (a slot each, claimed with ndevwaits) and read by
@@ -130,6 +135,8 @@ typedef struct weft_opr {
   void *exec_state;           /* the executor's (its event, its worker) */
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
+_Static_assert(offsetof(weft_opr, req_inline) + 3 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE,
+               "an operator with 3 vars is written in 4 lines");
 
 /* Completion token of an async operator (process-wide table: the signal
  * carries no engine). */
