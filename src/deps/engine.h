@@ -32,27 +32,27 @@
 #define WEFT_OPR_INLINE_VARS 4
 
 typedef struct weft_var_impl {
-  /* The first line: what every push and completion on the var touches. A
-   * var's slot is a line-aligned 128 bytes (engine.c), so the threads
-   * working on two neighbouring vars never share a line. */
+  /* The first line: read on every push and skip check, written rarely (the
+   * handle's life, failures), so it stays shared in every core's cache. */
   weft_slot slot;  /* handle: generation-tagged */
-  weft_varq q;     /* the queue and its lock */
-  weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
   /* atomic, relaxed, written under q.lock: the status of the last failed
-   * write, 0 when fine. An operator's skip check reads it without the lock:
-   * holding its grants, no write can change it, and the grant's acq_rel
-   * chain orders the last writer's store before the read (a concurrent
-   * weft_wait_all or weft_var_wait clearing it may go either way, as it
-   * could with the lock). */
+   * write, 0 when fine (stored only when it changes). An operator's skip
+   * check reads it without the lock: holding its grants, no write can
+   * change it, and the grant's acq_rel chain orders the last writer's store
+   * before the read (a concurrent weft_wait_all or weft_var_wait clearing
+   * it may go either way, as it could with the lock). */
   _Atomic int failed;
   bool failed_listed;     /* under q.lock: on the engine's failed_vars list */
-  /* The second line: failures and device waits only. */
   uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed (if failed) */
   struct weft_var_impl *failed_next; /* the list's link (under fail_lock while listed) */
   weft_var_req *fwaiters; /* under q.lock: granted requests waiting for fences on the host */
+  /* The second line: the queue, written by every push and completion. A
+   * var's slot is a line-aligned 128 bytes (engine.c), so no other var's
+   * fields share these lines. */
+  _Alignas(WEFT_CACHE_LINE) weft_varq q; /* the queue and its lock */
+  weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
 } weft_var_impl;
-_Static_assert(offsetof(weft_var_impl, failed_listed) < WEFT_CACHE_LINE,
-               "a var's hot fields fit its first line");
+_Static_assert(sizeof(weft_var_impl) == 2 * WEFT_CACHE_LINE, "a var is two lines");
 
 static inline int weft_var_failed(weft_var_impl *v)
 {
@@ -68,6 +68,8 @@ static inline void weft_var_failed_store(weft_var_impl *v, int status)
 /* Normalised var list of an operator: sorted by index, distinct. */
 typedef struct weft_var_use {
   uintptr_t handle; /* the var's handle, for re-validation at push */
+  weft_var_impl *var; /* its slot (slots are never freed; liveness is
+                       * re-checked under the var's lock at push) */
   bool write;
 } weft_var_use;
 

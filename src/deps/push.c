@@ -59,11 +59,11 @@ static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
 {
   int n = 0;
   for (size_t i = 0; i < d->num_writes; i++)
-    out[n++] = (weft_var_use){(uintptr_t)d->writes[i], true};
+    out[n++] = (weft_var_use){(uintptr_t)d->writes[i], NULL, true};
   for (size_t i = 0; i < d->num_reads; i++)
-    out[n++] = (weft_var_use){(uintptr_t)d->reads[i], false};
+    out[n++] = (weft_var_use){(uintptr_t)d->reads[i], NULL, false};
   for (int i = 0; i < n; i++)
-    if (!weft_handles_get(&eng->vars, out[i].handle))
+    if (!(out[i].var = weft_var_lookup(eng, (weft_var *)out[i].handle)))
       return WEFT_EINVAL;
   if (n > 16) {
     qsort(out, (size_t)n, sizeof *out, cmp_use);
@@ -168,13 +168,8 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
     atomic_init(&op->dev_refs, 0);
     op->exec_state = NULL;
   }
-  for (int k = 0; k < n; k++) {
-    op->var[k] = weft_var_lookup(eng, (weft_var *)uses[k].handle);
-    if (!op->var[k]) {
-      weft_opr_free(eng, op);
-      return WEFT_EINVAL;
-    }
-  }
+  for (int k = 0; k < n; k++)
+    op->var[k] = uses[k].var; /* still live: checked below, under its lock */
   atomic_init(&op->wait, n + 1);
   op->epoch = weft_engine_count_push(eng); /* before it can complete */
   op->slot = (int)(op->epoch & 1);
@@ -235,8 +230,8 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
   pthread_mutex_lock(&eng->naive_lock);
   int rc = 0;
   for (int k = 0; k < n && !rc; k++) {
-    var[k] = weft_var_lookup(eng, (weft_var *)uses[k].handle);
-    if (!var[k])
+    var[k] = uses[k].var;
+    if (!weft_slot_live(&var[k]->slot, weft_handle_gen(uses[k].handle)))
       rc = WEFT_EINVAL;
   }
   if (!rc) {

@@ -89,7 +89,7 @@ static int var_delete(weft_engine *eng, weft_var *var)
   d.prop = WEFT_PROP_ASYNC; /* trivial: run inline when ready */
   d.flags = WEFT_OP_NOSKIP;
   d.name = "weft_var_delete";
-  weft_var_use use = {(uintptr_t)var, true};
+  weft_var_use use = {(uintptr_t)var, v, true};
   return weft_push_opr(eng, &d, &use, 1, WEFT_OPR_DELETE, NULL, false);
 }
 
@@ -150,7 +150,7 @@ static int var_wait(weft_engine *eng, weft_var *var)
   d.prop = WEFT_PROP_ASYNC; /* trivial: run inline when ready */
   d.flags = WEFT_OP_NOSKIP;
   d.name = "weft_var_wait";
-  weft_var_use use = {(uintptr_t)var, true};
+  weft_var_use use = {(uintptr_t)var, v, true};
   int rc = weft_push_opr(eng, &d, &use, 1, WEFT_OPR_WAIT, NULL, false);
   if (rc)
     return rc;
