@@ -129,6 +129,16 @@ static int op_body(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
+static atomic_long g_reused_runs;
+
+static int reused_body(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  atomic_fetch_add(&g_reused_runs, 1); /* readers of one var run together */
+  return 0;
+}
+
 #define NVARS 4
 
 /* Pushes n operators named "opA", "opB" and unnamed ("op") in turn, each
@@ -137,7 +147,7 @@ static int op_body(const weft_run_ctx *rc, void *arg)
 static void run_ops(weft_engine *eng, int n, int nreused)
 {
   weft_var *vars[NVARS];
-  static long counters[NVARS + 1];
+  static long counters[NVARS];
   memset(counters, 0, sizeof counters);
   for (int v = 0; v < NVARS; v++)
     cr_assert_eq(weft_var_new(eng, &vars[v]), 0);
@@ -154,12 +164,12 @@ static void run_ops(weft_engine *eng, int n, int nreused)
   }
   weft_op_desc d;
   memset(&d, 0, sizeof d);
-  d.fn = op_body;
-  d.arg = &counters[NVARS];
+  d.fn = reused_body;
   d.reads = &vars[0];
   d.num_reads = 1;
   d.name = "reused";
   weft_op *op;
+  atomic_store(&g_reused_runs, 0);
   cr_assert_eq(weft_op_new(eng, &d, &op), 0);
   for (int i = 0; i < nreused; i++)
     cr_assert_eq(weft_op_push(eng, op), 0);
@@ -169,6 +179,7 @@ static void run_ops(weft_engine *eng, int n, int nreused)
   for (int v = 0; v < NVARS; v++)
     total += counters[v];
   cr_assert_eq(total, n);
+  cr_assert_eq(atomic_load(&g_reused_runs), nreused);
   for (int v = 0; v < NVARS; v++)
     cr_assert_eq(weft_var_delete(eng, vars[v]), 0);
 }
