@@ -205,11 +205,23 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
     weft_engine_record_failure(eng, status, op->name);
   for (int k = 0; k < op->nvars; k++) {
     weft_var_impl *v = op->var[k];
-    bool write = op->req[k].write;
+    weft_var_req *me = &op->req[k];
+    bool write = me->write;
+    weft_var_req *rest = weft_varq_claimed(me);
+    if (rest) { /* a claimed segment: hand the var on without its lock? */
+      if (!status && weft_varq_passable(me) && !weft_var_failed(v)) {
+        weft_var_req *r = weft_varq_pass(me);
+        next = weft_grant_list(r, keep_one ? &next : NULL);
+        continue; /* the var stays held for writing, now by r */
+      }
+      me->claimed = NULL; /* a failure, or a request that needs the queue */
+    }
     weft_spin_lock(&v->q.lock);
+    if (rest)
+      weft_varq_unclaim(&v->q, rest);
     if (write && user) /* a write's status is the var's: failed, or fine again */
       weft_var_set_failed(eng, v, status, op->epoch);
-    weft_var_req *g = weft_varq_complete(&v->q, write);
+    weft_var_req *g = weft_varq_complete(&v->q, write, v->fences == NULL);
     if (v->fences) /* device work pending on v: the granted respect it */
       for (weft_var_req *r = g; r; r = r->next)
         weft_fence_check(v, r);

@@ -444,6 +444,8 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     weft_obj_store_destroy(&eng->oprs);
     ok_oprs = false;
   }
+  if (ok_oprs) /* a push writes a block's first 4 lines (engine.h) */
+    eng->oprs.prefetch_lines = 4;
   if (!(ok_naive && ok_fail && ok_vars && ok_ops && ok_oprs)) {
     if (ok_naive)
       pthread_mutex_destroy(&eng->naive_lock);

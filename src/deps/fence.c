@@ -56,6 +56,7 @@ static void release_waiters(weft_var_req *r)
 {
   while (r) {
     weft_var_req *next = r->fnext;
+    r->fnext = NULL; /* it shares its word with claimed, which must read NULL */
     weft_opr *o = r->op;
     /* acq_rel: as a grant (weft_push_opr): the last decrement dispatches. */
     if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)
@@ -75,7 +76,7 @@ void weft_opr_launched(weft_opr *op, int status)
     weft_spin_lock(&v->q.lock);
     if (me->write) /* successors see fn's status now, the device's later */
       weft_var_set_failed(op->eng, v, status, op->epoch);
-    weft_var_req *g = weft_varq_complete(&v->q, me->write);
+    weft_var_req *g = weft_varq_complete(&v->q, me->write, false); /* a fence follows */
     me->fnext = v->fences;
     v->fences = me;
     for (weft_var_req *r = g; r; r = r->next)

@@ -193,10 +193,13 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   }
   op->admitted = admitted;
   int granted = 0;
+  bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
   bool held = false; /* a host-side wait for a device fence */
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
+    op->req[k].simple = simple;
+    op->req[k].claimed = NULL;
     if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
       granted++;
       if (op->var[k]->fences)

@@ -7,7 +7,7 @@ void weft_varq_init(weft_varq *q)
   weft_spin_init(&q->lock);
   q->nreaders = 0;
   q->writer = false;
-  q->head = q->tail = NULL;
+  q->head = q->tail = q->ctail = NULL;
 }
 
 bool weft_varq_append(weft_varq *q, weft_var_req *r)
@@ -28,7 +28,7 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r)
   return false;
 }
 
-weft_var_req *weft_varq_complete(weft_varq *q, bool write)
+weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
 {
   if (write)
     q->writer = false;
@@ -47,9 +47,38 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write)
     link = &r->next;
     if (r->write) {
       q->writer = true;
+      r->claimed = NULL;
+      if (claim && r->simple && q->head) { /* r's op takes the rest along */
+        r->claimed = q->head;
+        q->ctail = q->tail;
+        q->head = q->tail = NULL;
+      }
       break;
     }
     q->nreaders++;
   }
+  /* The next request to be granted is (usually) in the pusher's cache: ask
+   * for its line now, so that the next completion, which pops it under
+   * this lock, does not wait for it there. */
+  if (q->head)
+    __builtin_prefetch(q->head, 1);
   return granted;
+}
+
+weft_var_req *weft_varq_pass(weft_var_req *r)
+{
+  weft_var_req *n = r->claimed;
+  r->claimed = NULL;
+  n->claimed = n->next; /* nobody else writes a claimed request's link */
+  n->next = NULL;
+  return n;
+}
+
+void weft_varq_unclaim(weft_varq *q, weft_var_req *rest)
+{
+  q->ctail->next = q->head; /* still NULL: appends went to the empty queue */
+  if (!q->head)
+    q->tail = q->ctail;
+  q->head = rest;
+  q->ctail = NULL;
 }

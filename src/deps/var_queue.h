@@ -13,6 +13,18 @@
  * request grants, in order, the reads at the head of the queue, or the write
  * at the head once the last granted read is done.
  *
+ * Claimed segments: a completion that grants a write of a plain CPU
+ * operator (simple) may take every request still waiting with it, in one
+ * step: the granted request keeps them as its claimed list, the queue stays
+ * held for writing and starts empty again behind them (new requests queue
+ * there as usual). When that operator finishes, its completion hands the
+ * var straight to the first claimed request if it is a simple write too,
+ * passing the rest on, without the lock and without touching the queue's
+ * line (which the pusher keeps); anything else, and any failure, gives the
+ * rest back to the queue's head under the lock (weft_varq_unclaim) first. A
+ * run of writes to one var (a chain) then costs its pusher and its runner
+ * one exchange of the queue's line per segment, not per operator.
+ *
  * Locking: the caller holds the queue's lock around append and complete; an
  * operator's appends to all its vars happen under all their locks, taken in
  * one global order (the vars' indices), so that two operators' requests
@@ -30,10 +42,19 @@ typedef struct weft_var_req {
   struct weft_var_req *next; /* under the queue's lock: queue / granted list link */
   void *op;                  /* immutable: the operator this request belongs to */
   bool write;                /* immutable */
+  bool simple;               /* immutable: its operator is a user CPU operator */
   /* under the var's lock: link in the var's fence list (its operator's
    * device work is pending) or fence-waiter list (its operator waits for a
    * fence on the host); see src/deps/executor.h. */
-  struct weft_var_req *fnext;
+  union {
+    struct weft_var_req *fnext;
+    /* Of a granted simple write: the claimed requests behind it, linked
+     * through next (written before the grant that hands it over, read by its
+     * operator's completion). Never at once with fnext: a segment is claimed
+     * only while the var has no fences, and none appear while simple CPU
+     * writes hold it (only a launched device operator adds one). */
+    struct weft_var_req *claimed;
+  };
 } weft_var_req;
 
 typedef struct weft_varq {
@@ -41,6 +62,7 @@ typedef struct weft_varq {
   int32_t nreaders;          /* under lock: granted reads not yet complete */
   bool writer;               /* under lock: a granted write not yet complete */
   weft_var_req *head, *tail; /* under lock: waiting requests, oldest first */
+  weft_var_req *ctail;       /* under lock: the last claimed request (while claimed) */
 } weft_varq;
 
 void weft_varq_init(weft_varq *q);
@@ -51,8 +73,31 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r);
 
 /* Under q's lock. Completes a granted request (write tells which kind) and
  * returns the requests this grants, linked through next, oldest first
- * (NULL when none). */
-weft_var_req *weft_varq_complete(weft_varq *q, bool write);
+ * (NULL when none). claim: a granted simple write may claim the requests
+ * waiting behind it (see above). */
+weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim);
+
+/* Under q's lock: the unfinished rest of a claimed segment (its first
+ * request, up to ctail) goes back to the head of the queue. */
+void weft_varq_unclaim(weft_varq *q, weft_var_req *rest);
+
+/* A granted request about to complete that holds a claimed segment (read
+ * by the thread completing it, without the lock). */
+static inline weft_var_req *weft_varq_claimed(const weft_var_req *r)
+{
+  return r->simple && r->write ? r->claimed : NULL;
+}
+
+/* Without the lock. r holds a claimed segment whose first request is a
+ * simple write: r completes and hands the var to that request, which takes
+ * the rest of the segment along; returns it, granted (linked alone). */
+weft_var_req *weft_varq_pass(weft_var_req *r);
+
+/* Whether weft_varq_pass may hand r's var on (r holds a segment). */
+static inline bool weft_varq_passable(const weft_var_req *r)
+{
+  return r->claimed->simple && r->claimed->write;
+}
 
 /* Under q's lock. Nothing granted and nothing waiting. */
 static inline bool weft_varq_idle(const weft_varq *q)

@@ -6,6 +6,8 @@
  * that every operator runs exactly once, that no writer overlaps a reader or
  * writer of the same var, that writes of a var run in push order, and that
  * every read sees the value of the last write pushed before it.
+ * Requests are mostly simple, so claimed segments (handed on without the
+ * queue, given back when the next request needs it) are part of every run.
  */
 #include "../common/testutil.h"
 
@@ -15,7 +17,14 @@
 
 static weft_var_req req(void *op, bool write)
 {
-  weft_var_req r = {NULL, op, write, NULL};
+  weft_var_req r = {.op = op, .write = write};
+  return r;
+}
+
+/* A request of a plain CPU operator: its grant may claim a segment. */
+static weft_var_req sreq(void *op, bool write)
+{
+  weft_var_req r = {.op = op, .write = write, .simple = true};
   return r;
 }
 
@@ -31,16 +40,16 @@ Test(var_queue, reads_run_together_writes_alone, .timeout = TU_TIMEOUT(10))
   cr_assert_not(weft_varq_append(&q, &w3), "a write was granted while reads run");
   cr_assert_not(weft_varq_append(&q, &r4), "a read jumped over a waiting write");
   cr_assert_not(weft_varq_append(&q, &w5));
-  cr_assert_null(weft_varq_complete(&q, false), "the write started with a read still running");
-  weft_var_req *g = weft_varq_complete(&q, false);
+  cr_assert_null(weft_varq_complete(&q, false, false), "the write started with a read still running");
+  weft_var_req *g = weft_varq_complete(&q, false, false);
   cr_assert_eq(g, &w3, "the last read's completion did not grant the write");
   cr_assert_null(g->next);
-  g = weft_varq_complete(&q, true);
+  g = weft_varq_complete(&q, true, false);
   cr_assert_eq(g, &r4, "the write's completion did not grant the read behind it");
   cr_assert_null(g->next, "the write behind the read was granted with it");
-  g = weft_varq_complete(&q, false);
+  g = weft_varq_complete(&q, false, false);
   cr_assert_eq(g, &w5);
-  cr_assert_null(weft_varq_complete(&q, true));
+  cr_assert_null(weft_varq_complete(&q, true, false));
   cr_assert(weft_varq_idle(&q));
 }
 
@@ -55,16 +64,16 @@ Test(var_queue, write_completion_grants_every_read_up_to_the_next_write, .timeou
     cr_assert_not(weft_varq_append(&q, &r[i]));
   }
   cr_assert_not(weft_varq_append(&q, &w2));
-  weft_var_req *g = weft_varq_complete(&q, true);
+  weft_var_req *g = weft_varq_complete(&q, true, false);
   int n = 0;
   for (; g; g = g->next, n++)
     cr_assert_eq(g, &r[n], "reads granted out of order");
   cr_assert_eq(n, 3);
   cr_assert_eq(q.nreaders, 3);
-  cr_assert_null(weft_varq_complete(&q, false));
-  cr_assert_null(weft_varq_complete(&q, false));
-  cr_assert_eq(weft_varq_complete(&q, false), &w2);
-  cr_assert_null(weft_varq_complete(&q, true));
+  cr_assert_null(weft_varq_complete(&q, false, false));
+  cr_assert_null(weft_varq_complete(&q, false, false));
+  cr_assert_eq(weft_varq_complete(&q, false, false), &w2);
+  cr_assert_null(weft_varq_complete(&q, true, false));
   cr_assert(weft_varq_idle(&q));
 }
 
@@ -78,9 +87,87 @@ Test(var_queue, writes_in_push_order, .timeout = TU_TIMEOUT(10))
     cr_assert_eq(weft_varq_append(&q, &w[i]), i == 0);
   }
   for (int i = 1; i < 4; i++)
-    cr_assert_eq(weft_varq_complete(&q, true), &w[i], "write %d not next", i);
-  cr_assert_null(weft_varq_complete(&q, true));
+    cr_assert_eq(weft_varq_complete(&q, true, false), &w[i], "write %d not next", i);
+  cr_assert_null(weft_varq_complete(&q, true, false));
   cr_assert(weft_varq_idle(&q));
+}
+
+/* ------------------------------------------------------ claimed segments */
+
+Test(var_queue, a_granted_simple_write_claims_the_waiting_requests, .timeout = TU_TIMEOUT(10))
+{
+  weft_varq q;
+  weft_varq_init(&q);
+  weft_var_req w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = sreq((void *)(uintptr_t)(i + 1), true);
+    cr_assert_eq(weft_varq_append(&q, &w[i]), i == 0);
+  }
+  weft_var_req *g = weft_varq_complete(&q, true, true);
+  cr_assert_eq(g, &w[1]);
+  cr_assert_null(g->next);
+  cr_assert_eq(weft_varq_claimed(&w[1]), &w[2], "the waiting writes were not claimed");
+  cr_assert_null(q.head, "claimed requests still queued");
+  cr_assert(q.writer, "the var is not held while a segment is claimed");
+  /* A request pushed now waits behind the segment. */
+  weft_var_req late = sreq((void *)9, false);
+  cr_assert_not(weft_varq_append(&q, &late), "a read jumped a claimed segment");
+  /* Hand-overs without the queue: w[1] -> w[2] -> w[3]. */
+  cr_assert(weft_varq_passable(&w[1]));
+  cr_assert_eq(weft_varq_pass(&w[1]), &w[2]);
+  cr_assert_null(weft_varq_claimed(&w[1]));
+  cr_assert_eq(weft_varq_claimed(&w[2]), &w[3]);
+  cr_assert_eq(weft_varq_pass(&w[2]), &w[3]);
+  cr_assert_null(weft_varq_claimed(&w[3]), "the segment's last request claims nothing");
+  /* The segment is used up: w[3]'s completion goes through the queue. */
+  cr_assert_eq(weft_varq_complete(&q, true, true), &late);
+  cr_assert_null(weft_varq_complete(&q, false, true));
+  cr_assert(weft_varq_idle(&q));
+}
+
+Test(var_queue, unclaim_puts_the_rest_back_in_order, .timeout = TU_TIMEOUT(10))
+{
+  weft_varq q;
+  weft_varq_init(&q);
+  weft_var_req w0 = sreq((void *)1, true), w1 = sreq((void *)2, true);
+  weft_var_req r2 = sreq((void *)3, false), r3 = req((void *)4, false);
+  weft_var_req w4 = req((void *)5, true), late = sreq((void *)6, true);
+  cr_assert(weft_varq_append(&q, &w0));
+  cr_assert_not(weft_varq_append(&q, &w1));
+  cr_assert_not(weft_varq_append(&q, &r2));
+  cr_assert_not(weft_varq_append(&q, &r3));
+  cr_assert_not(weft_varq_append(&q, &w4));
+  cr_assert_eq(weft_varq_complete(&q, true, true), &w1);
+  cr_assert_eq(weft_varq_claimed(&w1), &r2);
+  cr_assert_not(weft_varq_append(&q, &late));
+  cr_assert_not(weft_varq_passable(&w1), "a read was passed on as a write");
+  weft_var_req *rest = weft_varq_claimed(&w1);
+  w1.claimed = NULL;
+  weft_varq_unclaim(&q, rest);
+  weft_var_req *g = weft_varq_complete(&q, true, true);
+  cr_assert_eq(g, &r2, "the segment's rest lost its place");
+  cr_assert_eq(g->next, &r3, "the reads behind were not granted together");
+  cr_assert_null(g->next->next);
+  cr_assert_null(weft_varq_complete(&q, false, true));
+  g = weft_varq_complete(&q, false, true);
+  cr_assert_eq(g, &w4, "the queue lost a request given back");
+  cr_assert_null(weft_varq_claimed(&w4), "a non-simple write claimed");
+  cr_assert_eq(weft_varq_complete(&q, true, true), &late, "a request pushed meanwhile was lost");
+  cr_assert_null(weft_varq_complete(&q, true, true));
+  cr_assert(weft_varq_idle(&q));
+}
+
+Test(var_queue, no_claim_when_the_caller_says_no, .timeout = TU_TIMEOUT(10))
+{
+  weft_varq q;
+  weft_varq_init(&q);
+  weft_var_req w0 = sreq((void *)1, true), w1 = sreq((void *)2, true), w2 = sreq((void *)3, true);
+  cr_assert(weft_varq_append(&q, &w0));
+  cr_assert_not(weft_varq_append(&q, &w1));
+  cr_assert_not(weft_varq_append(&q, &w2));
+  cr_assert_eq(weft_varq_complete(&q, true, false), &w1);
+  cr_assert_null(weft_varq_claimed(&w1), "claimed with fences (claim = false)");
+  cr_assert_eq(q.head, &w2);
 }
 
 /* ------------------------------------------------------ reference model */
@@ -119,7 +206,8 @@ static long random_history(unsigned seed, int n)
     if (push) {
       int i = pushed++;
       write[i] = rand_r(&seed) % 3 == 0;
-      reqs[i] = req((void *)(uintptr_t)(i + 1), write[i]);
+      reqs[i] = rand_r(&seed) % 4 ? sreq((void *)(uintptr_t)(i + 1), write[i])
+                                   : req((void *)(uintptr_t)(i + 1), write[i]);
       bool now = weft_varq_append(&q, &reqs[i]);
       bool want = ref_grantable(write, state, i);
       cr_assert_eq(now, want, "seed %u step %ld: append of %s %d granted=%d, model says %d", seed,
@@ -129,7 +217,18 @@ static long random_history(unsigned seed, int n)
     } else {
       int i = granted[rand_r(&seed) % (unsigned)ng];
       state[i] = REF_DONE;
-      weft_var_req *g = weft_varq_complete(&q, write[i]);
+      /* As the engine: a claimed segment is handed on without the queue
+       * unless the next request needs it (or, at random, a failure). */
+      weft_var_req *g, *rest = weft_varq_claimed(&reqs[i]);
+      if (rest && weft_varq_passable(&reqs[i]) && rand_r(&seed) % 8) {
+        g = weft_varq_pass(&reqs[i]);
+      } else {
+        if (rest) {
+          reqs[i].claimed = NULL;
+          weft_varq_unclaim(&q, rest);
+        }
+        g = weft_varq_complete(&q, write[i], true);
+      }
       for (; g; g = g->next) {
         int k = (int)((uintptr_t)g->op - 1);
         cr_assert_eq(state[k], REF_WAITING, "seed %u: request %d granted twice", seed, k);
@@ -170,6 +269,7 @@ typedef struct stress_op {
   int nvars;
   int var[MAXV];                /* ascending, distinct */
   bool write[MAXV];
+  bool simple;                  /* its requests may claim segments */
   weft_var_req req[MAXV];
   _Atomic int wait;             /* grants missing, +1 until registered */
   long seq;                     /* push order, for the checks */
@@ -222,6 +322,8 @@ static void push_op(stress *s, long i)
       v->last_write_pushed = op->seq;
     op->req[k].op = op;
     op->req[k].write = op->write[k];
+    op->req[k].simple = op->simple;
+    op->req[k].claimed = NULL;
     if (weft_varq_append(&v->q, &op->req[k]))
       atomic_fetch_sub(&op->wait, 1);
   }
@@ -261,9 +363,18 @@ static void run_op(stress *s, stress_op *op)
   }
   for (int k = 0; k < op->nvars; k++) {
     stress_var *v = &s->var[op->var[k]];
-    weft_spin_lock(&v->q.lock);
-    weft_var_req *g = weft_varq_complete(&v->q, op->write[k]);
-    weft_spin_unlock(&v->q.lock);
+    weft_var_req *g, *rest = weft_varq_claimed(&op->req[k]);
+    if (rest && weft_varq_passable(&op->req[k])) { /* as weft_opr_complete */
+      g = weft_varq_pass(&op->req[k]);
+    } else {
+      weft_spin_lock(&v->q.lock);
+      if (rest) {
+        op->req[k].claimed = NULL;
+        weft_varq_unclaim(&v->q, rest);
+      }
+      g = weft_varq_complete(&v->q, op->write[k], true);
+      weft_spin_unlock(&v->q.lock);
+    }
     while (g) {
       weft_var_req *next = g->next; /* g may run (and be reused) once granted */
       grant(s, g->op);
@@ -314,6 +425,7 @@ static long concurrent_stress(int threads, long nops, unsigned seed)
   for (long i = 0; i < nops; i++) {
     stress_op *op = &s->ops[i];
     op->seq = i;
+    op->simple = rand_r(&seed) % 4 != 0;
     int want = 1 + (int)(rand_r(&seed) % MAXV);
     while (op->nvars < want) { /* distinct vars, kept sorted */
       int v = (int)(rand_r(&seed) % NVARS), k = op->nvars;

@@ -11,6 +11,13 @@
  * current push or completion (as weft_opr_ready's inline queue does for
  * WEFT_PROP_ASYNC operators; pool dispatch only adds a hand-off).
  *
+ * Claimed segments (var_queue.h) are modelled too: a completion that grants
+ * a simple write claims the requests waiting behind it, and that operator's
+ * completion hands the var to the first of them without the lock when it is
+ * a simple write (else gives the rest back under the lock). In a scenario,
+ * "w0" / "r0" are simple requests, "W0" / "R0" not (a device or internal
+ * operator's).
+ *
  * Checks: every operator runs exactly once; on each var, writes run in push
  * order and each read sees the value of the last write pushed before it
  * (each var carries a version, a plain rl::var, so an unordered access is
@@ -31,6 +38,8 @@ struct var_req {
   rl::var<var_req *> next;
   opr *op;
   bool write;
+  bool simple;
+  rl::var<var_req *> claimed; /* its segment, while it holds one */
   int writes_before; /* harness: writes pushed on the var before this request */
 };
 
@@ -56,6 +65,7 @@ struct varq {
   rl::var<int> nreaders;
   rl::var<bool> writer;
   rl::var<var_req *> head, tail;
+  rl::var<var_req *> ctail;
   rl::var<int> writes_pushed;  /* harness, under lock */
   rl::var<int> version;        /* the var's contents: writes bump it */
   rl::atomic<int> active_reads, active_writes; /* harness: overlap checks */
@@ -67,13 +77,14 @@ struct varq {
     writer($) = false;
     head($) = nullptr;
     tail($) = nullptr;
+    ctail($) = nullptr;
     writes_pushed($) = 0;
     version($) = 0;
     active_reads.store(0, rl::memory_order_relaxed);
     active_writes.store(0, rl::memory_order_relaxed);
   }
 
-  /* weft_varq_append (var_queue.c:13-28) */
+  /* weft_varq_append (var_queue.c) */
   bool append(var_req *r)
   {
     r->next($) = nullptr;
@@ -92,8 +103,8 @@ struct varq {
     return false;
   }
 
-  /* weft_varq_complete (var_queue.c:30-55) */
-  var_req *complete(bool write)
+  /* weft_varq_complete (var_queue.c) */
+  var_req *complete(bool write, bool claim)
   {
     if (write)
       writer($) = false;
@@ -115,11 +126,28 @@ struct varq {
       last = r;
       if (r->write) {
         writer($) = true;
+        r->claimed($) = nullptr;
+        if (claim && r->simple && head($)) {
+          r->claimed($) = head($);
+          ctail($) = tail($);
+          head($) = nullptr;
+          tail($) = nullptr;
+        }
         break;
       }
       nreaders($) = nreaders($) + 1;
     }
     return granted;
+  }
+
+  /* weft_varq_unclaim (var_queue.c) */
+  void unclaim(var_req *rest)
+  {
+    ctail($)->next($) = head($);
+    if (!head($))
+      tail($) = ctail($);
+    head($) = rest;
+    ctail($) = nullptr;
   }
 
   bool idle() { return nreaders($) == 0 && !writer($) && head($) == nullptr; }
@@ -159,9 +187,10 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
       opr &o = ops[i];
       o.nvars = 0;
       for (const char *s = spec[i].uses; *s; s++) {
-        if (*s != 'r' && *s != 'w')
+        if (*s != 'r' && *s != 'w' && *s != 'R' && *s != 'W')
           continue;
-        o.write[o.nvars] = *s == 'w';
+        o.write[o.nvars] = *s == 'w' || *s == 'W';
+        o.req[o.nvars].simple = *s == 'r' || *s == 'w';
         o.var[o.nvars] = s[1] - '0';
         o.nvars++;
       }
@@ -173,7 +202,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
 
   void ready(unsigned self, opr *o) { ready_list[self][nready[self]++] = o; }
 
-  /* weft_push_opr (push.c:169-202) */
+  /* weft_push_opr (push.c) */
   void push(unsigned self, opr *op)
   {
     int n = op->nvars;
@@ -184,6 +213,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
     for (int k = 0; k < n; k++) {
       op->req[k].op = op;
       op->req[k].write = op->write[k];
+      op->req[k].claimed($) = nullptr;
       varq &v = q[op->var[k]];
       op->req[k].writes_before = v.writes_pushed($); /* harness */
       if (op->write[k])
@@ -224,14 +254,33 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
     }
   }
 
-  /* weft_opr_complete (dispatch.c:125-170), the var part */
+  /* weft_opr_complete (dispatch.c), the var part */
   void complete(unsigned self, opr *op)
   {
     for (int k = 0; k < op->nvars; k++) {
       varq &v = q[op->var[k]];
-      v.lock.lock();
-      var_req *g = v.complete(op->write[k]);
-      v.lock.unlock();
+      var_req *me = &op->req[k];
+      var_req *g, *rest = nullptr;
+      if (me->simple && me->write)
+        rest = me->claimed($);
+#if WEFT_MUTANT == 1 /* hands the var to a claimed read as if it were a write */
+      if (rest && rest->simple) {
+#else
+      if (rest && rest->simple && rest->write) { /* weft_varq_pass: no lock */
+#endif
+        me->claimed($) = nullptr;
+        rest->claimed($) = rest->next($);
+        rest->next($) = nullptr;
+        g = rest;
+      } else {
+        if (rest)
+          me->claimed($) = nullptr;
+        v.lock.lock();
+        if (rest)
+          v.unclaim(rest);
+        g = v.complete(op->write[k], true);
+        v.lock.unlock();
+      }
       while (g) {
         var_req *gnext = g->next($);
         opr *o = g->op;
@@ -277,7 +326,13 @@ const op_spec two_threads[] = {{0, "w0"}, {0, "r0 r1"}, {1, "r0 w1"}, {1, "w0 w1
 /* Three threads, three vars: readers and writers interleaved. */
 const op_spec three_threads[] = {{0, "w0 r1"}, {1, "r0 w2"}, {2, "r1 r2"}, {0, "w1"}, {2, "r0"}};
 
+/* Runs of writes on var 0 pushed from two threads, a non-simple write and
+ * reads among them: segments are claimed, handed on and given back. */
+const op_spec claims[] = {{0, "w0"}, {1, "w0"}, {1, "w0"}, {1, "r0"}, {0, "W0"}, {0, "w0 r1"}};
+
 using two_threads_test = varq_test<2, 2, 4>;
+using claims_test = varq_test<2, 2, 6>;
+template <> const op_spec *claims_test::spec = claims;
 using three_threads_test = varq_test<3, 3, 5>;
 template <> const op_spec *two_threads_test::spec = two_threads;
 template <> const op_spec *three_threads_test::spec = three_threads;
@@ -289,5 +344,7 @@ int main()
   weft_rl::outcome out;
   weft_rl::run_both<two_threads_test>("varq 2 threads x 2 vars", 50000, 3, out);
   weft_rl::run_both<three_threads_test>("varq 3 threads x 3 vars", 50000, 2, out);
-  return weft_rl::finish("varq", "none", out);
+  weft_rl::run_both<claims_test>("varq claimed segments, 2 threads", 50000, 3, out);
+  static const char *const names[] = {"none", "a claimed read handed on as a write"};
+  return weft_rl::finish("varq", names[WEFT_MUTANT], out);
 }
