@@ -57,11 +57,6 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
     }
     q->nreaders++;
   }
-  /* The next request to be granted is (usually) in the pusher's cache: ask
-   * for its line now, so that the next completion, which pops it under
-   * this lock, does not wait for it there. */
-  if (q->head)
-    __builtin_prefetch(q->head, 1);
   return granted;
 }
 
