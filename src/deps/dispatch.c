@@ -33,6 +33,14 @@ static int run_task(void *arg)
   return 0;
 }
 
+void weft_engine_between(weft_task *next)
+{
+  if (next && next->fn == run_task)
+    weft_engine_drain_before((const weft_opr *)next->arg);
+  else
+    weft_engine_drain_flush();
+}
+
 void weft_opr_ready(weft_opr *op)
 {
   if (op->internal != WEFT_OPR_USER) {
@@ -111,6 +119,8 @@ weft_opr *weft_opr_run(weft_opr *op)
     if (status)
       return weft_opr_complete(op, status, true);
   }
+  if (weft_tls_between) /* a drain check left for later: now, unless op keeps it */
+    weft_engine_drain_before(op);
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
   weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
@@ -231,11 +241,12 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
       weft_handles_free(&eng->vars, &v->slot);
   }
   int slot = op->slot;
+  uint64_t epoch = op->epoch;
   weft_opr_retire(eng, op);
   weft_opr_free(eng, op);
   if (next && next->slot == slot) /* next is counted in slot: not drained */
     weft_engine_count_done_busy(eng, slot);
   else
-    weft_engine_count_done(eng, slot);
+    weft_engine_count_done_op(eng, epoch);
   return next;
 }

@@ -221,6 +221,58 @@ void weft_engine_count_done(weft_engine *eng, int slot)
     weft_engine_sync_notify(sy);
 }
 
+/* A drain check this worker left for between tasks (pool_ext.h): its last
+ * finish counted down pend_epoch's slot of pend_sync while a thread waited
+ * for a drain. NULL: none. */
+static _Thread_local weft_engine_sync *pend_sync __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t pend_epoch __attribute__((tls_model("initial-exec")));
+
+void weft_engine_drain_flush(void)
+{
+  weft_engine_sync *sy = pend_sync;
+  if (!sy)
+    return;
+  pend_sync = NULL;
+  weft_tls_between = NULL;
+  /* The sync block outlives its engine (recycled, never freed): at worst
+   * a spurious wake-up of a later engine's waiter. */
+  if (tally_drained(sy, (int)(pend_epoch & 1)))
+    weft_engine_sync_notify(sy);
+}
+
+void weft_engine_drain_before(const weft_opr *op)
+{
+  /* op counted in the same epoch: nothing of it has drained, and op's own
+   * finish counts down again (and checks, or leaves the check again). */
+  if (pend_sync && !(op->eng->sync == pend_sync && op->epoch == pend_epoch))
+    weft_engine_drain_flush();
+}
+
+void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch)
+{
+  weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */
+  int slot = (int)(epoch & 1);
+  bool own;
+  weft_engine_tally *t = my_tally(eng, &own);
+  /* seq_cst: as in count_done. */
+  tally_inc(&t->done[slot], own, memory_order_seq_cst);
+  if (atomic_load_explicit(&sy->drain_waiters, memory_order_seq_cst) == 0)
+    return;
+  if (own && weft_pool_top_task()) {
+    /* A worker in its main loop: sum the tallies (every worker's lines,
+     * which their owners keep writing) only once it is about to run
+     * something not counted in this epoch, or to go idle. */
+    if (pend_sync && (pend_sync != sy || pend_epoch != epoch))
+      weft_engine_drain_flush();
+    pend_sync = sy;
+    pend_epoch = epoch;
+    weft_tls_between = weft_engine_between;
+    return;
+  }
+  if (tally_drained(sy, slot))
+    weft_engine_sync_notify(sy);
+}
+
 /* arg: a slot, or NULL for both. */
 static bool drained(weft_engine *eng, void *arg)
 {

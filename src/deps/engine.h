@@ -294,6 +294,18 @@ weft_opr *weft_opr_run(weft_opr *op);
 uint64_t weft_engine_count_push(weft_engine *eng);
 /* Uncounts it (a completion, or a push that failed). */
 void weft_engine_count_done(weft_engine *eng, int slot);
+/* The same for a finished operator of the given epoch. On a worker running a
+ * task from its main loop, the drain check (when a thread waits for one) is
+ * left for later: weft_engine_between, before the worker runs anything not
+ * counted in that epoch or goes idle. */
+void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch);
+/* Does the left drain check now, if any. */
+void weft_engine_drain_flush(void);
+/* Does it now unless op is counted in the same epoch (before running op). */
+void weft_engine_drain_before(const weft_opr *op);
+/* dispatch.c: the weft_tls_between hook (pool_ext.h) for a left check. */
+struct weft_task;
+void weft_engine_between(struct weft_task *next);
 /* The same, when the caller knows the slot is not drained (it is about to
  * run an operator counted in it): no drain check. */
 void weft_engine_count_done_busy(weft_engine *eng, int slot);

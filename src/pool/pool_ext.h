@@ -32,6 +32,16 @@ int weft_pool_worker_index(const weft_pool *pool);
 /* Whether the calling thread is running one of pool's tasks. */
 bool weft_pool_in_task(const weft_pool *pool);
 
+/* Between tasks of a worker's main loop. A layer above may leave work for
+ * later on a worker thread (the engine's drain check) when the calling
+ * thread is a worker running a task straight from its main loop
+ * (weft_pool_top_task); it then sets weft_tls_between, which that loop calls
+ * before it runs the next task it found (next) and before it goes idle
+ * (next NULL), and which clears itself once done. */
+typedef void (*weft_between_fn)(struct weft_task *next);
+extern _Thread_local weft_between_fn weft_tls_between __attribute__((tls_model("initial-exec")));
+bool weft_pool_top_task(void);
+
 /* Whether pool was inherited through fork (unusable: common/fork.h). */
 bool weft_pool_forked(const weft_pool *pool);
 

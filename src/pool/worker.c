@@ -25,10 +25,21 @@
 #include "common/sync.h"
 #include "pool/group.h"
 #include "pool/parallel.h"
+#include "pool/pool_ext.h"
 #include "pool/pool_internal.h"
 
 _Thread_local weft_worker *weft_tls_worker WEFT_TLS;
 _Thread_local weft_pool *weft_tls_task_pool WEFT_TLS;
+_Thread_local weft_between_fn weft_tls_between WEFT_TLS;
+/* Tasks running on this thread, nested ones included; and whether it is a
+ * worker in its main loop (pool_ext.h, weft_pool_top_task). */
+static _Thread_local int task_depth WEFT_TLS;
+static _Thread_local bool in_main_loop WEFT_TLS;
+
+bool weft_pool_top_task(void)
+{
+  return in_main_loop && task_depth == 1;
+}
 
 static inline void stat_inc(_Atomic uint64_t *c)
 {
@@ -93,11 +104,14 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
   weft_prof_track *pt = w    ? w->prof
                         : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
                                      : NULL;
+  task_depth++;
   if (pt) {
     run_task_profiled(w, pt, fn, arg, lo, hi, g);
+    task_depth--;
     return;
   }
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
+  task_depth--;
   if (g)
     weft_group_task_done(g, w, rc);
   if (w)
@@ -352,17 +366,21 @@ void *weft_worker_main(void *arg)
     }
   }
 
+  in_main_loop = true;
   for (;;) {
     weft_task *t = weft_prio_pop(&pool->prio); /* one relaxed load when empty */
     if (!t)
       t = weft_deque_take(&w->deque);
     if (!t)
       t = weft_find_nonlocal(pool, w);
+    if (weft_tls_between) /* work left for between tasks (pool_ext.h) */
+      weft_tls_between(t);
     if (!t)
       t = weft_worker_idle(pool, w, NULL);
     if (!t)
       break;
     weft_run_task(pool, w, t);
   }
+  in_main_loop = false;
   return NULL;
 }

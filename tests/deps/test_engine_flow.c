@@ -4,6 +4,7 @@
  * an outside pusher never runs more than K ops ahead, blocks at the cap,
  * and a push from inside an op never blocks), and a steady state that
  * allocates nothing (RSS after warm-up vs at the end of a 1M-op loop).
+ * and a drain check left for later that must not hold up a waiter.
  * Nothing here asserts on time: order, counts and bytes only.
  */
 #include "engine_util.h"
@@ -514,4 +515,66 @@ Test(memory, steady_state_with_back_pressure, .init = setup, .timeout = TU_TIMEO
   long growth = steady_state_growth(2, 64, tu_scaled(300000, 100000));
   cr_assert_leq(growth, 8l << 20, "RSS grew by %ld KiB over the steady-state loop",
                 growth / 1024);
+}
+
+/* ------------------------------------------------------- drain checks */
+
+/* A worker in its main loop leaves the drain check of a finish for later
+ * (src/deps/engine.c, weft_engine_count_done_op): before it runs anything
+ * not counted in that epoch, or goes idle. Here the finish of a (epoch 0,
+ * waited for by a thread in weft_wait_all) hands var v to b, a later epoch's
+ * operator that the same worker runs next, and b waits for that wait_all to
+ * return: the check must happen before b's fn, or neither ever ends. */
+
+static atomic_int drain_go, drain_entering, drain_returned;
+
+static int drain_a_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&drain_go), 30), "a was never let go");
+  return 0;
+}
+
+static int drain_b_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  *(int *)arg = TU_WAIT_UNTIL(atomic_load(&drain_returned), 30);
+  return 0;
+}
+
+static void *drain_waiter(void *arg)
+{
+  atomic_store(&drain_entering, 1);
+  int rc = weft_wait_all((weft_engine *)arg);
+  atomic_store(&drain_returned, 1);
+  return (void *)(intptr_t)rc;
+}
+
+Test(drain, a_check_left_for_later_runs_before_a_later_epochs_op, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  te t = te_new("threaded", 1, 0); /* one worker: b runs right after a, there */
+  weft_var *v = te_var(t.eng);
+  atomic_store(&drain_go, 0);
+  atomic_store(&drain_entering, 0);
+  atomic_store(&drain_returned, 0);
+  cr_assert_eq(te_push(t.eng, drain_a_fn, NULL, TE_NONE, TE_V(v), 0), 0);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, drain_waiter, t.eng), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&drain_entering), 30));
+  /* b must be pushed after the waiter moved pushes on to the next epoch,
+   * which it does as it enters weft_wait_all: give it ample time (a later
+   * b would be waited for too, and time out below). */
+  tu_sleep_us(200 * 1000);
+  int saw = -1;
+  cr_assert_eq(te_push(t.eng, drain_b_fn, &saw, TE_NONE, TE_V(v), 0), 0);
+  atomic_store(&drain_go, 1);
+  void *wrc;
+  pthread_join(th, &wrc);
+  cr_assert_eq((intptr_t)wrc, 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(saw, 1, "b ran before the waiter for a's epoch was woken (or never saw it)");
+  tu_assert_no_errors();
+  cr_assert_eq(te_free(&t), 0);
 }
