@@ -20,8 +20,12 @@
  *   main    the main thread (not a worker) pushes; N workers run the ops, so
  *           N + 1 threads are busy (as with StarPU's submitting thread);
  *   driver  one driver op (no vars) pushed from main pushes them all from
- *           inside the pool, then posts a semaphore; main, asleep on it, then
- *           calls weft_wait_all. N threads in all, as OpenMP's and TBB's.
+ *           inside the pool; main calls weft_wait_all at once (it waits for
+ *           the driver and for every op the driver pushes, which count in
+ *           the driver's epoch) and sleeps there. N threads in all, as
+ *           OpenMP's and TBB's. (Main used to sleep on a semaphore until the
+ *           pushes were done and then call weft_wait_all: its wake-up in the
+ *           middle of the run took a worker's CPU for a time slice.)
  * TIMED: from just before the first push of an op to weft_wait_all's return
  * in main (driver: the clock starts inside the driver op, before its first
  * push). The headline figure is the mode with the lower median, except at
@@ -243,7 +247,6 @@ typedef struct dep_state {
   weft_var **vars;   /* one per list var */
   int from_driver;   /* 0: main pushes; 1: a driver op pushes */
   uint64_t t0;       /* when the first push began */
-  bench_event pushed; /* driver mode: posted when every op is pushed */
 } dep_state;
 
 static dep_state dep;
@@ -289,7 +292,6 @@ static int driver_op(const weft_run_ctx *rc, void *arg) {
   int err = push_all();
   if (err)
     note_error(err);
-  bench_event_post(&dep.pushed);
   return 0;
 }
 
@@ -318,9 +320,7 @@ static uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
       note_error(rc);
       t1 = dep.t0 = 0;
     } else {
-      while (bench_event_wait(&dep.pushed, 3600ull * 1000000000ull)) {
-      }
-      rc = weft_wait_all(engine);
+      rc = weft_wait_all(engine); /* the driver's t0 is read after it */
       t1 = bench_now_ns();
       if (rc)
         note_error(rc);
@@ -388,7 +388,6 @@ static void bench_dep(const bench_args *a) {
     if (rc)
       bench_fail("weft_var_new: %s", weft_strerror(rc));
   }
-  bench_event_init(&dep.pushed);
 
   /* the two modes, main first; each bench_dep_time has its own warm-up */
   static const char *const mode_name[2] = {"main", "driver"};
@@ -452,7 +451,6 @@ static void bench_dep(const bench_args *a) {
   if (rc)
     bench_fail("weft_engine_destroy: %s", weft_strerror(rc));
   engine = NULL;
-  bench_event_destroy(&dep.pushed);
   bench_series_free(&s[0]);
   bench_series_free(&s[1]);
   free(dep.vars);
