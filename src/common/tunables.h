@@ -37,6 +37,10 @@
 /* Operators with more vars than fit inline take their var and request
  * arrays from a second store, up to this many vars (more: the heap), vars. */
 #define WEFT_OPR_BIG_VARS 64
+/* A hand-over along a claimed run of writes (src/deps/var_queue.h)
+ * prefetches this many requests ahead, requests. */
+#define WEFT_VARQ_AHEAD 16
+
 /* Device-side waits (predecessors' events on the same device) a GPU
  * operator carries; beyond that it waits for the rest on the host. */
 #define WEFT_OPR_DEV_WAITS 8

@@ -179,7 +179,9 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep)
 {
   weft_opr *kept = keep ? *keep : NULL;
   while (g) {
-    weft_var_req *gnext = g->next; /* g's op may run and be freed at once */
+    /* g's op may run and be freed at once; a write comes alone (its next
+     * links the segment it claimed, var_queue.h). */
+    weft_var_req *gnext = g->write ? NULL : g->next;
     weft_opr *o = g->op;
     /* acq_rel: as in weft_push_opr (the last grant dispatches). */
     if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
@@ -224,11 +226,10 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
         next = weft_grant_list(r, keep_one ? &next : NULL);
         continue; /* the var stays held for writing, now by r */
       }
-      me->claimed = NULL; /* a failure, or a request that needs the queue */
     }
     weft_spin_lock(&v->q.lock);
-    if (rest)
-      weft_varq_unclaim(&v->q, rest);
+    if (rest) /* a failure, or a request that needs the queue */
+      weft_varq_unclaim(&v->q, me);
     if (write && user) /* a write's status is the var's: failed, or fine again */
       weft_var_set_failed(eng, v, status, op->epoch);
     weft_var_req *g = weft_varq_complete(&v->q, write, v->fences == NULL);

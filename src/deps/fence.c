@@ -56,7 +56,6 @@ static void release_waiters(weft_var_req *r)
 {
   while (r) {
     weft_var_req *next = r->fnext;
-    r->fnext = NULL; /* it shares its word with claimed, which must read NULL */
     weft_opr *o = r->op;
     /* acq_rel: as a grant (weft_push_opr): the last decrement dispatches. */
     if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)

@@ -199,7 +199,6 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
     op->req[k].simple = simple;
-    op->req[k].claimed = NULL;
     if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
       granted++;
       if (op->var[k]->fences)

@@ -2,6 +2,8 @@
 
 #include <stddef.h>
 
+#include "common/tunables.h"
+
 void weft_varq_init(weft_varq *q)
 {
   weft_spin_init(&q->lock);
@@ -47,9 +49,9 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
     link = &r->next;
     if (r->write) {
       q->writer = true;
-      r->claimed = NULL;
       if (claim && r->simple && q->head) { /* r's op takes the rest along */
-        r->claimed = q->head;
+        r->next = q->head;
+        r->ahead = NULL;
         q->ctail = q->tail;
         q->head = q->tail = NULL;
       }
@@ -60,17 +62,42 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
   return granted;
 }
 
+/* The first lines of c's operator (its wait counter and what runs it). */
+static inline void prefetch_op(const weft_var_req *c)
+{
+  __builtin_prefetch(c->op, 1);
+  __builtin_prefetch((const char *)c->op + WEFT_CACHE_LINE, 1);
+}
+
 weft_var_req *weft_varq_pass(weft_var_req *r)
 {
-  weft_var_req *n = r->claimed;
-  r->claimed = NULL;
-  n->claimed = n->next; /* nobody else writes a claimed request's link */
-  n->next = NULL;
+  weft_var_req *n = r->next, *c = r->ahead;
+  r->next = NULL;
+  /* The cursor stays strictly ahead of n, WEFT_VARQ_AHEAD requests once
+   * (re)started; each step reads a line the previous step prefetched. The
+   * links it follows are the segment's, which nobody writes meanwhile. */
+  if (c == n)
+    c = NULL;
+  if (!c) {
+    c = n->next;
+    for (int i = 1; c && c->next && i < WEFT_VARQ_AHEAD; i++) {
+      prefetch_op(c);
+      c = c->next;
+    }
+  } else if (c->next) {
+    prefetch_op(c);
+    c = c->next;
+  }
+  if (c)
+    __builtin_prefetch(c, 1);
+  n->ahead = c;
   return n;
 }
 
-void weft_varq_unclaim(weft_varq *q, weft_var_req *rest)
+void weft_varq_unclaim(weft_varq *q, weft_var_req *r)
 {
+  weft_var_req *rest = r->next;
+  r->next = NULL;
   q->ctail->next = q->head; /* still NULL: appends went to the empty queue */
   if (!q->head)
     q->tail = q->ctail;

@@ -15,15 +15,19 @@
  *
  * Claimed segments: a completion that grants a write of a plain CPU
  * operator (simple) may take every request still waiting with it, in one
- * step: the granted request keeps them as its claimed list, the queue stays
- * held for writing and starts empty again behind them (new requests queue
- * there as usual). When that operator finishes, its completion hands the
- * var straight to the first claimed request if it is a simple write too,
- * passing the rest on, without the lock and without touching the queue's
+ * step: the granted request's next links them on (the segment's links are
+ * not written again while it lasts), the queue stays held for writing and
+ * starts empty again behind them (new requests queue there as usual). When
+ * that operator finishes, its completion hands the var straight to the
+ * first claimed request if it is a simple write too, which holds the rest
+ * through its own next, without the lock and without touching the queue's
  * line (which the pusher keeps); anything else, and any failure, gives the
  * rest back to the queue's head under the lock (weft_varq_unclaim) first. A
  * run of writes to one var (a chain) then costs its pusher and its runner
- * one exchange of the queue's line per segment, not per operator.
+ * one exchange of the queue's line per segment, not per operator. Each hand-
+ * over moves a cursor along the segment, WEFT_VARQ_AHEAD requests ahead, and
+ * prefetches what the coming hand-overs touch (the requests and the first
+ * lines of their operators, most likely in the pusher's cache).
  *
  * Locking: the caller holds the queue's lock around append and complete; an
  * operator's appends to all its vars happen under all their locks, taken in
@@ -48,12 +52,13 @@ typedef struct weft_var_req {
    * fence on the host); see src/deps/executor.h. */
   union {
     struct weft_var_req *fnext;
-    /* Of a granted simple write: the claimed requests behind it, linked
-     * through next (written before the grant that hands it over, read by its
-     * operator's completion). Never at once with fnext: a segment is claimed
-     * only while the var has no fences, and none appear while simple CPU
-     * writes hold it (only a launched device operator adds one). */
-    struct weft_var_req *claimed;
+    /* Of a granted simple write holding a claimed segment: a request of the
+     * segment further on, the prefetch cursor (written before the grant that
+     * hands the var over, read by its operator's completion). Never at once
+     * with fnext: a segment is claimed only while the var has no fences, and
+     * none appear while simple CPU writes hold it (only a launched device
+     * operator adds one). */
+    struct weft_var_req *ahead;
   };
 } weft_var_req;
 
@@ -73,30 +78,31 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r);
 
 /* Under q's lock. Completes a granted request (write tells which kind) and
  * returns the requests this grants, linked through next, oldest first
- * (NULL when none). claim: a granted simple write may claim the requests
- * waiting behind it (see above). */
+ * (NULL when none); a granted write comes alone (its next, if any, links
+ * the segment it claimed). claim: a granted simple write may claim the
+ * requests waiting behind it (see above). */
 weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim);
 
-/* Under q's lock: the unfinished rest of a claimed segment (its first
- * request, up to ctail) goes back to the head of the queue. */
-void weft_varq_unclaim(weft_varq *q, weft_var_req *rest);
+/* Under q's lock: r, about to complete, gives the unfinished rest of the
+ * segment it holds (its next, up to ctail) back to the head of the queue. */
+void weft_varq_unclaim(weft_varq *q, weft_var_req *r);
 
-/* A granted request about to complete that holds a claimed segment (read
- * by the thread completing it, without the lock). */
+/* The first request of the segment a granted request about to complete
+ * holds, or NULL (read by the thread completing it, without the lock). */
 static inline weft_var_req *weft_varq_claimed(const weft_var_req *r)
 {
-  return r->simple && r->write ? r->claimed : NULL;
+  return r->simple && r->write ? r->next : NULL;
 }
 
 /* Without the lock. r holds a claimed segment whose first request is a
- * simple write: r completes and hands the var to that request, which takes
- * the rest of the segment along; returns it, granted (linked alone). */
+ * simple write: r completes and hands the var to that request, which holds
+ * the rest of the segment; returns it, granted (alone: a write). */
 weft_var_req *weft_varq_pass(weft_var_req *r);
 
 /* Whether weft_varq_pass may hand r's var on (r holds a segment). */
 static inline bool weft_varq_passable(const weft_var_req *r)
 {
-  return r->claimed->simple && r->claimed->write;
+  return r->next->simple && r->next->write;
 }
 
 /* Under q's lock. Nothing granted and nothing waiting. */

@@ -11,6 +11,7 @@
  */
 #include "../common/testutil.h"
 
+#include "common/tunables.h"
 #include "deps/var_queue.h"
 
 /* ------------------------------------------------------------- sequential */
@@ -105,8 +106,8 @@ Test(var_queue, a_granted_simple_write_claims_the_waiting_requests, .timeout = T
   }
   weft_var_req *g = weft_varq_complete(&q, true, true);
   cr_assert_eq(g, &w[1]);
-  cr_assert_null(g->next);
   cr_assert_eq(weft_varq_claimed(&w[1]), &w[2], "the waiting writes were not claimed");
+  cr_assert_eq(w[2].next, &w[3], "the segment's links changed");
   cr_assert_null(q.head, "claimed requests still queued");
   cr_assert(q.writer, "the var is not held while a segment is claimed");
   /* A request pushed now waits behind the segment. */
@@ -122,6 +123,37 @@ Test(var_queue, a_granted_simple_write_claims_the_waiting_requests, .timeout = T
   /* The segment is used up: w[3]'s completion goes through the queue. */
   cr_assert_eq(weft_varq_complete(&q, true, true), &late);
   cr_assert_null(weft_varq_complete(&q, false, true));
+  cr_assert(weft_varq_idle(&q));
+}
+
+Test(var_queue, a_long_segment_is_handed_on_in_order_with_its_cursor_ahead,
+     .timeout = TU_TIMEOUT(10))
+{
+  enum { N = 200 };
+  static weft_var_req w[N];
+  weft_varq q;
+  weft_varq_init(&q);
+  for (int i = 0; i < N; i++) {
+    w[i] = sreq((void *)(uintptr_t)(i + 1), true);
+    cr_assert_eq(weft_varq_append(&q, &w[i]), i == 0);
+  }
+  cr_assert_eq(weft_varq_complete(&q, true, true), &w[1]);
+  weft_var_req *h = &w[1];
+  for (int i = 2; i < N; i++) {
+    cr_assert(weft_varq_passable(h));
+    weft_var_req *n = weft_varq_pass(h);
+    cr_assert_eq(n, &w[i], "hand-over %d went to request %ld", i, (long)(n - w));
+    cr_assert_null(weft_varq_claimed(h), "a finished holder still holds the segment");
+    if (n->ahead) { /* the prefetch cursor: a later request of the segment */
+      long k = n->ahead - w;
+      cr_assert(k > i && k < N && k <= i + WEFT_VARQ_AHEAD, "cursor at %ld, holder %d", k, i);
+    } else {
+      cr_assert_geq(i, N - 2, "no cursor with %d requests left", N - 1 - i);
+    }
+    h = n;
+  }
+  cr_assert_null(weft_varq_claimed(h));
+  cr_assert_null(weft_varq_complete(&q, true, true));
   cr_assert(weft_varq_idle(&q));
 }
 
@@ -141,9 +173,8 @@ Test(var_queue, unclaim_puts_the_rest_back_in_order, .timeout = TU_TIMEOUT(10))
   cr_assert_eq(weft_varq_claimed(&w1), &r2);
   cr_assert_not(weft_varq_append(&q, &late));
   cr_assert_not(weft_varq_passable(&w1), "a read was passed on as a write");
-  weft_var_req *rest = weft_varq_claimed(&w1);
-  w1.claimed = NULL;
-  weft_varq_unclaim(&q, rest);
+  weft_varq_unclaim(&q, &w1);
+  cr_assert_null(weft_varq_claimed(&w1), "the segment still held after unclaim");
   weft_var_req *g = weft_varq_complete(&q, true, true);
   cr_assert_eq(g, &r2, "the segment's rest lost its place");
   cr_assert_eq(g->next, &r3, "the reads behind were not granted together");
@@ -223,13 +254,12 @@ static long random_history(unsigned seed, int n)
       if (rest && weft_varq_passable(&reqs[i]) && rand_r(&seed) % 8) {
         g = weft_varq_pass(&reqs[i]);
       } else {
-        if (rest) {
-          reqs[i].claimed = NULL;
-          weft_varq_unclaim(&q, rest);
-        }
+        if (rest)
+          weft_varq_unclaim(&q, &reqs[i]);
         g = weft_varq_complete(&q, write[i], true);
       }
-      for (; g; g = g->next) {
+      /* A granted write comes alone: its next links the segment it claimed. */
+      for (; g; g = g->write ? NULL : g->next) {
         int k = (int)((uintptr_t)g->op - 1);
         cr_assert_eq(state[k], REF_WAITING, "seed %u: request %d granted twice", seed, k);
         state[k] = REF_GRANTED;
@@ -323,7 +353,6 @@ static void push_op(stress *s, long i)
     op->req[k].op = op;
     op->req[k].write = op->write[k];
     op->req[k].simple = op->simple;
-    op->req[k].claimed = NULL;
     if (weft_varq_append(&v->q, &op->req[k]))
       atomic_fetch_sub(&op->wait, 1);
   }
@@ -368,15 +397,14 @@ static void run_op(stress *s, stress_op *op)
       g = weft_varq_pass(&op->req[k]);
     } else {
       weft_spin_lock(&v->q.lock);
-      if (rest) {
-        op->req[k].claimed = NULL;
-        weft_varq_unclaim(&v->q, rest);
-      }
+      if (rest)
+        weft_varq_unclaim(&v->q, &op->req[k]);
       g = weft_varq_complete(&v->q, op->write[k], true);
       weft_spin_unlock(&v->q.lock);
     }
     while (g) {
-      weft_var_req *next = g->next; /* g may run (and be reused) once granted */
+      /* g may run (and be reused) once granted; a write comes alone */
+      weft_var_req *next = g->write ? NULL : g->next;
       grant(s, g->op);
       g = next;
     }

@@ -39,7 +39,7 @@ struct var_req {
   opr *op;
   bool write;
   bool simple;
-  rl::var<var_req *> claimed; /* its segment, while it holds one */
+  rl::var<var_req *> ahead; /* a holder's prefetch cursor into its segment */
   int writes_before; /* harness: writes pushed on the var before this request */
 };
 
@@ -126,9 +126,9 @@ struct varq {
       last = r;
       if (r->write) {
         writer($) = true;
-        r->claimed($) = nullptr;
-        if (claim && r->simple && head($)) {
-          r->claimed($) = head($);
+        if (claim && r->simple && head($)) { /* r's next links the segment */
+          r->next($) = head($);
+          r->ahead($) = nullptr;
           ctail($) = tail($);
           head($) = nullptr;
           tail($) = nullptr;
@@ -141,8 +141,10 @@ struct varq {
   }
 
   /* weft_varq_unclaim (var_queue.c) */
-  void unclaim(var_req *rest)
+  void unclaim(var_req *r)
   {
+    var_req *rest = r->next($);
+    r->next($) = nullptr;
     ctail($)->next($) = head($);
     if (!head($))
       tail($) = ctail($);
@@ -213,7 +215,6 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
     for (int k = 0; k < n; k++) {
       op->req[k].op = op;
       op->req[k].write = op->write[k];
-      op->req[k].claimed($) = nullptr;
       varq &v = q[op->var[k]];
       op->req[k].writes_before = v.writes_pushed($); /* harness */
       if (op->write[k])
@@ -262,27 +263,38 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
       var_req *me = &op->req[k];
       var_req *g, *rest = nullptr;
       if (me->simple && me->write)
-        rest = me->claimed($);
+        rest = me->next($);
 #if WEFT_MUTANT == 1 /* hands the var to a claimed read as if it were a write */
       if (rest && rest->simple) {
 #else
       if (rest && rest->simple && rest->write) { /* weft_varq_pass: no lock */
 #endif
-        me->claimed($) = nullptr;
-        rest->claimed($) = rest->next($);
-        rest->next($) = nullptr;
+        /* weft_varq_pass: the cursor walks the segment's links (reads
+         * only: nobody writes them while the segment lasts) */
+        var_req *c = me->ahead($);
+        me->next($) = nullptr;
+        if (c == rest)
+          c = nullptr;
+        if (!c) {
+          c = rest->next($);
+          for (int i = 1; c && c->next($) && i < 4; i++)
+            c = c->next($);
+        } else if (c->next($)) {
+          c = c->next($);
+        }
+        rest->ahead($) = c;
         g = rest;
       } else {
-        if (rest)
-          me->claimed($) = nullptr;
         v.lock.lock();
         if (rest)
-          v.unclaim(rest);
+          v.unclaim(me);
         g = v.complete(op->write[k], true);
         v.lock.unlock();
       }
       while (g) {
-        var_req *gnext = g->next($);
+        var_req *gnext = nullptr; /* a write comes alone */
+        if (!g->write)
+          gnext = g->next($);
         opr *o = g->op;
         if (o->wait.fetch_sub(1, rl::memory_order_acq_rel) == 1)
           ready(self, o);
