@@ -69,18 +69,28 @@ static inline void prefetch_op(const weft_var_req *c)
   __builtin_prefetch((const char *)c->op + WEFT_CACHE_LINE, 1);
 }
 
+/* Whether a hand-over can go on past c (to a simple write after it). */
+static inline bool passes_on(const weft_var_req *c)
+{
+  return c->next && c->next->simple && c->next->write;
+}
+
 weft_var_req *weft_varq_pass(weft_var_req *r)
 {
   weft_var_req *n = r->next, *c = r->ahead;
   r->next = NULL;
   /* The cursor stays strictly ahead of n, WEFT_VARQ_AHEAD requests once
-   * (re)started; each step reads a line the previous step prefetched. The
-   * links it follows are the segment's, which nobody writes meanwhile. */
+   * (re)started. A restart walks the run of simple writes only (a hand-over
+   * stops at anything else, and each step of the walk waits for its line);
+   * then one step per hand-over, which reads the line the previous one
+   * prefetched (and does not look at what it steps onto: that line is
+   * still on its way). The links it follows are the segment's, which nobody
+   * writes meanwhile. */
   if (c == n)
     c = NULL;
   if (!c) {
     c = n->next;
-    for (int i = 1; c && c->next && i < WEFT_VARQ_AHEAD; i++) {
+    for (int i = 1; c && passes_on(c) && i < WEFT_VARQ_AHEAD; i++) {
       prefetch_op(c);
       c = c->next;
     }

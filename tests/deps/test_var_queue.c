@@ -157,6 +157,30 @@ Test(var_queue, a_long_segment_is_handed_on_in_order_with_its_cursor_ahead,
   cr_assert(weft_varq_idle(&q));
 }
 
+Test(var_queue, the_cursor_starts_within_the_run_of_writes, .timeout = TU_TIMEOUT(10))
+{
+  /* w0 (granted), w1 (claims w2 w3 r4 w5), then w1 -> w2: the cursor walks
+   * no further than w3, the last write a hand-over can reach. */
+  weft_var_req w0 = sreq((void *)1, true), w1 = sreq((void *)2, true), w2 = sreq((void *)3, true);
+  weft_var_req w3 = sreq((void *)4, true), r4 = sreq((void *)5, false), w5 = sreq((void *)6, true);
+  weft_varq q;
+  weft_varq_init(&q);
+  cr_assert(weft_varq_append(&q, &w0));
+  weft_var_req *rs[] = {&w1, &w2, &w3, &r4, &w5};
+  for (int i = 0; i < 5; i++)
+    cr_assert_not(weft_varq_append(&q, rs[i]));
+  cr_assert_eq(weft_varq_complete(&q, true, true), &w1);
+  cr_assert_eq(weft_varq_pass(&w1), &w2);
+  cr_assert_eq(w2.ahead, &w3, "the cursor walked past the run of writes (or stopped short)");
+  cr_assert_eq(weft_varq_pass(&w2), &w3);
+  cr_assert_not(weft_varq_passable(&w3), "a read was passable");
+  weft_varq_unclaim(&q, &w3);
+  cr_assert_eq(weft_varq_complete(&q, true, true), &r4);
+  cr_assert_eq(weft_varq_complete(&q, false, true), &w5);
+  cr_assert_null(weft_varq_complete(&q, true, true));
+  cr_assert(weft_varq_idle(&q));
+}
+
 Test(var_queue, unclaim_puts_the_rest_back_in_order, .timeout = TU_TIMEOUT(10))
 {
   weft_varq q;

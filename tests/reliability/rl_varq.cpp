@@ -277,8 +277,12 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
           c = nullptr;
         if (!c) {
           c = rest->next($);
-          for (int i = 1; c && c->next($) && i < 4; i++)
-            c = c->next($);
+          for (int i = 1; c && i < 4; i++) { /* over the run of simple writes */
+            var_req *cn = c->next($);
+            if (!cn || !cn->simple || !cn->write)
+              break;
+            c = cn;
+          }
         } else if (c->next($)) {
           c = c->next($);
         }
