@@ -17,7 +17,6 @@ int weft_obj_store_init(weft_obj_store *s, size_t size, long batch)
   size = (size + 7) / 8 * 8;
   s->size = size < 3 * sizeof(void *) ? 3 * sizeof(void *) : size;
   s->batch = batch < 1 ? 1 : batch;
-  s->prefetch_lines = 1;
   s->mags = NULL;
   s->slabs = NULL;
   return 0;

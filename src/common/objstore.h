@@ -16,8 +16,6 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "common/tunables.h"
-
 typedef struct weft_obj_cache { /* owner only */
   void *free;   /* current chain */
   long n;       /* its length */
@@ -27,10 +25,6 @@ typedef struct weft_obj_cache { /* owner only */
 typedef struct weft_obj_store {
   size_t size;          /* immutable: object size, a multiple of 8, >= 3 words */
   long batch;           /* immutable: objects in a full magazine */
-  /* set before first use (1 by default): the lines at the start of the
-   * next object of a chain prefetched for writing at each allocation (the
-   * lines an allocator writes at once). */
-  int prefetch_lines;
   pthread_mutex_t lock;
   void *mags;           /* under lock: stack of magazines */
   void *slabs;          /* under lock: linked through each slab's first word */
@@ -55,8 +49,7 @@ static inline void *weft_obj_alloc(weft_obj_store *s, weft_obj_cache *c)
      * its first line here now (for writing), so the next allocation does
      * not stall on reading its link. */
     if (c->free)
-      for (int i = 0; i < s->prefetch_lines; i++)
-        __builtin_prefetch((char *)c->free + i * WEFT_CACHE_LINE, 1, 3);
+      __builtin_prefetch(c->free, 1, 3);
     return p;
   }
   return weft_obj_alloc_slow(s, c);

@@ -208,18 +208,6 @@ void weft_engine_count_done_busy(weft_engine *eng, int slot)
   tally_inc(&t->done[slot], own, memory_order_seq_cst);
 }
 
-void weft_engine_count_done(weft_engine *eng, int slot)
-{
-  weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */
-  bool own;
-  weft_engine_tally *t = my_tally(eng, &own);
-  /* seq_cst: orders the count before the read of drain_waiters (a waiter
-   * announces itself, then reads the sums: one of us sees the other). */
-  tally_inc(&t->done[slot], own, memory_order_seq_cst);
-  if (atomic_load_explicit(&sy->drain_waiters, memory_order_seq_cst) > 0 &&
-      tally_drained(sy, slot))
-    weft_engine_sync_notify(sy);
-}
 
 /* A drain check this worker left for between tasks (pool_ext.h): its last
  * finish counted down pend_epoch's slot of pend_sync while a thread waited
@@ -248,17 +236,21 @@ void weft_engine_drain_before(const weft_opr *op)
     weft_engine_drain_flush();
 }
 
-void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch)
+/* Uncounts an operator of epoch (only epoch & 1 matters unless deferring).
+ * defer: a finished operator's count, whose drain check a worker in its
+ * main loop may leave for between tasks. */
+static void count_done(weft_engine *eng, uint64_t epoch, bool defer)
 {
   weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */
   int slot = (int)(epoch & 1);
   bool own;
   weft_engine_tally *t = my_tally(eng, &own);
-  /* seq_cst: as in count_done. */
+  /* seq_cst: orders the count before the read of drain_waiters (a waiter
+   * announces itself, then reads the sums: one of us sees the other). */
   tally_inc(&t->done[slot], own, memory_order_seq_cst);
   if (atomic_load_explicit(&sy->drain_waiters, memory_order_seq_cst) == 0)
     return;
-  if (own && weft_pool_top_task()) {
+  if (defer && own && weft_pool_top_task()) {
     /* A worker in its main loop: sum the tallies (every worker's lines,
      * which their owners keep writing) only once it is about to run
      * something not counted in this epoch, or to go idle. */
@@ -271,6 +263,16 @@ void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch)
   }
   if (tally_drained(sy, slot))
     weft_engine_sync_notify(sy);
+}
+
+void weft_engine_count_done(weft_engine *eng, int slot)
+{
+  count_done(eng, (uint64_t)slot, false);
+}
+
+void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch)
+{
+  count_done(eng, epoch, true);
 }
 
 /* arg: a slot, or NULL for both. */
@@ -496,8 +498,6 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     weft_obj_store_destroy(&eng->oprs);
     ok_oprs = false;
   }
-  if (ok_oprs) /* a push writes a block's first 4 lines (engine.h) */
-    eng->oprs.prefetch_lines = 4;
   if (!(ok_naive && ok_fail && ok_vars && ok_ops && ok_oprs)) {
     if (ok_naive)
       pthread_mutex_destroy(&eng->naive_lock);
