@@ -194,28 +194,25 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   op->admitted = admitted;
   int granted = 0;
   bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
-  bool held = false; /* a host-side wait for a device fence */
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
     op->req[k].simple = simple;
     if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
       granted++;
-      if (op->var[k]->fences)
-        held |= weft_fence_check(op->var[k], &op->req[k]);
+      if (op->var[k]->fences) /* a host-side wait for a device fence adds one */
+        weft_fence_check(op->var[k], &op->req[k]);
     }
   }
+  /* While op holds every lock of its vars, nothing else changes its counter
+   * (a grant and a fence's release each hold a var's lock): settle it with a
+   * plain store instead of a locked decrement after the unlocks (which would
+   * wait for every store to the block's lines). relaxed: the unlocks publish
+   * it (release), to the completions that lock a var to grant op. */
+  int left = atomic_load_explicit(&op->wait, memory_order_relaxed) - (granted + 1);
+  atomic_store_explicit(&op->wait, left, memory_order_relaxed);
   unlock_vars(op, n);
-  if (granted == n && !held) {
-    /* Every request granted at once and no fence to wait for: no other
-     * thread holds a way to op's counter, so skip the atomic (a locked
-     * instruction that would wait for the var lines' stores). */
-    weft_opr_ready(op);
-    return 0;
-  }
-  /* acq_rel: the last decrement (here or in a completion) hands the op to
-   * the thread that dispatches it, with everything written before. */
-  if (atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) == granted + 1)
+  if (left == 0) /* every request granted, no fence to wait for: op is ours */
     weft_opr_ready(op);
   return 0;
 }

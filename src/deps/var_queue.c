@@ -9,6 +9,7 @@ void weft_varq_init(weft_varq *q)
   weft_spin_init(&q->lock);
   q->nreaders = 0;
   q->writer = false;
+  q->mixed = false;
   q->head = q->tail = q->ctail = NULL;
 }
 
@@ -22,6 +23,8 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r)
       q->nreaders++;
     return true;
   }
+  if (!(r->simple && r->write))
+    q->mixed = true;
   if (q->tail)
     q->tail->next = r;
   else
@@ -42,8 +45,10 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
     if (r->write && q->nreaders > 0)
       break; /* the write waits for the granted reads */
     q->head = r->next;
-    if (!q->head)
+    if (!q->head) {
       q->tail = NULL;
+      q->mixed = false;
+    }
     r->next = NULL;
     *link = r;
     link = &r->next;
@@ -52,8 +57,10 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
       if (claim && r->simple && q->head) { /* r's op takes the rest along */
         r->next = q->head;
         r->ahead = NULL;
+        r->pure = !q->mixed;
         q->ctail = q->tail;
         q->head = q->tail = NULL;
+        q->mixed = false;
       }
       break;
     }
@@ -79,6 +86,11 @@ weft_var_req *weft_varq_pass(weft_var_req *r)
 {
   weft_var_req *n = r->next, *c = r->ahead;
   r->next = NULL;
+  n->pure = r->pure;
+  if (!r->pure) { /* reads or other kinds in it: a walk would stall for nothing */
+    n->ahead = NULL;
+    return n;
+  }
   /* The cursor stays strictly ahead of n, WEFT_VARQ_AHEAD requests once
    * (re)started. A restart walks the run of simple writes only (a hand-over
    * stops at anything else, and each step of the walk waits for its line);
@@ -108,6 +120,8 @@ void weft_varq_unclaim(weft_varq *q, weft_var_req *r)
 {
   weft_var_req *rest = r->next;
   r->next = NULL;
+  if (!r->pure)
+    q->mixed = true;
   q->ctail->next = q->head; /* still NULL: appends went to the empty queue */
   if (!q->head)
     q->tail = q->ctail;

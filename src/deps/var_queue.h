@@ -24,10 +24,13 @@
  * line (which the pusher keeps); anything else, and any failure, gives the
  * rest back to the queue's head under the lock (weft_varq_unclaim) first. A
  * run of writes to one var (a chain) then costs its pusher and its runner
- * one exchange of the queue's line per segment, not per operator. Each hand-
- * over moves a cursor along the segment, WEFT_VARQ_AHEAD requests ahead, and
- * prefetches what the coming hand-overs touch (the requests and the first
- * lines of their operators, most likely in the pusher's cache).
+ * one exchange of the queue's line per segment, not per operator. In a
+ * segment of writes only (pure: the queue notes whether its waiting requests
+ * may hold anything else), each hand-over moves a cursor along the segment,
+ * WEFT_VARQ_AHEAD requests ahead, and prefetches what the coming hand-overs
+ * touch (the requests and the first lines of their operators, most likely in
+ * the pusher's cache); in a mixed one a walk would stall on line after line
+ * for hand-overs a read soon stops, so there is none.
  *
  * Locking: the caller holds the queue's lock around append and complete; an
  * operator's appends to all its vars happen under all their locks, taken in
@@ -47,6 +50,11 @@ typedef struct weft_var_req {
   void *op;                  /* immutable: the operator this request belongs to */
   bool write;                /* immutable */
   bool simple;               /* immutable: its operator is a user CPU operator */
+  /* Of a granted simple write holding a claimed segment: every request in
+   * the segment is a simple write, so the prefetch cursor may walk it
+   * (written with the grant that hands the segment over, read by the
+   * holder's completion). */
+  bool pure;
   /* under the var's lock: link in the var's fence list (its operator's
    * device work is pending) or fence-waiter list (its operator waits for a
    * fence on the host); see src/deps/executor.h. */
@@ -66,6 +74,9 @@ typedef struct weft_varq {
   weft_spinlock lock;
   int32_t nreaders;          /* under lock: granted reads not yet complete */
   bool writer;               /* under lock: a granted write not yet complete */
+  /* under lock: the waiting requests may include one that is not a simple
+   * write (set by its append, cleared when the queue empties) */
+  bool mixed;
   weft_var_req *head, *tail; /* under lock: waiting requests, oldest first */
   weft_var_req *ctail;       /* under lock: the last claimed request (while claimed) */
 } weft_varq;

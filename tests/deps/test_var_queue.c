@@ -157,10 +157,10 @@ Test(var_queue, a_long_segment_is_handed_on_in_order_with_its_cursor_ahead,
   cr_assert(weft_varq_idle(&q));
 }
 
-Test(var_queue, the_cursor_starts_within_the_run_of_writes, .timeout = TU_TIMEOUT(10))
+Test(var_queue, only_a_segment_of_writes_gets_a_cursor, .timeout = TU_TIMEOUT(10))
 {
-  /* w0 (granted), w1 (claims w2 w3 r4 w5), then w1 -> w2: the cursor walks
-   * no further than w3, the last write a hand-over can reach. */
+  /* w0 (granted), w1 (claims w2 w3 r4 w5): a read in the segment, so the
+   * hand-overs walk nothing ahead (each step of a walk waits for a line). */
   weft_var_req w0 = sreq((void *)1, true), w1 = sreq((void *)2, true), w2 = sreq((void *)3, true);
   weft_var_req w3 = sreq((void *)4, true), r4 = sreq((void *)5, false), w5 = sreq((void *)6, true);
   weft_varq q;
@@ -170,13 +170,60 @@ Test(var_queue, the_cursor_starts_within_the_run_of_writes, .timeout = TU_TIMEOU
   for (int i = 0; i < 5; i++)
     cr_assert_not(weft_varq_append(&q, rs[i]));
   cr_assert_eq(weft_varq_complete(&q, true, true), &w1);
+  cr_assert_not(w1.pure, "a segment with a read is taken for writes only");
   cr_assert_eq(weft_varq_pass(&w1), &w2);
-  cr_assert_eq(w2.ahead, &w3, "the cursor walked past the run of writes (or stopped short)");
+  cr_assert_null(w2.ahead, "a cursor in a segment with a read");
   cr_assert_eq(weft_varq_pass(&w2), &w3);
   cr_assert_not(weft_varq_passable(&w3), "a read was passable");
   weft_varq_unclaim(&q, &w3);
   cr_assert_eq(weft_varq_complete(&q, true, true), &r4);
   cr_assert_eq(weft_varq_complete(&q, false, true), &w5);
+  cr_assert_null(weft_varq_complete(&q, true, true));
+  cr_assert(weft_varq_idle(&q));
+
+  /* The queue emptied: a run of writes claimed now is pure, and its cursor
+   * walks to the run's end (a read queued after the claim is not part of
+   * the segment). */
+  weft_var_req v[5];
+  for (int i = 0; i < 5; i++) {
+    v[i] = sreq((void *)(uintptr_t)(10 + i), true);
+    cr_assert_eq(weft_varq_append(&q, &v[i]), i == 0);
+  }
+  cr_assert_eq(weft_varq_complete(&q, true, true), &v[1]);
+  cr_assert(v[1].pure, "a run of writes was not taken as one");
+  weft_var_req late = sreq((void *)20, false);
+  cr_assert_not(weft_varq_append(&q, &late));
+  cr_assert_eq(weft_varq_pass(&v[1]), &v[2]);
+  cr_assert(v[2].pure);
+  cr_assert_eq(v[2].ahead, &v[4], "the cursor stopped short of the run's end");
+  cr_assert_eq(weft_varq_pass(&v[2]), &v[3]);
+  cr_assert_eq(weft_varq_pass(&v[3]), &v[4]);
+  cr_assert_eq(weft_varq_complete(&q, true, true), &late);
+  cr_assert_null(weft_varq_complete(&q, false, true));
+  cr_assert(weft_varq_idle(&q));
+}
+
+Test(var_queue, a_segment_given_back_keeps_its_read_known, .timeout = TU_TIMEOUT(10))
+{
+  /* w1 holds [w2 r3 w4] and fails: the rest goes back to the queue, and the
+   * segment w2 claims from it again holds the read, so it is not pure. */
+  weft_var_req w0 = sreq((void *)1, true), w1 = sreq((void *)2, true), w2 = sreq((void *)3, true);
+  weft_var_req r3 = sreq((void *)4, false), w4 = sreq((void *)5, true);
+  weft_varq q;
+  weft_varq_init(&q);
+  cr_assert(weft_varq_append(&q, &w0));
+  weft_var_req *rs[] = {&w1, &w2, &r3, &w4};
+  for (int i = 0; i < 4; i++)
+    cr_assert_not(weft_varq_append(&q, rs[i]));
+  cr_assert_eq(weft_varq_complete(&q, true, true), &w1);
+  cr_assert_eq(weft_varq_claimed(&w1), &w2);
+  weft_varq_unclaim(&q, &w1); /* as a failed completion does */
+  cr_assert_eq(weft_varq_complete(&q, true, true), &w2);
+  cr_assert_eq(weft_varq_claimed(&w2), &r3, "w2 did not claim the rest again");
+  cr_assert_not(w2.pure, "a segment with a read, once given back, was taken for writes only");
+  weft_varq_unclaim(&q, &w2);
+  cr_assert_eq(weft_varq_complete(&q, true, true), &r3);
+  cr_assert_eq(weft_varq_complete(&q, false, true), &w4);
   cr_assert_null(weft_varq_complete(&q, true, true));
   cr_assert(weft_varq_idle(&q));
 }
