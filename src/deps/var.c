@@ -49,6 +49,7 @@ static int var_new(weft_engine *eng, weft_var **out)
   weft_spin_lock(&v->q.lock); /* a wait_all may be clearing failures */
   v->q.nreaders = 0;
   v->q.writer = false;
+  v->q.mixed = false;
   v->q.head = v->q.tail = v->q.ctail = NULL;
   weft_var_failed_store(v, 0);
   v->failed_epoch = 0;

@@ -23,12 +23,16 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r)
       q->nreaders++;
     return true;
   }
-  if (!(r->simple && r->write))
+  bool sw = r->simple && r->write;
+  if (!sw)
     q->mixed = true;
-  if (q->tail)
+  if (q->tail) {
     q->tail->next = r;
-  else
+    q->tail->next_sw = sw;
+  } else {
     q->head = r;
+    q->head_sw = sw;
+  }
   q->tail = r;
   return false;
 }
@@ -45,6 +49,7 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
     if (r->write && q->nreaders > 0)
       break; /* the write waits for the granted reads */
     q->head = r->next;
+    q->head_sw = r->next_sw;
     if (!q->head) {
       q->tail = NULL;
       q->mixed = false;
@@ -79,7 +84,7 @@ static inline void prefetch_op(const weft_var_req *c)
 /* Whether a hand-over can go on past c (to a simple write after it). */
 static inline bool passes_on(const weft_var_req *c)
 {
-  return c->next && c->next->simple && c->next->write;
+  return c->next && c->next_sw;
 }
 
 weft_var_req *weft_varq_pass(weft_var_req *r)
@@ -123,8 +128,10 @@ void weft_varq_unclaim(weft_varq *q, weft_var_req *r)
   if (!r->pure)
     q->mixed = true;
   q->ctail->next = q->head; /* still NULL: appends went to the empty queue */
+  q->ctail->next_sw = q->head && q->head_sw;
   if (!q->head)
     q->tail = q->ctail;
   q->head = rest;
+  q->head_sw = r->next_sw;
   q->ctail = NULL;
 }

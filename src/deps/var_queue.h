@@ -55,6 +55,9 @@ typedef struct weft_var_req {
    * (written with the grant that hands the segment over, read by the
    * holder's completion). */
   bool pure;
+  /* Whether next is a simple write (written with next, by whoever links it:
+   * the completion of a holder reads it in its own line, not next's). */
+  bool next_sw;
   /* under the var's lock: link in the var's fence list (its operator's
    * device work is pending) or fence-waiter list (its operator waits for a
    * fence on the host); see src/deps/executor.h. */
@@ -77,6 +80,7 @@ typedef struct weft_varq {
   /* under lock: the waiting requests may include one that is not a simple
    * write (set by its append, cleared when the queue empties) */
   bool mixed;
+  bool head_sw;              /* under lock: head is a simple write */
   weft_var_req *head, *tail; /* under lock: waiting requests, oldest first */
   weft_var_req *ctail;       /* under lock: the last claimed request (while claimed) */
 } weft_varq;
@@ -113,7 +117,7 @@ weft_var_req *weft_varq_pass(weft_var_req *r);
 /* Whether weft_varq_pass may hand r's var on (r holds a segment). */
 static inline bool weft_varq_passable(const weft_var_req *r)
 {
-  return r->next->simple && r->next->write;
+  return r->next_sw;
 }
 
 /* Under q's lock. Nothing granted and nothing waiting. */
