@@ -16,6 +16,7 @@ void weft_varq_init(weft_varq *q)
 bool weft_varq_append(weft_varq *q, weft_var_req *r)
 {
   r->next = NULL;
+  r->next_sw = false;
   if (q->head == NULL && !q->writer && (!r->write || q->nreaders == 0)) {
     if (r->write)
       q->writer = true;
