@@ -58,8 +58,8 @@ void weft_opr_ready(weft_opr *op)
   if (op->prop != WEFT_PROP_ASYNC || weft_tls_executor) {
     op->task.fn = run_task;
     op->task.arg = op;
-    if (weft_pool_submit_embedded(op->eng->pool, &op->task, op->prop == WEFT_PROP_PRIORITIZED,
-                                  op->priority) == 0)
+    bool prio = op->prop == WEFT_PROP_PRIORITIZED;
+    if (weft_pool_submit_embedded(op->eng->pool, &op->task, prio, prio ? op->priority : 0) == 0)
       return;
     if (weft_tls_executor) { /* never inline here: a pool task cannot fail this way */
       weft_opr_complete(op, WEFT_ENOMEM, false);

@@ -93,13 +93,14 @@ typedef struct weft_worker_caches {
 enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE };
 
 typedef struct weft_opr {
-  /* The first two lines: what the pusher writes for every operator (the
-   * block usually comes from another core, which recycled it, so each line
-   * written is a line moved); the var and request arrays follow at once. */
-  void *link;                 /* object store link while free */
+  /* The first lines: what the pusher writes for every operator (the block
+   * usually comes from another core, which recycled it, so each line
+   * written is a line moved): the header, then the var and request arrays,
+   * so that an operator with up to 2 vars is 3 lines and one with up to 4 is
+   * 4. While the block is free the object store links it through its first
+   * words. */
   weft_engine *eng;
-  weft_op_fn fn;
-  weft_async_op_fn async_fn;
+  weft_op_fn fn;              /* NULL: an async operator (async_fn) */
   void *arg;
   const char *name;
   weft_op_impl *tmpl;         /* the reusable op it was pushed from, or NULL */
@@ -107,21 +108,26 @@ typedef struct weft_opr {
   weft_var_req *req;          /* [nvars]: req[k].write tells the kind */
   uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
   weft_ctx ctx;
-  int priority;
   unsigned flags;
   int nvars;
   _Atomic int wait;           /* atomic: grants missing, +1 until registered */
   int status;                 /* set by the thread that runs or skips it */
-  _Atomic uint32_t async_done; /* naive engine: set when an async op signals */
-  /* atomic: an async op finishes when both its signal and its async_fn's
-   * return have happened (2 -> 0), so the block outlives the call. */
-  _Atomic int async_refs;
   uint8_t prop;               /* a weft_prop */
   uint8_t internal;           /* WEFT_OPR_* */
   uint8_t slot;               /* the inflight slot (epoch & 1) it is counted in */
   bool admitted;              /* counted in eng->admitted */
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
   weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+  /* What only some operators use, each written only for them. */
+  weft_async_op_fn async_fn;  /* fn NULL */
+  /* atomic: an async op finishes when both its signal and its async_fn's
+   * return have happened (2 -> 0), so the block outlives the call. */
+  _Atomic int async_refs;
+  _Atomic uint32_t async_done; /* naive engine (a block on the pusher's stack): set at the signal */
+  int priority;               /* WEFT_PROP_PRIORITIZED: higher runs first */
+  /* A queue link: async operators run inline (dispatch.c), device operators
+   * (stream workers, the executor's failure list). */
+  struct weft_opr *link;
   /* Its pool task record (weft_pool_submit_embedded): written by the thread
    * that dispatches it through the pool, read by the one that runs it; most
    * operators run on the worker that made them ready and never touch it. */
@@ -137,8 +143,11 @@ typedef struct weft_opr {
   void *exec_state;           /* the executor's (its event, its worker) */
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
-_Static_assert(offsetof(weft_opr, req_inline) + 3 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE,
-               "an operator with 3 vars is written in 4 lines");
+_Static_assert(offsetof(weft_opr, req_inline) == 2 * WEFT_CACHE_LINE,
+               "an operator's header and var array fill two lines, its requests start the third");
+_Static_assert(offsetof(weft_opr, req_inline) + 2 * sizeof(weft_var_req) <= 3 * WEFT_CACHE_LINE &&
+                   offsetof(weft_opr, req_inline) + 4 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE,
+               "an operator with 2 vars is written in 3 lines, one with 4 in 4");
 
 /* Completion token of an async operator (process-wide table: the signal
  * carries no engine). */

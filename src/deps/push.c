@@ -151,18 +151,19 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
     return WEFT_ENOMEM;
   op->eng = eng;
   op->fn = d->fn;
-  op->async_fn = d->async_fn;
+  if (!d->fn) /* the block's later lines: only for the operators that use them */
+    op->async_fn = d->async_fn;
   op->arg = d->arg;
   op->ctx = d->ctx;
   op->prop = d->prop;
-  op->priority = d->priority;
+  if (d->prop == WEFT_PROP_PRIORITIZED)
+    op->priority = d->priority;
   op->flags = d->flags;
   op->name = d->name;
   op->internal = internal;
   op->tmpl = tmpl;
   op->admitted = false; /* set once registered: a failed push gives its place back itself */
   op->status = 0;
-  atomic_init(&op->async_done, 0);
   if (op->ctx.type == WEFT_DEV_GPU) { /* the device fields (the block's last lines) */
     atomic_init(&op->ndevwaits, 0);
     atomic_init(&op->dev_refs, 0);
