@@ -246,7 +246,7 @@ weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
   weft_opr_retire(eng, op);
   weft_opr_free(eng, op);
   if (next && next->slot == slot) /* next is counted in slot: not drained */
-    weft_engine_count_done_busy(eng, slot, next->fn != NULL);
+    weft_engine_count_done_busy(eng, slot);
   else
     weft_engine_count_done_op(eng, epoch);
   return next;

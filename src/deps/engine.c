@@ -199,19 +199,15 @@ uint64_t weft_engine_count_push(weft_engine *eng)
   }
 }
 
-void weft_engine_count_done_busy(weft_engine *eng, int slot, bool next_here)
+void weft_engine_count_done_busy(weft_engine *eng, int slot)
 {
   bool own;
   weft_engine_tally *t = my_tally(eng, &own);
-  /* No one needs waking: the slot is not drained, and the finish of the
-   * operator about to run checks it. next_here (that finish is a later
-   * seq_cst store to this same count, by this thread): release, which
-   * publishes the finish (and the push before it) to tally_drained's loads;
-   * a waiter's seq_cst load that misses it is ordered before that later
-   * store, whose check then sees the waiter. Else (an async operator,
-   * finished by its signal's thread): seq_cst, as in count_done. */
-  tally_inc(&t->done[slot], own, next_here ? memory_order_release : memory_order_seq_cst);
+  /* seq_cst: as in count_done. No one needs waking: the slot is not
+   * drained, and the finish of the operator about to run checks again. */
+  tally_inc(&t->done[slot], own, memory_order_seq_cst);
 }
+
 
 /* A drain check this worker left for between tasks (pool_ext.h): its last
  * finish counted down pend_epoch's slot of pend_sync while a thread waited

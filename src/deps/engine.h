@@ -316,9 +316,8 @@ void weft_engine_drain_before(const weft_opr *op);
 struct weft_task;
 void weft_engine_between(struct weft_task *next);
 /* The same, when the caller knows the slot is not drained (it is about to
- * run an operator counted in it): no drain check. next_here: that operator
- * finishes on this thread (a plain fn, not an async one). */
-void weft_engine_count_done_busy(weft_engine *eng, int slot, bool next_here);
+ * run an operator counted in it): no drain check. */
+void weft_engine_count_done_busy(weft_engine *eng, int slot);
 /* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker. */
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
 /* Wakes threads in weft_engine_wait (after a completion). */
