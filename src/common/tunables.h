@@ -41,6 +41,19 @@
  * prefetches this many requests ahead, requests. */
 #define WEFT_VARQ_AHEAD 16
 
+/* Pacing of a pusher inside the pool (an operator pushing operators): once
+ * this many operators are pushed and not finished, it stops to let the
+ * others catch up (helping with work it finds, and never once they make no
+ * progress) until half as many are left, so that the blocks it pushed are
+ * still in cache when they run; operators. It checks every PACE_EVERY
+ * pushes, pushes; and goes on pushing once PACE_STALL_NS pass without the
+ * count reaching a new low, nanoseconds (what is left may wait for its own
+ * operator, while other work comes and goes). Not a cap: WEFT_MAX_INFLIGHT
+ * is that (design.md). */
+#define WEFT_PACE_OPS 16384
+#define WEFT_PACE_EVERY 256
+#define WEFT_PACE_STALL_NS (20 * 1000)
+
 /* Device-side waits (predecessors' events on the same device) a GPU
  * operator carries; beyond that it waits for the rest on the host. */
 #define WEFT_OPR_DEV_WAITS 8

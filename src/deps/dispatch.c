@@ -199,10 +199,11 @@ void weft_opr_retire(weft_engine *eng, weft_opr *op)
 {
   if (op->tmpl)
     weft_op_tmpl_release(eng, op->tmpl);
-  /* seq_cst: pairs with admit and below_cap; wakes a held-back pusher when
-   * this makes room. */
+  /* seq_cst (both): pairs with admit and below_cap; wakes a held-back
+   * pusher when this makes room (either it sees the room, or we see it). */
   if (op->admitted &&
-      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight)
+      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight &&
+      atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
     weft_engine_notify(eng);
 }
 

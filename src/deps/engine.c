@@ -172,6 +172,45 @@ static bool tally_drained(weft_engine_sync *sy, int s)
   return pushed == done;
 }
 
+/* Roughly how many operators are pushed and not finished (relaxed loads of
+ * every tally, the finished counts first: never below the true count of
+ * those it read, which is all pacing needs). */
+static uint64_t backlog(weft_engine_sync *sy)
+{
+  uint64_t done = 0, pushed = 0;
+  int n = atomic_load_explicit(&sy->ntally, memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 2; k++) /* relaxed: a hint for pacing, nothing is read through it */
+      done += atomic_load_explicit(&sy->tally[i].done[k], memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 2; k++) /* relaxed: as above */
+      pushed += atomic_load_explicit(&sy->tally[i].pushed[k], memory_order_relaxed);
+  return pushed > done ? pushed - done : 0;
+}
+
+void weft_engine_pace(weft_engine *eng)
+{
+  weft_engine_sync *sy = eng->sync;
+  uint64_t left = backlog(sy);
+  if (left <= WEFT_PACE_OPS)
+    return;
+  /* Progress is a new low: finishes alone could be other pushers' work
+   * while what is left waits for the calling operator (its own vars). */
+  uint64_t low = left;
+  int64_t low_at = weft_now_ns();
+  while ((left = backlog(sy)) > WEFT_PACE_OPS / 2) {
+    if (left < low) {
+      low = left;
+      low_at = weft_now_ns();
+    } else if (weft_now_ns() - low_at > WEFT_PACE_STALL_NS) {
+      return; /* no progress: push on */
+    }
+    if (!weft_opr_run_inline_one() && !weft_pool_help_one(eng->pool))
+      for (int i = 0; i < 32; i++)
+        weft_cpu_pause();
+  }
+}
+
 uint64_t weft_engine_count_push(weft_engine *eng)
 {
   weft_opr *parent = weft_tls_opr;
@@ -546,6 +585,7 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   }
   atomic_init(&eng->epoch, 0);
   atomic_init(&eng->admitted, 0);
+  atomic_init(&eng->cap_waiters, 0);
 
   atomic_init(&eng->state, WEFT_ENGINE_RUNNING);
   atomic_init(&eng->nsubmitting, 0);

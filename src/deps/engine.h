@@ -224,6 +224,9 @@ struct weft_engine {
   /* atomic: with max_inflight, operators admitted and not finished; an
    * outside pusher takes a place before it pushes, so the cap is exact. */
   _Atomic int64_t admitted;
+  /* atomic: outside pushers asleep at the cap: only then does a finish
+   * that makes room wake anyone (not wait_all's waiters at every finish). */
+  _Atomic int cap_waiters;
   pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
   struct weft_engine_sync *sync; /* immutable: waiters, idle_seq, tallies */
 
@@ -301,6 +304,10 @@ weft_opr *weft_opr_run(weft_opr *op);
 /* Counts a new operator in the current epoch (its parent's, when an
  * operator pushes it); returns that epoch (the slot is epoch & 1). */
 uint64_t weft_engine_count_push(weft_engine *eng);
+/* Called by a worker pushing from inside an operator every WEFT_PACE_EVERY
+ * pushes: past WEFT_PACE_OPS operators pushed and not finished, lets the
+ * others catch up (tunables.h). */
+void weft_engine_pace(weft_engine *eng);
 /* Uncounts it (a completion, or a push that failed). */
 void weft_engine_count_done(weft_engine *eng, int slot);
 /* The same for a finished operator of the given epoch. On a worker running a

@@ -16,6 +16,8 @@
 #include "pool/pool_ext.h"
 
 _Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));
+/* Pushes from inside operators on this thread, for pacing (engine.c). */
+static _Thread_local unsigned pace_count __attribute__((tls_model("initial-exec")));
 
 weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var)
 {
@@ -350,7 +352,11 @@ static void admit(weft_engine *eng, bool out)
       return; /* keep the place: never block inside the engine's work */
     }
     atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
+    /* seq_cst: announce, then (in the wait) re-check the cap; pairs with the
+     * finish's decrement of admitted and its read of cap_waiters. */
+    atomic_fetch_add_explicit(&eng->cap_waiters, 1, memory_order_seq_cst);
     weft_engine_wait(eng, below_cap, NULL);
+    atomic_fetch_sub_explicit(&eng->cap_waiters, 1, memory_order_relaxed);
   }
 }
 
@@ -365,10 +371,13 @@ static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use
   bool capped = eng->max_inflight > 0;
   if (capped)
     admit(eng, out);
+  else if (!out && ++pace_count % WEFT_PACE_EVERY == 0 && weft_pool_worker_index(eng->pool) >= 0)
+    weft_engine_pace(eng);
   int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
   if (rc && capped) { /* seq_cst: as in admit */
     atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
-    weft_engine_notify(eng);
+    if (atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
+      weft_engine_notify(eng);
   }
   return rc;
 }

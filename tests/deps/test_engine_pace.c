@@ -1,0 +1,151 @@
+/*
+ * Pacing (src/deps/engine.c, weft_engine_pace): an operator that pushes
+ * operators stops, past WEFT_PACE_OPS pushed and not finished, to let the
+ * pool catch up (helping), so the blocks it pushed are still in cache when
+ * they run; and never waits for operators that wait for it.
+ *
+ * What is checked is counts, not time: the most operators pushed and not
+ * yet run, seen by the pusher after each push (without pacing it reaches
+ * nearly all of them: each operator here takes longer than a push), and
+ * that everything runs exactly once.
+ */
+#include "common/tunables.h"
+#include "engine_util.h"
+
+static void setup(void)
+{
+  te_setup();
+}
+
+enum { NV = 64 };
+
+typedef struct pacer {
+  weft_engine *eng;
+  weft_var *v[NV];
+  weft_var *own;     /* written by the pusher: NULL, or read by every op it pushes */
+  long n;            /* ops to push */
+  double work_s;     /* each op's own time (a spin on the clock) */
+  atomic_long ran;   /* ops whose fn ran */
+  atomic_long *hits; /* [n]: how often op i ran */
+  long pushed;       /* pusher only */
+  long max_ahead;    /* pusher only: the most pushed and not yet run */
+  int rc;            /* pusher only: the first failed push */
+} pacer;
+
+typedef struct pace_arg {
+  pacer *p;
+  long i;
+} pace_arg;
+
+static pace_arg *args;
+
+static int paced_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  pace_arg *a = arg;
+  double until = tu_now() + a->p->work_s;
+  while (tu_now() < until) {
+  }
+  atomic_fetch_add(&a->p->hits[a->i], 1);
+  atomic_fetch_add(&a->p->ran, 1);
+  return 0;
+}
+
+static int pusher_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  pacer *p = arg;
+  for (long i = 0; i < p->n; i++) {
+    weft_op_desc d = te_desc(paced_fn, &args[i]);
+    weft_var *w[1] = {p->v[i % NV]};
+    weft_var *r[1] = {p->own};
+    d.writes = w;
+    d.num_writes = 1;
+    d.reads = r;
+    d.num_reads = p->own ? 1 : 0;
+    int err = weft_push(p->eng, &d);
+    if (err) {
+      p->rc = err;
+      return err;
+    }
+    p->pushed++;
+    long ahead = p->pushed - atomic_load(&p->ran);
+    if (ahead > p->max_ahead)
+      p->max_ahead = ahead;
+  }
+  return 0;
+}
+
+/* Runs a pusher op over n ops on a pool of `threads`; returns the most ops
+ * it saw pushed and not yet run. own: the ops also read a var the pusher
+ * writes (none can run before it finishes). */
+static long run_pacer(int threads, long n, double work_s, bool own)
+{
+  te t = te_new("threaded", threads, 0);
+  pacer *p = calloc(1, sizeof *p);
+  cr_assert_not_null(p);
+  args = calloc((size_t)n, sizeof *args);
+  p->hits = calloc((size_t)n, sizeof *p->hits);
+  cr_assert(args && p->hits);
+  p->eng = t.eng;
+  p->n = n;
+  p->work_s = work_s;
+  for (int i = 0; i < NV; i++)
+    p->v[i] = te_var(t.eng);
+  p->own = own ? te_var(t.eng) : NULL;
+  for (long i = 0; i < n; i++)
+    args[i] = (pace_arg){p, i};
+  if (own)
+    cr_assert_eq(te_push(t.eng, pusher_fn, p, TE_NONE, TE_V(p->own), 0), 0);
+  else
+    cr_assert_eq(te_push(t.eng, pusher_fn, p, TE_NONE, TE_NONE, 0), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(p->rc, 0, "a push failed: %d (%s)", p->rc, weft_strerror(p->rc));
+  cr_assert_eq(p->pushed, n);
+  cr_assert_eq(atomic_load(&p->ran), n, "%ld of %ld ops ran", atomic_load(&p->ran), n);
+  for (long i = 0; i < n; i++)
+    cr_assert_eq(atomic_load(&p->hits[i]), 1, "op %ld ran %ld times", i,
+                 atomic_load(&p->hits[i]));
+  long max_ahead = p->max_ahead;
+  cr_log_info("%d threads, %ld ops: at most %ld pushed and not run", threads, n, max_ahead);
+  free(p->hits);
+  free(args);
+  free(p);
+  cr_assert_eq(te_free(&t), 0);
+  return max_ahead;
+}
+
+/* The bound: the pace, the pushes between two checks, and as much again
+ * for the checks that went on after a stall (a pusher and its helpers
+ * descheduled for WEFT_PACE_STALL_NS on a loaded machine). */
+#define PACE_BOUND (2L * WEFT_PACE_OPS + 4L * WEFT_PACE_EVERY)
+
+Test(pace, a_pushing_op_stays_near_the_pace, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  long n = 4L * WEFT_PACE_OPS;
+  long ahead = run_pacer(2, n, 1e-6, false);
+  cr_assert_leq(ahead, PACE_BOUND, "%ld ops pushed and not run (pace %d)", ahead,
+                WEFT_PACE_OPS);
+}
+
+Test(pace, alone_in_its_pool_it_runs_them_itself, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  /* One worker: only the pusher can run them, and it does so when it
+   * paces (without pacing every op waits for the pusher's end). */
+  long n = 3L * WEFT_PACE_OPS;
+  long ahead = run_pacer(1, n, 0, false);
+  cr_assert_leq(ahead, PACE_BOUND, "%ld ops pushed and not run (pace %d)", ahead,
+                WEFT_PACE_OPS);
+}
+
+Test(pace, ops_that_wait_for_the_pusher_do_not_hold_it, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  /* Every op reads a var the pusher writes: none runs before the pusher
+   * ends, so it must push on past the pace instead of waiting. */
+  long n = 3L * WEFT_PACE_OPS;
+  for (int threads = 1; threads <= 2; threads++) {
+    long ahead = run_pacer(threads, n, 0, true);
+    cr_assert_eq(ahead, n, "%ld ops ran before the op they wait for ended", n - ahead);
+  }
+}
