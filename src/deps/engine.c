@@ -188,12 +188,19 @@ static uint64_t backlog(weft_engine_sync *sy)
   return pushed > done ? pushed - done : 0;
 }
 
+/* Whether this thread is pacing: an operator it runs meanwhile (helping)
+ * pushes on without pacing, so helping never nests. */
+static _Thread_local bool pacing __attribute__((tls_model("initial-exec")));
+
 void weft_engine_pace(weft_engine *eng)
 {
   weft_engine_sync *sy = eng->sync;
+  if (pacing)
+    return;
   uint64_t left = backlog(sy);
   if (left <= WEFT_PACE_OPS)
     return;
+  pacing = true;
   /* Progress is a new low: finishes alone could be other pushers' work
    * while what is left waits for the calling operator (its own vars). */
   uint64_t low = left;
@@ -203,12 +210,13 @@ void weft_engine_pace(weft_engine *eng)
       low = left;
       low_at = weft_now_ns();
     } else if (weft_now_ns() - low_at > WEFT_PACE_STALL_NS) {
-      return; /* no progress: push on */
+      break; /* no progress: push on */
     }
     if (!weft_opr_run_inline_one() && !weft_pool_help_one(eng->pool))
       for (int i = 0; i < 32; i++)
         weft_cpu_pause();
   }
+  pacing = false;
 }
 
 uint64_t weft_engine_count_push(weft_engine *eng)

@@ -149,3 +149,88 @@ Test(pace, ops_that_wait_for_the_pusher_do_not_hold_it, .init = setup,
     cr_assert_eq(ahead, n, "%ld ops ran before the op they wait for ended", n - ahead);
   }
 }
+
+/* ---------------------------------------------- pushers pushing pushers */
+
+enum { SUBS = 64, LEAVES = 1024 };
+
+typedef struct nest {
+  weft_engine *eng;
+  weft_var *v[NV];
+  atomic_long ran;
+  atomic_long hits[SUBS * LEAVES];
+  atomic_int failed;
+} nest;
+
+typedef struct nest_arg {
+  nest *n;
+  long i;
+} nest_arg;
+
+static nest_arg nest_args[SUBS * LEAVES];
+
+static int leaf_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  nest_arg *a = arg;
+  atomic_fetch_add(&a->n->hits[a->i], 1);
+  atomic_fetch_add(&a->n->ran, 1);
+  return 0;
+}
+
+static int sub_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  nest_arg *a = arg; /* a->i: the sub-pusher's index */
+  for (long k = 0; k < LEAVES; k++) {
+    long i = a->i * LEAVES + k;
+    weft_var *w[1] = {a->n->v[i % NV]};
+    weft_op_desc d = te_desc(leaf_fn, &nest_args[i]);
+    d.writes = w;
+    d.num_writes = 1;
+    if (weft_push(a->n->eng, &d))
+      atomic_store(&a->n->failed, 1);
+  }
+  return 0;
+}
+
+static nest_arg sub_args[SUBS];
+
+static int root_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  nest *n = arg;
+  for (long s = 0; s < SUBS; s++) {
+    sub_args[s] = (nest_arg){n, s};
+    weft_op_desc d = te_desc(sub_fn, &sub_args[s]);
+    if (weft_push(n->eng, &d))
+      atomic_store(&n->failed, 1);
+  }
+  return 0;
+}
+
+Test(pace, pushers_pushing_pushers, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  /* 64 operators each push 1024 (65536 in all, four times the pace), and
+   * the leaves and pushers run in whatever order the pool finds them (a
+   * pusher that paces may run another): every leaf runs exactly once. */
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new("threaded", threads, 0);
+    nest *n = calloc(1, sizeof *n);
+    cr_assert_not_null(n);
+    n->eng = t.eng;
+    for (int i = 0; i < NV; i++)
+      n->v[i] = te_var(t.eng);
+    for (long i = 0; i < SUBS * LEAVES; i++)
+      nest_args[i] = (nest_arg){n, i};
+    cr_assert_eq(te_push(t.eng, root_fn, n, TE_NONE, TE_NONE, 0), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&n->failed), 0, "a push failed");
+    cr_assert_eq(atomic_load(&n->ran), (long)SUBS * LEAVES);
+    for (long i = 0; i < SUBS * LEAVES; i++)
+      cr_assert_eq(atomic_load(&n->hits[i]), 1, "leaf %ld ran %ld times", i,
+                   atomic_load(&n->hits[i]));
+    free(n);
+    cr_assert_eq(te_free(&t), 0);
+  }
+}
