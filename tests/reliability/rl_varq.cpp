@@ -2,7 +2,8 @@
  * relacy harness: the dependency engine's var queues (src/deps/var_queue.c)
  * with an operator's registration (weft_push_opr, src/deps/push.c: all its
  * vars' spinlocks in index order, append, the wait counter starting at
- * nvars + 1 and dropped by granted + 1) and completion (weft_opr_complete,
+ * nvars + 1 and dropped by granted + 1 with a store before the unlocks) and
+ * completion (weft_opr_complete,
  * src/deps/dispatch.c: complete each var under its lock, then a decrement
  * of each granted operator's counter; the last decrement dispatches).
  *
@@ -14,7 +15,8 @@
  * Claimed segments (var_queue.h) are modelled too: a completion that grants
  * a simple write claims the requests waiting behind it, and that operator's
  * completion hands the var to the first of them without the lock when it is
- * a simple write (else gives the rest back under the lock). In a scenario,
+ * a simple write (which it reads in its own request: next_sw, written with
+ * the link; else gives the rest back under the lock). In a scenario,
  * "w0" / "r0" are simple requests, "W0" / "R0" not (a device or internal
  * operator's).
  *
@@ -36,6 +38,7 @@ struct opr;
 /* weft_var_req (var_queue.h) */
 struct var_req {
   rl::var<var_req *> next;
+  rl::var<bool> next_sw; /* next is a simple write: written with next */
   opr *op;
   bool write;
   bool simple;
@@ -66,6 +69,7 @@ struct varq {
   rl::var<bool> writer;
   rl::var<var_req *> head, tail;
   rl::var<var_req *> ctail;
+  rl::var<bool> head_sw;       /* head is a simple write */
   rl::var<int> writes_pushed;  /* harness, under lock */
   rl::var<int> version;        /* the var's contents: writes bump it */
   rl::atomic<int> active_reads, active_writes; /* harness: overlap checks */
@@ -78,6 +82,7 @@ struct varq {
     head($) = nullptr;
     tail($) = nullptr;
     ctail($) = nullptr;
+    head_sw($) = false;
     writes_pushed($) = 0;
     version($) = 0;
     active_reads.store(0, rl::memory_order_relaxed);
@@ -88,6 +93,7 @@ struct varq {
   bool append(var_req *r)
   {
     r->next($) = nullptr;
+    r->next_sw($) = false;
     if (head($) == nullptr && !writer($) && (!r->write || nreaders($) == 0)) {
       if (r->write)
         writer($) = true;
@@ -95,10 +101,13 @@ struct varq {
         nreaders($) = nreaders($) + 1;
       return true;
     }
-    if (tail($))
+    if (tail($)) {
       tail($)->next($) = r;
-    else
+      tail($)->next_sw($) = r->simple && r->write;
+    } else {
       head($) = r;
+      head_sw($) = r->simple && r->write;
+    }
     tail($) = r;
     return false;
   }
@@ -116,6 +125,7 @@ struct varq {
       if (r->write && nreaders($) > 0)
         break;
       head($) = r->next($);
+      head_sw($) = r->next_sw($);
       if (!head($))
         tail($) = nullptr;
       r->next($) = nullptr;
@@ -146,9 +156,11 @@ struct varq {
     var_req *rest = r->next($);
     r->next($) = nullptr;
     ctail($)->next($) = head($);
+    ctail($)->next_sw($) = head($) && head_sw($);
     if (!head($))
       tail($) = ctail($);
     head($) = rest;
+    head_sw($) = r->next_sw($);
     ctail($) = nullptr;
   }
 
@@ -221,9 +233,18 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
         v.writes_pushed($) = v.writes_pushed($) + 1;
       granted += v.append(&op->req[k]);
     }
+    /* the counter settled under every lock (no grant can reach it yet) */
+    int left = op->wait.load(rl::memory_order_relaxed) - (granted + 1);
+#if WEFT_MUTANT == 2 /* settled after the unlocks: a grant may come between */
+    for (int k = n; k-- > 0;)
+      q[op->var[k]].lock.unlock();
+    op->wait.store(left, rl::memory_order_relaxed);
+#else
+    op->wait.store(left, rl::memory_order_relaxed);
     for (int k = n; k-- > 0;) /* unlock_vars */
       q[op->var[k]].lock.unlock();
-    if (op->wait.fetch_sub(granted + 1, rl::memory_order_acq_rel) == granted + 1)
+#endif
+    if (left == 0)
       ready(self, op);
   }
 
@@ -267,7 +288,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
 #if WEFT_MUTANT == 1 /* hands the var to a claimed read as if it were a write */
       if (rest && rest->simple) {
 #else
-      if (rest && rest->simple && rest->write) { /* weft_varq_pass: no lock */
+      if (rest && me->next_sw($)) { /* weft_varq_passable, then weft_varq_pass: no lock */
 #endif
         /* weft_varq_pass: the cursor walks the segment's links (reads
          * only: nobody writes them while the segment lasts) */
@@ -279,7 +300,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
           c = rest->next($);
           for (int i = 1; c && i < 4; i++) { /* over the run of simple writes */
             var_req *cn = c->next($);
-            if (!cn || !cn->simple || !cn->write)
+            if (!cn || !c->next_sw($))
               break;
             c = cn;
           }
@@ -361,6 +382,7 @@ int main()
   weft_rl::run_both<two_threads_test>("varq 2 threads x 2 vars", 50000, 3, out);
   weft_rl::run_both<three_threads_test>("varq 3 threads x 3 vars", 50000, 2, out);
   weft_rl::run_both<claims_test>("varq claimed segments, 2 threads", 50000, 3, out);
-  static const char *const names[] = {"none", "a claimed read handed on as a write"};
+  static const char *const names[] = {"none", "a claimed read handed on as a write",
+                                      "the pushed counter settled after the unlocks"};
   return weft_rl::finish("varq", names[WEFT_MUTANT], out);
 }
