@@ -80,7 +80,9 @@ typedef struct weft_varq {
   /* under lock: the waiting requests may include one that is not a simple
    * write (set by its append, cleared when the queue empties) */
   bool mixed;
-  bool head_sw;              /* under lock: head is a simple write */
+  /* under lock: head is a simple write (kept, so that unclaim can link the
+   * segment's last request to head without reading head's line) */
+  bool head_sw;
   weft_var_req *head, *tail; /* under lock: waiting requests, oldest first */
   weft_var_req *ctail;       /* under lock: the last claimed request (while claimed) */
 } weft_varq;
