@@ -34,23 +34,56 @@ extern "C" {
 /* ------------------------------------------------------------------ errors */
 
 /* Distinct negative codes, chosen away from small values that tasks commonly
- * return themselves (-1, -errno), so the two can be told apart. */
-#define WEFT_EINVAL    (-1001) /* bad argument, dead handle, malformed environment value */
-#define WEFT_ENOMEM    (-1002) /* out of memory */
-#define WEFT_EAGAIN    (-1003) /* a thread or other resource could not be created */
-#define WEFT_ESHUTDOWN (-1004) /* the pool or engine is being destroyed */
-#define WEFT_EDEADLK   (-1005) /* the wait could never be satisfied */
-#define WEFT_ENODEV    (-1006) /* no such device */
-#define WEFT_EDEVICE   (-1007) /* device failure */
+ * return themselves (-1, -errno), so the two can be told apart.
+ *
+ * WEFT_ERRNO_MAP is the one list of them: the enum below, weft_strerror and
+ * weft_err_name are generated from it (libuv's UV_ERRNO_MAP). XX(name, code,
+ * message) stands for WEFT_<name> = code. Codes are never renumbered. */
+#define WEFT_ERRNO_MAP(XX)                                                              \
+  XX(EINVAL, -1001, "invalid argument: a bad argument, a dead handle or a malformed "   \
+                    "environment value")                                                \
+  XX(ENOMEM, -1002, "out of memory")                                                    \
+  XX(EAGAIN, -1003, "resource temporarily unavailable: a thread could not be created")  \
+  XX(ESHUTDOWN, -1004, "shutting down: the pool or engine is being destroyed")          \
+  XX(EDEADLK, -1005, "the wait would deadlock")                                         \
+  XX(ENODEV, -1006, "no such device")                                                   \
+  XX(EDEVICE, -1007, "device failure")
 
-/* A static, human-readable name for code: every WEFT_E* code, 0 ("success"),
- * and "unknown error" for anything else. Never NULL. */
+typedef enum weft_errno {
+#define WEFT_ERRNO_ENUM_(name, code, msg) WEFT_##name = (code),
+  WEFT_ERRNO_MAP(WEFT_ERRNO_ENUM_)
+#undef WEFT_ERRNO_ENUM_
+  WEFT_ERRNO_FIRST_ = -1001, /* the range the codes occupy, for tests and bindings */
+  WEFT_ERRNO_LAST_ = -1007
+} weft_errno;
+
+/* A static, human-readable message for code, ending in its name in
+ * parentheses ("out of memory (WEFT_ENOMEM)"): every WEFT_E* code, 0
+ * ("success"), and "unknown error" for anything else. Never NULL. */
 WEFT_API const char *weft_strerror(int code);
+/* The code's name ("WEFT_ENOMEM"), "0" for 0, NULL for anything else. */
+WEFT_API const char *weft_err_name(int code);
+
+/* ---------------------------------------------------------------- messages */
+
+/* The library's messages (a malformed environment variable, a refused CPU
+ * binding, a profile that could not be written, a second weft_done_signal)
+ * are single lines without the "weft: " prefix or a newline. By default each
+ * goes to stderr as "weft: <msg>\n". weft_set_log_callback(fn, arg) sends
+ * them to fn(arg, msg) instead, on whichever thread raised them (fn must be
+ * thread-safe and must not call back into weft); fn NULL restores stderr.
+ * msg is valid only during the call. Process-wide; may be called any time. */
+typedef void (*weft_log_fn)(void *arg, const char *msg);
+WEFT_API void weft_set_log_callback(weft_log_fn fn, void *arg);
 
 /* -------------------------------------------------------------------- pool */
 
 typedef struct weft_pool weft_pool;
 typedef int (*weft_task_fn)(void *arg);
+
+/* A worker thread's start and end, for weft_pool_config.observer. */
+typedef enum weft_worker_event { WEFT_WORKER_START = 0, WEFT_WORKER_STOP = 1 } weft_worker_event;
+typedef void (*weft_worker_observer_fn)(void *arg, weft_worker_event event, int worker);
 
 typedef struct weft_pool_config {
   int num_threads;      /* 0: automatic (WEFT_NUM_THREADS, else the CPUs the
@@ -63,6 +96,16 @@ typedef struct weft_pool_config {
   const char *profile;  /* NULL: automatic (WEFT_PROFILE, else off); "": off;
                            else a path: the pool's destroy writes a Chrome
                            trace there (README "Profiling") */
+  weft_worker_observer_fn observer; /* NULL: none. Called on each worker
+                           thread as it starts (WEFT_WORKER_START, before it
+                           runs any task) and as it ends (WEFT_WORKER_STOP,
+                           after its last task): e.g. to name the thread or
+                           set its NUMA policy. Must not call back into the
+                           pool it observes (it may use other pools). */
+  void *observer_arg;   /* passed to observer */
+  /* Room to grow without breaking binaries: must be zero, as
+   * weft_pool_config_default leaves it (WEFT_EINVAL otherwise). */
+  void *reserved[8];
 } weft_pool_config;
 
 /* Sets every field to "automatic". */
@@ -226,6 +269,9 @@ typedef struct weft_engine_config {
                         its signal must come from another thread) */
   int max_inflight;  /* -1: automatic (WEFT_MAX_INFLIGHT, default 0 = unbounded);
                         the most operators pushed but not finished */
+  /* Room to grow without breaking binaries: must be zero, as
+   * weft_engine_config_default leaves it (WEFT_EINVAL otherwise). */
+  void *reserved[8];
 } weft_engine_config;
 
 /* Sets every field to "automatic". */
