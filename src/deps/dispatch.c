@@ -15,8 +15,7 @@
 /* Inline (WEFT_PROP_ASYNC) operators made ready while this thread is already
  * running one are queued here and run by the outermost call, so a chain of
  * inline operators runs in a loop, not in ever deeper recursion. */
-static _Thread_local weft_opr *inline_head __attribute__((tls_model("initial-exec")));
-static _Thread_local weft_opr *inline_tail __attribute__((tls_model("initial-exec")));
+static _Thread_local weft_fifo inline_q __attribute__((tls_model("initial-exec")));
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
 /* An executor's thread (device worker, poller): runs no user operator inline. */
 _Thread_local bool weft_tls_executor __attribute__((tls_model("initial-exec")));
@@ -67,40 +66,27 @@ void weft_opr_ready(weft_opr *op)
     }
     /* No memory to grow the priority queue: run it here rather than lose it. */
   }
-  op->link = NULL;
-  if (inline_tail)
-    inline_tail->link = op;
-  else
-    inline_head = op;
-  inline_tail = op;
+  weft_fifo_push(&inline_q, &op->node);
   if (inline_active)
     return;
   inline_active = true;
-  while (inline_head) {
-    weft_opr *o = inline_head;
-    inline_head = o->link;
-    if (!inline_head)
-      inline_tail = NULL;
-    while (o)
-      o = weft_opr_run(o);
-  }
+  while (weft_opr_run_inline_one())
+    ;
   inline_active = false;
 }
 
 bool weft_opr_run_inline_one(void)
 {
-  weft_opr *o = inline_head;
-  if (!o)
+  weft_fifo_node *n = weft_fifo_pop(&inline_q);
+  if (!n)
     return false;
-  inline_head = o->link;
-  if (!inline_head)
-    inline_tail = NULL;
+  weft_opr *o = weft_fifo_entry(n, weft_opr, node);
   while (o)
     o = weft_opr_run(o);
   return true;
 }
 
-int weft_opr_skip_status(weft_opr *op)
+int weft_opr_skip_status(const weft_opr *op)
 {
   if (op->flags & WEFT_OP_NOSKIP)
     return 0;

@@ -584,7 +584,7 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
   }
   const weft_executor_ops *exec = weft_engine_device_executor();
   if (exec) {
-    rc = exec->open(eng, &eng->exec_self, &eng->num_devices);
+    rc = exec->open(eng->pool, &eng->exec_self, &eng->num_devices);
     if (rc) {
       free_engine(eng);
       return rc;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fifo.h"
 #include "common/objstore.h"
 #include "common/tunables.h"
 #include "deps/handles.h"
@@ -125,9 +126,9 @@ typedef struct weft_opr {
   _Atomic int async_refs;
   _Atomic uint32_t async_done; /* naive engine (a block on the pusher's stack): set at the signal */
   int priority;               /* WEFT_PROP_PRIORITIZED: higher runs first */
-  /* A queue link: async operators run inline (dispatch.c), device operators
-   * (stream workers, the executor's failure list). */
-  struct weft_opr *link;
+  /* A queue node (common/fifo.h): inline operators queued on a thread
+   * (dispatch.c), device operators in their executor's queues. */
+  weft_fifo_node node;
   /* Its pool task record (weft_pool_submit_embedded): written by the thread
    * that dispatches it through the pool, read by the one that runs it; most
    * operators run on the worker that made them ready and never touch it. */
@@ -296,6 +297,8 @@ void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_
  * the one running, if any (a wait inside that one needs it); returns
  * whether it ran one. */
 bool weft_opr_run_inline_one(void);
+/* The status of a failed var op uses (0: run it), unless WEFT_OP_NOSKIP. */
+int weft_opr_skip_status(const weft_opr *op);
 /* Runs the operator now on this thread (its fn, or starts its async_fn);
  * returns a successor to run next on this thread, or NULL. */
 weft_opr *weft_opr_run(weft_opr *op);

@@ -10,16 +10,20 @@
  * A device operator's life:
  *   1. ready (every grant in): the engine calls submit(); the executor queues
  *      it on a device worker.
- *   2. the worker checks weft_opr_skip_status() (a failed var: complete it
- *      with that status through weft_opr_complete(), after dropping the
- *      fences it holds), makes its stream wait for op->devwait[] (device-side
- *      fences of predecessors on the same device; weft_opr_fence_unref()
- *      each once the wait is issued), runs fn, records an event and calls
- *      weft_opr_launched(): its vars are released at once, each leaving a
- *      *fence* (the operator's pending device work) on the var.
+ *   2. the worker checks weft_exec_op_skip_status() (a failed var: it ends
+ *      the operator with weft_exec_op_fail(), which drops the device waits
+ *      it holds), makes its stream wait for the operator's device waits
+ *      (weft_exec_op_devwait(): the events of predecessors on the same
+ *      device), drops them (weft_exec_op_devwaits_done()), runs fn through
+ *      weft_exec_op_call(), records an event and calls
+ *      weft_exec_op_launched(): its vars are released at once, each leaving
+ *      a *fence* (the operator's pending device work) on the var.
  *   3. when its event completes, the executor's completion poller calls
- *      weft_opr_device_done(): the fences go, and with them what held back
- *      the successors that cannot wait on the device.
+ *      weft_exec_op_device_done(): the fences go, and with them what held
+ *      back the successors that cannot wait on the device.
+ *
+ * An executor sees a device operator only as an opaque weft_exec_op and the
+ * calls below: never the engine's op block (src/deps/opr.h) or the engine.
  *
  * Fences: an operator granted on a var with fences it must respect (a
  * writer: every fence; a reader: the fences of writers) either waits for
@@ -34,24 +38,29 @@
 #ifndef WEFT_DEPS_EXECUTOR_H
 #define WEFT_DEPS_EXECUTOR_H
 
+#include "common/fifo.h"
 #include "weft/weft.h"
 
-struct weft_opr;
+/* A device operator, as an executor sees it: opaque. Valid from submit
+ * until the executor's release() of it. */
+typedef struct weft_opr weft_exec_op;
 
 typedef struct weft_executor_ops {
-  /* At engine creation: *self and the number of devices (0 is fine: GPU
-   * operators are then refused with WEFT_ENODEV). Returns 0 or WEFT_E*
-   * (creation fails with it). */
-  int (*open)(weft_engine *eng, void **self, int *num_devices);
+  /* At engine creation, for the engine's pool: *self and the number of
+   * devices (0 is fine: GPU operators are then refused with WEFT_ENODEV).
+   * Returns 0 or WEFT_E* (creation fails with it). */
+  int (*open)(weft_pool *pool, void **self, int *num_devices);
   /* A ready device operator (ctx.type WEFT_DEV_GPU, 0 <= ctx.id < devices).
-   * Never fails: the executor queues it. Called from any thread. */
-  void (*submit)(void *self, struct weft_opr *op);
+   * Never fails: the executor queues it, or ends it at once with
+   * weft_exec_op_fail() and the cause. Called from any thread. */
+  void (*submit)(void *self, weft_exec_op *op);
   /* The operator's block is about to be recycled: give back what the
-   * executor attached to it (its event). */
-  void (*release)(void *self, struct weft_opr *op);
-  /* The naive engine: runs fn on a stream of ctx's device and waits for the
-   * stream; returns fn's status, or WEFT_EDEVICE. */
-  int (*run_sync)(void *self, const struct weft_opr *op);
+   * executor attached to it (weft_exec_op_state: its event). */
+  void (*release)(void *self, weft_exec_op *op);
+  /* The naive engine: runs the operator (weft_exec_op_call) on a stream of
+   * its device and waits for the stream; returns fn's status, or
+   * WEFT_EDEVICE. */
+  int (*run_sync)(void *self, weft_exec_op *op);
   /* After the engine drained: stops the workers and frees everything. */
   void (*close)(void *self);
 } weft_executor_ops;
@@ -59,23 +68,54 @@ typedef struct weft_executor_ops {
 /* The device executor the library was built with, or NULL (src/layers.c). */
 const weft_executor_ops *weft_engine_device_executor(void);
 
-/* Entry points for executors. */
+/* ------------------------------------------------ what an operator says */
+
+weft_ctx weft_exec_op_ctx(const weft_exec_op *op);
+weft_prop weft_exec_op_prop(const weft_exec_op *op);
+/* Its name for traces and messages; never NULL ("op" when unnamed). */
+const char *weft_exec_op_name(const weft_exec_op *op);
+/* Calls its fn with rc (on the calling thread, as the thread's current
+ * operator); returns fn's status. */
+int weft_exec_op_call(weft_exec_op *op, const weft_run_ctx *rc);
+
+/* The executor's own per-operator state (NULL until set): owned by the
+ * thread that holds the operator (submit, then its device worker). */
+void *weft_exec_op_state(const weft_exec_op *op);
+void weft_exec_op_set_state(weft_exec_op *op, void *state);
+/* A FIFO node (common/fifo.h) for the executor's queues, free for its use
+ * from submit until the operator is launched or failed. */
+weft_fifo_node *weft_exec_op_node(weft_exec_op *op);
+weft_exec_op *weft_exec_op_of_node(weft_fifo_node *node);
+
+/* The device waits the engine handed over: predecessors on the same device
+ * whose work op must wait for on the device (their state holds their
+ * event). Read by the thread that holds op after submit. */
+int weft_exec_op_ndevwaits(const weft_exec_op *op);
+weft_exec_op *weft_exec_op_devwait(const weft_exec_op *op, int k);
+/* Every device wait is issued (or never will be): drops the references
+ * they hold on the predecessors. */
+void weft_exec_op_devwaits_done(weft_exec_op *op);
+
+/* ------------------------------------------------ what an executor says */
 
 /* The status of a failed var op uses (0: run it), unless WEFT_OP_NOSKIP. */
-int weft_opr_skip_status(struct weft_opr *op);
+int weft_exec_op_skip_status(const weft_exec_op *op);
+/* Ends an operator that will not launch with status (non-zero: the cause,
+ * e.g. WEFT_ENODEV, WEFT_ENOMEM, the backend's error): drops its device
+ * waits and completes it; its written vars fail with status. */
+void weft_exec_op_fail(weft_exec_op *op, int status);
 /* Its device work is enqueued (status: what fn returned): releases its vars,
  * leaving fences on them, and dispatches what that makes ready. */
-void weft_opr_launched(struct weft_opr *op, int status);
+void weft_exec_op_launched(weft_exec_op *op, int status);
 /* Its device work completed (status 0) or failed (WEFT_EDEVICE): removes its
- * fences and finishes it (the status fn returned at launch wins). */
-void weft_opr_device_done(struct weft_opr *op, int status);
+ * fences and finishes it (the status fn returned at launch wins). Exactly
+ * once per launched operator. */
+void weft_exec_op_device_done(weft_exec_op *op, int status);
 /* Marks the calling thread as an executor's (a device worker, a poller):
  * operators it makes ready never run inline on it (WEFT_PROP_ASYNC ones go
  * to the pool), and var and engine waits on it return WEFT_EDEADLK: it is
  * the thread that completes device work, so it must not block on the
  * engine. */
 void weft_engine_executor_thread(void);
-/* Drops a reference taken on a fence's operator (op->devwait[k]). */
-void weft_opr_fence_unref(struct weft_opr *op);
 
 #endif /* WEFT_DEPS_EXECUTOR_H */

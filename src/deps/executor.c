@@ -1,0 +1,177 @@
+/*
+ * The engine's side of the executor interface (src/deps/executor.h): what
+ * a device executor may read of an operator, and the entry points through
+ * which it reports launch, device completion and failure. Fences are added
+ * at launch and removed at device completion, under each var's lock.
+ */
+#include "common/assert.h"
+#include "common/sync.h"
+#include "deps/engine.h"
+#include "deps/executor.h"
+
+weft_ctx weft_exec_op_ctx(const weft_opr *op)
+{
+  return op->ctx;
+}
+
+weft_prop weft_exec_op_prop(const weft_opr *op)
+{
+  return (weft_prop)op->prop;
+}
+
+const char *weft_exec_op_name(const weft_opr *op)
+{
+  return op->name ? op->name : "op";
+}
+
+int weft_exec_op_call(weft_opr *op, const weft_run_ctx *rc)
+{
+  WEFT_ASSERT(op->fn); /* a GPU operator takes fn (checked at push) */
+  weft_opr *prev = weft_tls_opr;
+  weft_tls_opr = op;
+  int status = op->fn(rc, op->arg);
+  weft_tls_opr = prev;
+  return status;
+}
+
+void *weft_exec_op_state(const weft_opr *op)
+{
+  return op->exec_state;
+}
+
+void weft_exec_op_set_state(weft_opr *op, void *state)
+{
+  op->exec_state = state;
+}
+
+weft_fifo_node *weft_exec_op_node(weft_opr *op)
+{
+  return &op->node;
+}
+
+weft_opr *weft_exec_op_of_node(weft_fifo_node *node)
+{
+  return weft_fifo_entry(node, weft_opr, node);
+}
+
+int weft_exec_op_ndevwaits(const weft_opr *op)
+{
+  int n = atomic_load_explicit(&op->ndevwaits, memory_order_relaxed);
+  return n < WEFT_OPR_DEV_WAITS ? n : WEFT_OPR_DEV_WAITS; /* the rest waited on the host */
+}
+
+weft_opr *weft_exec_op_devwait(const weft_opr *op, int k)
+{
+  WEFT_ASSERT(k >= 0 && k < weft_exec_op_ndevwaits(op));
+  return op->devwait[k];
+}
+
+static void fence_unref(weft_opr *op);
+
+void weft_exec_op_devwaits_done(weft_opr *op)
+{
+  int n = weft_exec_op_ndevwaits(op);
+  for (int k = 0; k < n; k++)
+    fence_unref(op->devwait[k]);
+  atomic_store_explicit(&op->ndevwaits, 0, memory_order_relaxed);
+}
+
+int weft_exec_op_skip_status(const weft_opr *op)
+{
+  return weft_opr_skip_status(op);
+}
+
+void weft_exec_op_fail(weft_opr *op, int status)
+{
+  WEFT_ASSERT(status != 0); /* a failure has a cause */
+  weft_exec_op_devwaits_done(op);
+  weft_opr *next = weft_opr_complete(op, status, false);
+  WEFT_ASSERT(!next); /* keep_one false: nothing kept */
+  (void)next;
+}
+
+/* Decrements the wait counters of ops (linked through their requests'
+ * fnext) and dispatches those that reach zero. */
+static void release_waiters(weft_var_req *r)
+{
+  while (r) {
+    weft_var_req *next = r->fnext;
+    weft_opr *o = r->op;
+    /* acq_rel: as a grant (weft_push_opr): the last decrement dispatches. */
+    if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)
+      weft_opr_ready(o);
+    r = next;
+  }
+}
+
+void weft_exec_op_launched(weft_opr *op, int status)
+{
+  op->status = status;
+  /* relaxed: published with the fences (under each var's lock). */
+  atomic_store_explicit(&op->dev_refs, 1, memory_order_relaxed);
+  for (int k = 0; k < op->nvars; k++) {
+    weft_var_impl *v = op->var[k];
+    weft_var_req *me = &op->req[k];
+    weft_spin_lock(&v->q.lock);
+    if (me->write) /* successors see fn's status now, the device's later */
+      weft_var_set_failed(op->eng, v, status, op->epoch);
+    weft_var_req *g = weft_varq_complete(&v->q, me->write, false); /* a fence follows */
+    me->fnext = v->fences;
+    v->fences = me;
+    for (weft_var_req *r = g; r; r = r->next)
+      weft_fence_check(v, r);
+    weft_spin_unlock(&v->q.lock);
+    weft_grant_list(g, NULL);
+  }
+}
+
+void weft_exec_op_device_done(weft_opr *op, int status)
+{
+  weft_engine *eng = op->eng;
+  int final = op->status ? op->status : status;
+  if (final)
+    weft_engine_record_failure(eng, final, op->name);
+  for (int k = 0; k < op->nvars; k++) {
+    weft_var_impl *v = op->var[k];
+    weft_var_req *me = &op->req[k];
+    weft_spin_lock(&v->q.lock);
+    if (me->write && final && !op->status) {
+      /* The device failed under it: later writers on this var are on the
+       * same (now failed) device or still wait for this fence. */
+      weft_var_set_failed(eng, v, final, op->epoch);
+    }
+    weft_var_req **pf = &v->fences;
+    while (*pf != me)
+      pf = &(*pf)->fnext;
+    *pf = me->fnext;
+    /* Release the waiters no fence of v holds back any more. */
+    bool any = v->fences != NULL, anywrite = false;
+    for (weft_var_req *f = v->fences; f; f = f->fnext)
+      anywrite |= f->write;
+    weft_var_req *go = NULL;
+    for (weft_var_req **pw = &v->fwaiters; *pw;) {
+      weft_var_req *r = *pw;
+      if (r->write ? any : anywrite) {
+        pw = &r->fnext;
+        continue;
+      }
+      *pw = r->fnext;
+      r->fnext = go;
+      go = r;
+    }
+    weft_spin_unlock(&v->q.lock);
+    release_waiters(go);
+  }
+  int slot = op->slot;
+  weft_opr_retire(eng, op);
+  fence_unref(op); /* the launched work's reference */
+  weft_engine_count_done(eng, slot);
+}
+
+static void fence_unref(weft_opr *op)
+{
+  /* acq_rel: the last reference recycles the block after every holder is
+   * done with it. */
+  if (atomic_fetch_sub_explicit(&op->dev_refs, 1, memory_order_acq_rel) == 1)
+    weft_opr_free(op->eng, op);
+}
