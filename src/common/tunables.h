@@ -54,6 +54,12 @@
 #define WEFT_PACE_EVERY 256
 #define WEFT_PACE_STALL_NS (20 * 1000)
 
+/* A push from inside an operator at max_inflight helps run operators; one
+ * of those may push at the cap and help in turn. Nested helps on one thread
+ * stop at this depth (deeper pushes go over the cap at once), levels: the
+ * stack stays bounded whatever the operators push. */
+#define WEFT_HELP_DEPTH_MAX 8
+
 /* Device-side waits (predecessors' events on the same device) a GPU
  * operator carries; beyond that it waits for the rest on the host. */
 #define WEFT_OPR_DEV_WAITS 8

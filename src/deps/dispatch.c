@@ -1,15 +1,21 @@
 /*
- * Running operators: dispatch of a ready operator by where it comes from
- * (the pool: the worker's own deque or the injection queue; the priority
- * queue; inline for WEFT_PROP_ASYNC), running or skipping it, and its
- * completion, which releases its vars and dispatches, from the completing
- * thread, the operators that this makes ready.
+ * The release policy (dispatch.h): where a ready operator runs (the pool:
+ * the worker's own deque or the injection queue; the priority queue;
+ * inline for WEFT_PROP_ASYNC; its device executor), running or skipping it,
+ * and the signal that completes an async operator. A completion's newly
+ * ready operators come back here from complete.c, on the completing thread.
  */
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/prof.h"
 #include "common/sync.h"
+#include "deps/complete.h"
+#include "deps/dispatch.h"
+#include "deps/done.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/inflight.h"
+#include "deps/var.h"
 #include "pool/pool_ext.h"
 
 /* Inline (WEFT_PROP_ASYNC) operators made ready while this thread is already
@@ -17,31 +23,55 @@
  * inline operators runs in a loop, not in ever deeper recursion. */
 static _Thread_local weft_fifo inline_q __attribute__((tls_model("initial-exec")));
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
-/* An executor's thread (device worker, poller): runs no user operator inline. */
-_Thread_local bool weft_tls_executor __attribute__((tls_model("initial-exec")));
-
-void weft_engine_executor_thread(void)
-{
-  weft_tls_executor = true;
-}
+/* Whether this thread is in run_task, the pool task that runs operators:
+ * only a finish there may leave its drain check for later (the pool calls
+ * weft_engine_between once run_task returns). A finish anywhere else (a
+ * weft_done_signal from a user's pool task, an inline operator run inside
+ * one) checks at once: that task may go on to wait for the thread that
+ * waits for the drain. */
+static _Thread_local bool in_run_task __attribute__((tls_model("initial-exec")));
 
 static int run_task(void *arg)
 {
+  bool outer = in_run_task;
+  in_run_task = true;
   for (weft_opr *op = arg; op;)
     op = weft_opr_run(op);
+  in_run_task = outer;
   return 0;
 }
 
-void weft_engine_between(weft_task *next)
+/* The pool's weft_tls_between hook for a drain check left for later. */
+static void weft_engine_between(weft_task *next)
 {
-  if (next && next->fn == run_task)
-    weft_engine_drain_before((const weft_opr *)next->arg);
-  else
+  if (next && next->fn == run_task) {
+    const weft_opr *op = next->arg;
+    weft_engine_drain_before(op->eng, op->epoch);
+  } else {
     weft_engine_drain_flush();
+  }
+}
+
+weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
+{
+  weft_fifo ready = WEFT_FIFO_INIT;
+  /* In run_task, between operators (not inside one's fn): the check may wait. */
+  weft_between_fn hook = in_run_task && !weft_tls_opr ? weft_engine_between : NULL;
+  weft_opr *next = weft_opr_finish_vars(op, status, keep_one, &ready, hook);
+  weft_opr_ready_list(&ready);
+  return next;
+}
+
+void weft_opr_ready_list(weft_fifo *ready)
+{
+  for (weft_fifo_node *n; (n = weft_fifo_pop(ready));)
+    weft_opr_ready(weft_fifo_entry(n, weft_opr, node));
 }
 
 void weft_opr_ready(weft_opr *op)
 {
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || !WEFT_ASSERTS_ON);
+  WEFT_ASSERT(atomic_load_explicit(&op->wait, memory_order_relaxed) == 0);
   if (op->internal != WEFT_OPR_USER) {
     /* A var wait or deletion: trivial, and never queued behind the inline
      * operator that may be the one waiting (weft_var_wait inside it). */
@@ -106,7 +136,8 @@ weft_opr *weft_opr_run(weft_opr *op)
       return weft_opr_complete(op, status, true);
   }
   if (weft_tls_between) /* a drain check left for later: now, unless op keeps it */
-    weft_engine_drain_before(op);
+    weft_engine_drain_before(op->eng, op->epoch);
+  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
   weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
@@ -133,108 +164,23 @@ weft_opr *weft_opr_run(weft_opr *op)
   return NULL;
 }
 
-void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch)
+
+void weft_done_signal(weft_done *done, int status)
 {
-  if (!status) { /* the common case: a store only when it changes */
-    if (weft_var_failed(v))
-      weft_var_failed_store(v, 0);
+  weft_opr *op = weft_done_take(done, status); /* NULL: reported there */
+  if (!op)
+    return;
+  if (op->eng->naive) {
+    op->status = status;
+    /* release: publishes status to the pusher waiting in naive_push. */
+    atomic_store_explicit(&op->async_done, 1, memory_order_release);
+    weft_futex_wake(&op->async_done, 1);
     return;
   }
-  weft_var_failed_store(v, status);
-  v->failed_epoch = epoch;
-  if (!v->failed_listed) {
-    v->failed_listed = true;
-    pthread_mutex_lock(&eng->fail_lock); /* lock order: a var's lock, then fail_lock */
-    v->failed_next = eng->failed_vars;
-    eng->failed_vars = v;
-    pthread_mutex_unlock(&eng->fail_lock);
+  op->status = status;
+  /* acq_rel: as in weft_opr_run (the async_fn may not have returned yet). */
+  if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1) {
+    weft_opr *next = weft_opr_complete(op, status, false);
+    (void)next; /* keep_one false: always NULL */
   }
-}
-
-void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
-{
-  pthread_mutex_lock(&eng->fail_lock);
-  if (!eng->first_failure) {
-    eng->first_failure = status;
-    eng->first_failure_name = name;
-  }
-  pthread_mutex_unlock(&eng->fail_lock);
-}
-
-weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep)
-{
-  weft_opr *kept = keep ? *keep : NULL;
-  while (g) {
-    /* g's op may run and be freed at once; a write comes alone (its next
-     * links the segment it claimed, var_queue.h). */
-    weft_var_req *gnext = g->write ? NULL : g->next;
-    weft_opr *o = g->op;
-    /* acq_rel: as in weft_push_opr (the last grant dispatches). */
-    if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
-      if (keep && !kept && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU)
-        kept = o;
-      else
-        weft_opr_ready(o);
-    }
-    g = gnext;
-  }
-  return kept;
-}
-
-void weft_opr_retire(weft_engine *eng, weft_opr *op)
-{
-  if (op->tmpl)
-    weft_op_tmpl_release(eng, op->tmpl);
-  /* seq_cst (both): pairs with admit and below_cap; wakes a held-back
-   * pusher when this makes room (either it sees the room, or we see it). */
-  if (op->admitted &&
-      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight &&
-      atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
-    weft_engine_notify(eng);
-}
-
-weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
-{
-  weft_engine *eng = op->eng;
-  bool user = op->internal == WEFT_OPR_USER;
-  weft_opr *next = NULL;
-  if (keep_one && weft_pool_worker_index(eng->pool) < 0)
-    keep_one = false;
-  if (status && user)
-    weft_engine_record_failure(eng, status, op->name);
-  for (int k = 0; k < op->nvars; k++) {
-    weft_var_impl *v = op->var[k];
-    weft_var_req *me = &op->req[k];
-    bool write = me->write;
-    weft_var_req *rest = weft_varq_claimed(me);
-    if (rest) { /* a claimed segment: hand the var on without its lock? */
-      if (!status && weft_varq_passable(me) && !weft_var_failed(v)) {
-        weft_var_req *r = weft_varq_pass(me);
-        next = weft_grant_list(r, keep_one ? &next : NULL);
-        continue; /* the var stays held for writing, now by r */
-      }
-    }
-    weft_spin_lock(&v->q.lock);
-    if (rest) /* a failure, or a request that needs the queue */
-      weft_varq_unclaim(&v->q, me);
-    if (write && user) /* a write's status is the var's: failed, or fine again */
-      weft_var_set_failed(eng, v, status, op->epoch);
-    weft_var_req *g = weft_varq_complete(&v->q, write, v->fences == NULL);
-    if (v->fences) /* device work pending on v: the granted respect it */
-      for (weft_var_req *r = g; r; r = r->next)
-        weft_fence_check(v, r);
-    weft_spin_unlock(&v->q.lock);
-    next = weft_grant_list(g, keep_one ? &next : NULL);
-    if (op->internal == WEFT_OPR_DELETE) /* the var's last request: free it */
-      weft_handles_free(&eng->vars, &v->slot);
-  }
-  int slot = op->slot;
-  uint64_t epoch = op->epoch;
-  weft_opr_retire(eng, op);
-  weft_opr_free(eng, op);
-  if (next && next->slot == slot) /* next is counted in slot: not drained */
-    weft_engine_count_done_busy(eng, slot);
-  else
-    weft_engine_count_done_op(eng, epoch);
-  return next;
 }

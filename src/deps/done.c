@@ -1,15 +1,11 @@
-/*
- * Completion tokens of async operators. weft_done_signal carries no engine,
- * so the tokens live in one process-wide table of generation-tagged slots:
- * a token is live from the start of the operator's async_fn until its first
- * signal, and a second signal finds it dead (detected, reported, ignored)
- * instead of touching a recycled operator.
- */
+/* Completion tokens of async operators (done.h); the signal itself is in
+ * dispatch.c, with the completion it starts. */
 #include <pthread.h>
 
 #include "common/error.h"
 #include "common/fork.h"
 #include "common/sync.h"
+#include "deps/done.h"
 #include "deps/engine.h"
 
 static weft_handles tokens;
@@ -48,7 +44,7 @@ weft_done *weft_done_token(weft_opr *op)
   return (weft_done *)h;
 }
 
-void weft_done_signal(weft_done *done, int status)
+weft_opr *weft_done_take(weft_done *done, int status)
 {
   pthread_once(&tokens_once, tokens_init);
   weft_done_impl *d = tokens_rc ? NULL : (weft_done_impl *)weft_handles_get(&tokens, (uintptr_t)done);
@@ -57,26 +53,14 @@ void weft_done_signal(weft_done *done, int status)
     weft_log("weft_done_signal(%p, %d): the operator was already signalled (or this is no "
              "token); ignored",
              (void *)done, status);
-    return;
+    return NULL;
   }
   weft_handles_free(&tokens, &d->slot);
   if (weft_fork_stale(op->eng->fork_gen)) { /* the operator of an engine inherited through fork */
     weft_log("weft_done_signal(%p, %d): the operator belongs to an engine of the parent "
              "process (fork); ignored",
              (void *)done, status);
-    return;
+    return NULL;
   }
-  if (op->eng->naive) {
-    op->status = status;
-    /* release: publishes status to the pusher waiting in naive_push. */
-    atomic_store_explicit(&op->async_done, 1, memory_order_release);
-    weft_futex_wake(&op->async_done, 1);
-    return;
-  }
-  op->status = status;
-  /* acq_rel: as in weft_opr_run (the async_fn may not have returned yet). */
-  if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1) {
-    weft_opr *next = weft_opr_complete(op, status, false);
-    (void)next; /* keep_one false: always NULL */
-  }
+  return op;
 }

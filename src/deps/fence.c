@@ -9,9 +9,8 @@
  * like the queue itself; an operator's devwait[] slots are claimed with an
  * atomic counter because two of its vars may grant it at once.
  */
-#include "common/sync.h"
-#include "deps/engine.h"
-#include "deps/executor.h"
+#include "common/assert.h"
+#include "deps/fence.h"
 
 /* Whether request r must wait for fence f (both on the same var). */
 static inline bool hazard(const weft_var_req *r, const weft_var_req *f)

@@ -1,31 +1,29 @@
-/*
- * Pushing operators: checking and normalising a descriptor, registering the
- * operator on its vars (all their locks, in index order, so its requests
- * take the same place on every queue relative to any other operator's),
- * reusable operators, and the naive engine's synchronous path.
- */
+/* Pushing operators (push.h), and the shutdown gate that every call from
+ * outside the engine's work passes. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/fork.h"
 #include "common/sync.h"
+#include "deps/dispatch.h"
+#include "deps/done.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/fence.h"
+#include "deps/help.h"
+#include "deps/inflight.h"
+#include "deps/push.h"
+#include "deps/var.h"
 #include "pool/pool_ext.h"
 
-_Thread_local weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));
-/* Pushes from inside operators on this thread, for pacing (engine.c). */
+/* Pushes from inside operators on this thread, for pacing (help.c). */
 static _Thread_local unsigned pace_count __attribute__((tls_model("initial-exec")));
 
-weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var)
-{
-  return (weft_var_impl *)weft_handles_get(&eng->vars, (uintptr_t)var);
-}
-
 /* Checks everything in desc but its vars. */
-static int check_desc(const weft_engine *eng, const weft_op_desc *d)
+int weft_push_check_desc(const weft_engine *eng, const weft_op_desc *d)
 {
   if (!d || (d->fn == NULL) == (d->async_fn == NULL))
     return WEFT_EINVAL;
@@ -54,10 +52,7 @@ static int cmp_use(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* Normalises desc's vars into out[] (room for num_reads + num_writes):
- * every handle live, sorted by slot index, one entry per var, read+write
- * counted as write. Returns the count, or WEFT_EINVAL for a dead handle. */
-static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
+int weft_push_normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
 {
   int n = 0;
   for (size_t i = 0; i < d->num_writes; i++)
@@ -93,52 +88,6 @@ static int normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
   return m;
 }
 
-static weft_opr *opr_alloc(weft_engine *eng, int nvars)
-{
-  int w = weft_pool_worker_index(eng->pool);
-  weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL);
-  if (!op)
-    return NULL;
-  if (nvars <= WEFT_OPR_INLINE_VARS) {
-    op->var = op->var_inline;
-    op->req = op->req_inline;
-  } else if (nvars <= WEFT_OPR_BIG_VARS) {
-    weft_opr_big *b = weft_obj_alloc(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL);
-    if (!b) {
-      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
-      return NULL;
-    }
-    op->var = b->var;
-    op->req = b->req;
-  } else {
-    op->var = weft_malloc(sizeof *op->var * (size_t)nvars);
-    op->req = weft_malloc(sizeof *op->req * (size_t)nvars);
-    if (!op->var || !op->req) {
-      weft_free(op->var);
-      weft_free(op->req);
-      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
-      return NULL;
-    }
-  }
-  op->nvars = nvars;
-  return op;
-}
-
-void weft_opr_free(weft_engine *eng, weft_opr *op)
-{
-  if (op->ctx.type == WEFT_DEV_GPU && op->exec_state) /* its event goes back to the pool */
-    eng->exec->release(eng->exec_self, op);
-  int w = weft_pool_worker_index(eng->pool);
-  if (op->nvars > WEFT_OPR_BIG_VARS) {
-    weft_free(op->var);
-    weft_free(op->req);
-  } else if (op->nvars > WEFT_OPR_INLINE_VARS) {
-    weft_obj_free(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL,
-                  (char *)op->var - offsetof(weft_opr_big, var));
-  }
-  weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
-}
-
 static void unlock_vars(weft_opr *op, int n)
 {
   while (n-- > 0)
@@ -148,7 +97,7 @@ static void unlock_vars(weft_opr *op, int n)
 int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                   int internal, weft_op_impl *tmpl, bool admitted)
 {
-  weft_opr *op = opr_alloc(eng, n);
+  weft_opr *op = weft_opr_alloc(eng, n);
   if (!op)
     return WEFT_ENOMEM;
   op->eng = eng;
@@ -166,6 +115,7 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   op->tmpl = tmpl;
   op->admitted = false; /* set once registered: a failed push gives its place back itself */
   op->status = 0;
+  WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
   if (op->ctx.type == WEFT_DEV_GPU) { /* the device fields (the block's last lines) */
     atomic_init(&op->ndevwaits, 0);
     atomic_init(&op->dev_refs, 0);
@@ -213,10 +163,13 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
    * wait for every store to the block's lines). relaxed: the unlocks publish
    * it (release), to the completions that lock a var to grant op. */
   int left = atomic_load_explicit(&op->wait, memory_order_relaxed) - (granted + 1);
+  WEFT_ASSERT(left >= 0); /* a wait counter never goes below zero */
   atomic_store_explicit(&op->wait, left, memory_order_relaxed);
   unlock_vars(op, n);
-  if (left == 0) /* every request granted, no fence to wait for: op is ours */
+  if (left == 0) { /* every request granted, no fence to wait for: op is ours */
+    WEFT_OPR_MOVE(op, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
     weft_opr_ready(op);
+  }
   return 0;
 }
 
@@ -293,22 +246,21 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
 
 /* ------------------------------------------------------------- pushes */
 
-/* Whether the calling thread is outside the engine's own operators (then
- * it registers with destroy, is refused once destroy began, and waits at
- * max_inflight). Plain pool tasks count as outside: destroy waits for
- * operators, not for them. */
-static bool outside(weft_engine *eng)
+bool weft_engine_inside_op(const weft_engine *eng)
 {
-  return !(weft_tls_opr && weft_tls_opr->eng == eng);
+  return weft_tls_opr && weft_tls_opr->eng == eng;
 }
 
+/* Calls from outside the engine's own operators register with destroy, are
+ * refused once destroy began, and wait at max_inflight. Plain pool tasks
+ * count as outside: destroy waits for operators, not for them. */
 int weft_engine_enter(weft_engine *eng, bool *guest)
 {
   if (weft_fork_stale(eng->fork_gen)) { /* inherited through fork: no workers */
     *guest = false;
     return WEFT_ESHUTDOWN;
   }
-  *guest = outside(eng);
+  *guest = !weft_engine_inside_op(eng);
   if (!*guest)
     return 0; /* the engine's own work: part of any drain */
   /* seq_cst (both): pairs with destroy's store of state and its read of
@@ -344,11 +296,8 @@ static void admit(weft_engine *eng, bool out)
     /* seq_cst: pairs with below_cap's load and the completion's decrement. */
     if (atomic_fetch_add_explicit(&eng->admitted, 1, memory_order_seq_cst) < eng->max_inflight)
       return;
-    if (!out) { /* an executor's thread (a GPU op's fn) never helps: it runs device work */
-      while (!weft_tls_executor &&
-             atomic_load_explicit(&eng->admitted, memory_order_seq_cst) > eng->max_inflight &&
-             (weft_opr_run_inline_one() || weft_pool_help_one(eng->pool))) {
-      }
+    if (!out) {
+      weft_engine_help_over_cap(eng); /* bounded depth: help.h */
       return; /* keep the place: never block inside the engine's work */
     }
     atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
@@ -360,10 +309,7 @@ static void admit(weft_engine *eng, bool out)
   }
 }
 
-/* Pushes normalised uses, with the shutdown gate and back pressure. */
-/* Pushes normalised uses with back pressure; the caller has entered the
- * engine (out: from outside its work). */
-static int push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                      weft_op_impl *tmpl, bool out)
 {
   if (eng->naive)
@@ -386,7 +332,7 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
 {
   if (!eng)
     return WEFT_EINVAL;
-  int rc = check_desc(eng, desc);
+  int rc = weft_push_check_desc(eng, desc);
   if (rc)
     return rc;
   bool out; /* registered before the engine's tables are read */
@@ -399,8 +345,8 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
   if (!uses) {
     rc = WEFT_ENOMEM;
   } else {
-    int n = normalize(eng, desc, uses);
-    rc = n < 0 ? n : push_uses(eng, desc, uses, n, NULL, out);
+    int n = weft_push_normalize(eng, desc, uses);
+    rc = n < 0 ? n : weft_push_uses(eng, desc, uses, n, NULL, out);
     if (uses != local)
       weft_free(uses);
   }
@@ -408,128 +354,3 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
   return rc;
 }
 
-/* ---------------------------------------------------- reusable operators */
-
-static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
-{
-  return (weft_op_impl *)weft_handles_get(&eng->ops, (uintptr_t)op);
-}
-
-static void op_unref(weft_engine *eng, weft_op_impl *t)
-{
-  /* acq_rel: the last reference frees what the others used. */
-  if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
-    weft_free(t->uses);
-    t->uses = NULL;
-    weft_handles_free(&eng->ops, &t->slot);
-  }
-}
-
-void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t)
-{
-  op_unref(eng, t);
-}
-
-static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
-
-int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
-{
-  if (!eng || !out)
-    return WEFT_EINVAL;
-  *out = NULL;
-  bool guest;
-  int rc = weft_engine_enter(eng, &guest);
-  if (rc)
-    return rc;
-  rc = op_new(eng, desc, out);
-  weft_engine_leave(eng, guest);
-  return rc;
-}
-
-static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
-{
-  int rc = check_desc(eng, desc);
-  if (rc)
-    return rc;
-  size_t cap = desc->num_reads + desc->num_writes;
-  weft_var_use *uses = weft_malloc(sizeof *uses * (cap ? cap : 1));
-  if (!uses)
-    return WEFT_ENOMEM;
-  int n = normalize(eng, desc, uses);
-  if (n < 0) {
-    weft_free(uses);
-    return n;
-  }
-  uintptr_t h;
-  weft_op_impl *t = (weft_op_impl *)weft_handles_alloc(&eng->ops, &h);
-  if (!t) {
-    weft_free(uses);
-    return WEFT_ENOMEM;
-  }
-  t->desc = *desc;
-  t->desc.reads = t->desc.writes = NULL;
-  t->desc.num_reads = t->desc.num_writes = 0;
-  t->uses = uses;
-  t->nuses = n;
-  /* release: the template is complete before another thread can take a
-   * reference (pairs with the acquire CAS in weft_op_push). */
-  atomic_store_explicit(&t->refs, 1, memory_order_release);
-  *out = (weft_op *)h;
-  return 0;
-}
-
-static int op_push(weft_engine *eng, weft_op *op, bool out);
-
-int weft_op_push(weft_engine *eng, weft_op *op)
-{
-  if (!eng)
-    return WEFT_EINVAL;
-  bool out; /* registered before the engine's tables are read */
-  int rc = weft_engine_enter(eng, &out);
-  if (rc)
-    return rc;
-  rc = op_push(eng, op, out);
-  weft_engine_leave(eng, out);
-  return rc;
-}
-
-static int op_push(weft_engine *eng, weft_op *op, bool out)
-{
-  weft_op_impl *t = op_lookup(eng, op);
-  if (!t)
-    return WEFT_EINVAL;
-  /* Take a reference only while the template is alive (refs > 0)... */
-  int r = atomic_load_explicit(&t->refs, memory_order_relaxed);
-  do {
-    if (r <= 0)
-      return WEFT_EINVAL;
-    /* acquire: pairs with the release in op_new (the template's contents). */
-  } while (!atomic_compare_exchange_weak_explicit(&t->refs, &r, r + 1, memory_order_acquire,
-                                                  memory_order_relaxed));
-  /* ...and then make sure it is still the same, live operator. */
-  if (!weft_slot_live(&t->slot, weft_handle_gen((uintptr_t)op))) {
-    op_unref(eng, t);
-    return WEFT_EINVAL;
-  }
-  int rc = push_uses(eng, &t->desc, t->uses, t->nuses, t, out);
-  if (rc || eng->naive)
-    op_unref(eng, t); /* no operator in flight holds it */
-  return rc;
-}
-
-int weft_op_delete(weft_engine *eng, weft_op *op)
-{
-  if (!eng)
-    return WEFT_EINVAL;
-  bool guest;
-  int rc = weft_engine_enter(eng, &guest);
-  if (rc)
-    return rc;
-  weft_op_impl *t = op_lookup(eng, op);
-  if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
-    rc = WEFT_EINVAL;
-  else
-    op_unref(eng, t); /* the handle's reference; pushes in flight hold theirs */
-  weft_engine_leave(eng, guest);
-  return rc;
-}

@@ -2,6 +2,7 @@
 
 #include <stddef.h>
 
+#include "common/assert.h"
 #include "common/tunables.h"
 
 void weft_varq_init(weft_varq *q)
@@ -17,6 +18,9 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r)
 {
   r->next = NULL;
   r->next_sw = false;
+  /* A write granted excludes reads granted: the pending-write bookkeeping. */
+  WEFT_ASSERT(!(q->writer && q->nreaders > 0));
+  WEFT_ASSERT((q->head == NULL) == (q->tail == NULL));
   if (q->head == NULL && !q->writer && (!r->write || q->nreaders == 0)) {
     if (r->write)
       q->writer = true;
@@ -40,10 +44,13 @@ bool weft_varq_append(weft_varq *q, weft_var_req *r)
 
 weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
 {
-  if (write)
+  if (write) {
+    WEFT_ASSERT(q->writer && q->nreaders == 0); /* the write completing was granted alone */
     q->writer = false;
-  else
+  } else {
+    WEFT_ASSERT(q->nreaders > 0 && !q->writer); /* a granted read completes once */
     q->nreaders--;
+  }
   weft_var_req *granted = NULL, **link = &granted;
   while (q->head && !q->writer) {
     weft_var_req *r = q->head;
@@ -72,6 +79,7 @@ weft_var_req *weft_varq_complete(weft_varq *q, bool write, bool claim)
     }
     q->nreaders++;
   }
+  WEFT_ASSERT(!(q->writer && q->nreaders > 0));
   return granted;
 }
 

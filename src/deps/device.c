@@ -5,9 +5,14 @@
  * at launch and removed at device completion, under each var's lock.
  */
 #include "common/assert.h"
-#include "common/sync.h"
+#include "common/spinlock.h"
+#include "deps/complete.h"
+#include "deps/dispatch.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/fence.h"
+#include "deps/inflight.h"
+#include "deps/var.h"
 
 weft_ctx weft_exec_op_ctx(const weft_opr *op)
 {
@@ -27,6 +32,8 @@ const char *weft_exec_op_name(const weft_opr *op)
 int weft_exec_op_call(weft_opr *op, const weft_run_ctx *rc)
 {
   WEFT_ASSERT(op->fn); /* a GPU operator takes fn (checked at push) */
+  if (op->st == WEFT_OPR_ST_READY) /* the naive engine's block is on its pusher's stack */
+    WEFT_OPR_SET(op, WEFT_OPR_ST_RUNNING);
   weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
   int status = op->fn(rc, op->arg);
@@ -94,18 +101,26 @@ void weft_exec_op_fail(weft_opr *op, int status)
  * fnext) and dispatches those that reach zero. */
 static void release_waiters(weft_var_req *r)
 {
+  weft_fifo ready = WEFT_FIFO_INIT;
   while (r) {
     weft_var_req *next = r->fnext;
     weft_opr *o = r->op;
     /* acq_rel: as a grant (weft_push_opr): the last decrement dispatches. */
-    if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1)
-      weft_opr_ready(o);
+    int was = atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel);
+    WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+    if (was == 1) {
+      WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
+      weft_fifo_push(&ready, &o->node);
+    }
     r = next;
   }
+  weft_opr_ready_list(&ready);
 }
 
 void weft_exec_op_launched(weft_opr *op, int status)
 {
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_LAUNCHED);
   op->status = status;
   /* relaxed: published with the fences (under each var's lock). */
   atomic_store_explicit(&op->dev_refs, 1, memory_order_relaxed);
@@ -121,13 +136,17 @@ void weft_exec_op_launched(weft_opr *op, int status)
     for (weft_var_req *r = g; r; r = r->next)
       weft_fence_check(v, r);
     weft_spin_unlock(&v->q.lock);
-    weft_grant_list(g, NULL);
+    weft_fifo ready = WEFT_FIFO_INIT;
+    weft_grant_list(g, NULL, &ready);
+    weft_opr_ready_list(&ready);
   }
 }
 
 void weft_exec_op_device_done(weft_opr *op, int status)
 {
   weft_engine *eng = op->eng;
+  /* Exactly once per launched operator. */
+  WEFT_OPR_MOVE(op, WEFT_OPR_ST_LAUNCHED, WEFT_OPR_ST_DONE);
   int final = op->status ? op->status : status;
   if (final)
     weft_engine_record_failure(eng, final, op->name);

@@ -1,0 +1,97 @@
+/*
+ * The completion path (complete.h): a finished operator's vars are
+ * released, in index order, and the requests this grants are counted off
+ * their operators, from the finishing thread. What becomes ready goes back
+ * to the caller; where it runs is dispatch.c's business.
+ */
+#include "common/assert.h"
+#include "common/spinlock.h"
+#include "deps/complete.h"
+#include "deps/engine.h"
+#include "deps/fence.h"
+#include "deps/inflight.h"
+#include "deps/var.h"
+
+weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
+{
+  weft_opr *kept = keep ? *keep : NULL;
+  while (g) {
+    /* g's op may run and be freed at once; a write comes alone (its next
+     * links the segment it claimed, var_queue.h). */
+    weft_var_req *gnext = g->write ? NULL : g->next;
+    weft_opr *o = g->op;
+    /* acq_rel: as in weft_push_opr (the last grant dispatches). */
+    int was = atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel);
+    WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+    if (was == 1) {
+      WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
+      if (keep && !kept && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU)
+        kept = o;
+      else
+        weft_fifo_push(ready, &o->node);
+    }
+    g = gnext;
+  }
+  return kept;
+}
+
+void weft_opr_retire(weft_engine *eng, weft_opr *op)
+{
+  if (op->tmpl)
+    weft_op_tmpl_release(eng, op->tmpl);
+  /* seq_cst (both): pairs with admit and below_cap; wakes a held-back
+   * pusher when this makes room (either it sees the room, or we see it). */
+  if (op->admitted &&
+      atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight &&
+      atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
+    weft_engine_notify(eng);
+}
+
+weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
+                               weft_between_fn hook)
+{
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* once: a second finish trips the assert above */
+  weft_engine *eng = op->eng;
+  bool user = op->internal == WEFT_OPR_USER;
+  weft_opr *next = NULL;
+  if (keep_one && weft_pool_worker_index(eng->pool) < 0)
+    keep_one = false;
+  if (status && user)
+    weft_engine_record_failure(eng, status, op->name);
+  for (int k = 0; k < op->nvars; k++) {
+    weft_var_impl *v = op->var[k];
+    weft_var_req *me = &op->req[k];
+    bool write = me->write;
+    weft_var_req *rest = weft_varq_claimed(me);
+    if (rest) { /* a claimed segment: hand the var on without its lock? */
+      if (!status && weft_varq_passable(me) && !weft_var_failed(v)) {
+        weft_var_req *r = weft_varq_pass(me);
+        next = weft_grant_list(r, keep_one ? &next : NULL, ready);
+        continue; /* the var stays held for writing, now by r */
+      }
+    }
+    weft_spin_lock(&v->q.lock);
+    if (rest) /* a failure, or a request that needs the queue */
+      weft_varq_unclaim(&v->q, me);
+    if (write && user) /* a write's status is the var's: failed, or fine again */
+      weft_var_set_failed(eng, v, status, op->epoch);
+    weft_var_req *g = weft_varq_complete(&v->q, write, v->fences == NULL);
+    if (v->fences) /* device work pending on v: the granted respect it */
+      for (weft_var_req *r = g; r; r = r->next)
+        weft_fence_check(v, r);
+    weft_spin_unlock(&v->q.lock);
+    next = weft_grant_list(g, keep_one ? &next : NULL, ready);
+    if (op->internal == WEFT_OPR_DELETE) /* the var's last request: free it */
+      weft_handles_free(&eng->vars, &v->slot);
+  }
+  int slot = op->slot;
+  uint64_t epoch = op->epoch;
+  weft_opr_retire(eng, op);
+  weft_opr_free(eng, op);
+  if (next && next->slot == slot) /* next is counted in slot: not drained */
+    weft_engine_count_done_busy(eng, slot);
+  else
+    weft_engine_count_done_op(eng, epoch, hook);
+  return next;
+}

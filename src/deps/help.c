@@ -1,0 +1,90 @@
+/*
+ * Waiting by helping (help.h): a wait inside the pool's work runs other
+ * work meanwhile; pacing; helping at max_inflight, with a bounded depth.
+ */
+#include "common/assert.h"
+#include "common/sync.h"
+#include "deps/dispatch.h"
+#include "deps/help.h"
+#include "deps/inflight.h"
+#include "pool/pool_ext.h"
+
+void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg)
+{
+  /* Inside the pool's work (an operator, a task) a wait helps run work; a
+   * thread outside sleeps until a completion wakes it. */
+  bool help = weft_pool_worker_index(eng->pool) >= 0 || weft_pool_in_task(eng->pool);
+  int64_t sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
+  for (;;) {
+    if (pred(eng, arg))
+      return;
+    if (weft_opr_run_inline_one()) /* queued behind the op that waits */
+      continue;
+    if (help && weft_pool_help_one(eng->pool)) {
+      sleep_ns = WEFT_HELP_SLEEP_MIN_NS;
+      continue;
+    }
+    weft_engine_sync *sy = eng->sync;
+    /* seq_cst: announce, then re-check; pairs with weft_engine_sync_notify. */
+    atomic_fetch_add_explicit(&sy->waiters, 1, memory_order_seq_cst);
+    /* acquire: pairs with the release bump in weft_engine_sync_notify. */
+    uint32_t seq = atomic_load_explicit(&sy->idle_seq, memory_order_acquire);
+    if (!pred(eng, arg))
+      weft_futex_wait(&sy->idle_seq, seq, help ? sleep_ns : -1);
+    atomic_fetch_sub_explicit(&sy->waiters, 1, memory_order_relaxed);
+    if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
+      sleep_ns *= 2;
+  }
+}
+
+/* Whether this thread is pacing: an operator it runs meanwhile (helping)
+ * pushes on without pacing, so helping never nests. */
+static _Thread_local bool pacing __attribute__((tls_model("initial-exec")));
+
+void weft_engine_pace(weft_engine *eng)
+{
+  if (pacing)
+    return;
+  uint64_t left = weft_engine_backlog(eng);
+  if (left <= WEFT_PACE_OPS)
+    return;
+  pacing = true;
+  /* Progress is a new low: finishes alone could be other pushers' work
+   * while what is left waits for the calling operator (its own vars). */
+  uint64_t low = left;
+  int64_t low_at = weft_now_ns();
+  while ((left = weft_engine_backlog(eng)) > WEFT_PACE_OPS / 2) {
+    if (left < low) {
+      low = left;
+      low_at = weft_now_ns();
+    } else if (weft_now_ns() - low_at > WEFT_PACE_STALL_NS) {
+      break; /* no progress: push on */
+    }
+    if (!weft_opr_run_inline_one() && !weft_pool_help_one(eng->pool))
+      for (int i = 0; i < 32; i++)
+        weft_cpu_pause();
+  }
+  pacing = false;
+}
+
+
+/* How deep this thread is in weft_engine_help_over_cap: an operator it runs
+ * there may push at the cap and help again, and so on down a chain. */
+static _Thread_local int help_depth __attribute__((tls_model("initial-exec")));
+
+void weft_engine_help_over_cap(weft_engine *eng)
+{
+  /* An executor's thread (a GPU op's fn) never helps: it runs device work.
+   * Past WEFT_HELP_DEPTH_MAX nested helps the push goes over the cap at
+   * once: the stack stays bounded, and the cap is exceeded by at most one
+   * operator per level. */
+  if (weft_tls_executor || help_depth >= WEFT_HELP_DEPTH_MAX)
+    return;
+  help_depth++;
+  /* seq_cst: pairs with the finishes' decrement of admitted (complete.c). */
+  while (atomic_load_explicit(&eng->admitted, memory_order_seq_cst) > eng->max_inflight &&
+         (weft_opr_run_inline_one() || weft_pool_help_one(eng->pool))) {
+  }
+  help_depth--;
+  WEFT_ASSERT(help_depth >= 0);
+}

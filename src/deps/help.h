@@ -1,0 +1,31 @@
+/*
+ * Waiting by helping. A thread inside the pool's work that must wait (a
+ * var wait or weft_wait_all inside an operator, a push at max_inflight from
+ * inside an operator, a pusher pacing itself) runs other work meanwhile
+ * instead of blocking its worker; a thread outside sleeps until a
+ * completion wakes it.
+ */
+#ifndef WEFT_DEPS_HELP_H
+#define WEFT_DEPS_HELP_H
+
+#include <stdbool.h>
+
+#include "deps/engine.h"
+
+/* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker
+ * (or inside one of the pool's tasks); elsewhere it sleeps. */
+void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
+
+/* Called by a worker pushing from inside an operator every WEFT_PACE_EVERY
+ * pushes: past WEFT_PACE_OPS operators pushed and not finished, lets the
+ * others catch up (tunables.h). Never nests. */
+void weft_engine_pace(weft_engine *eng);
+
+/* A push from inside the engine's work found max_inflight reached: helps
+ * run operators while the count stays over the cap, then returns (such a
+ * push never blocks). Helping runs operators that may push and help again:
+ * the depth of such nesting on one thread is bounded by
+ * WEFT_HELP_DEPTH_MAX (tunables.h); deeper pushes go over the cap at once. */
+void weft_engine_help_over_cap(weft_engine *eng);
+
+#endif /* WEFT_DEPS_HELP_H */

@@ -1,0 +1,118 @@
+/* The public calls on reusable operators (weft_op_new, weft_op_push,
+ * weft_op_delete): a template of a normalised descriptor, reference
+ * counted by its handle and by each push in flight (opr.c). */
+#include "common/alloc.h"
+#include "deps/engine.h"
+#include "deps/opr.h"
+#include "deps/push.h"
+
+
+static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
+{
+  return (weft_op_impl *)weft_handles_get(&eng->ops, (uintptr_t)op);
+}
+
+
+static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
+
+int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
+{
+  if (!eng || !out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  bool guest;
+  int rc = weft_engine_enter(eng, &guest);
+  if (rc)
+    return rc;
+  rc = op_new(eng, desc, out);
+  weft_engine_leave(eng, guest);
+  return rc;
+}
+
+static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
+{
+  int rc = weft_push_check_desc(eng, desc);
+  if (rc)
+    return rc;
+  size_t cap = desc->num_reads + desc->num_writes;
+  weft_var_use *uses = weft_malloc(sizeof *uses * (cap ? cap : 1));
+  if (!uses)
+    return WEFT_ENOMEM;
+  int n = weft_push_normalize(eng, desc, uses);
+  if (n < 0) {
+    weft_free(uses);
+    return n;
+  }
+  uintptr_t h;
+  weft_op_impl *t = (weft_op_impl *)weft_handles_alloc(&eng->ops, &h);
+  if (!t) {
+    weft_free(uses);
+    return WEFT_ENOMEM;
+  }
+  t->desc = *desc;
+  t->desc.reads = t->desc.writes = NULL;
+  t->desc.num_reads = t->desc.num_writes = 0;
+  t->uses = uses;
+  t->nuses = n;
+  /* release: the template is complete before another thread can take a
+   * reference (pairs with the acquire CAS in weft_op_push). */
+  atomic_store_explicit(&t->refs, 1, memory_order_release);
+  *out = (weft_op *)h;
+  return 0;
+}
+
+static int op_push(weft_engine *eng, weft_op *op, bool out);
+
+int weft_op_push(weft_engine *eng, weft_op *op)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  bool out; /* registered before the engine's tables are read */
+  int rc = weft_engine_enter(eng, &out);
+  if (rc)
+    return rc;
+  rc = op_push(eng, op, out);
+  weft_engine_leave(eng, out);
+  return rc;
+}
+
+static int op_push(weft_engine *eng, weft_op *op, bool out)
+{
+  weft_op_impl *t = op_lookup(eng, op);
+  if (!t)
+    return WEFT_EINVAL;
+  /* Take a reference only while the template is alive (refs > 0)... */
+  int r = atomic_load_explicit(&t->refs, memory_order_relaxed);
+  do {
+    if (r <= 0)
+      return WEFT_EINVAL;
+    /* acquire: pairs with the release in op_new (the template's contents). */
+  } while (!atomic_compare_exchange_weak_explicit(&t->refs, &r, r + 1, memory_order_acquire,
+                                                  memory_order_relaxed));
+  /* ...and then make sure it is still the same, live operator. */
+  if (!weft_slot_live(&t->slot, weft_handle_gen((uintptr_t)op))) {
+    weft_op_tmpl_release(eng, t);
+    return WEFT_EINVAL;
+  }
+  int rc = weft_push_uses(eng, &t->desc, t->uses, t->nuses, t, out);
+  if (rc || eng->naive)
+    weft_op_tmpl_release(eng, t); /* no operator in flight holds it */
+  return rc;
+}
+
+int weft_op_delete(weft_engine *eng, weft_op *op)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  bool guest;
+  int rc = weft_engine_enter(eng, &guest);
+  if (rc)
+    return rc;
+  weft_op_impl *t = op_lookup(eng, op);
+  if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
+    rc = WEFT_EINVAL;
+  else
+    weft_op_tmpl_release(eng, t); /* the handle's reference; pushes in flight hold theirs */
+  weft_engine_leave(eng, guest);
+  return rc;
+}

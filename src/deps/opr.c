@@ -1,0 +1,73 @@
+/*
+ * Op blocks: allocation from the calling worker's caches (or the shared
+ * store), their var and request arrays (inline, a big block, or the heap),
+ * and the reference count of the reusable operator a block was pushed from.
+ */
+#include <stddef.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "deps/engine.h"
+#include "deps/executor.h"
+#include "deps/opr.h"
+#include "pool/pool_ext.h"
+
+weft_opr *weft_opr_alloc(weft_engine *eng, int nvars)
+{
+  int w = weft_pool_worker_index(eng->pool);
+  weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL);
+  if (!op)
+    return NULL;
+  if (nvars <= WEFT_OPR_INLINE_VARS) {
+    op->var = op->var_inline;
+    op->req = op->req_inline;
+  } else if (nvars <= WEFT_OPR_BIG_VARS) {
+    weft_opr_big *b = weft_obj_alloc(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL);
+    if (!b) {
+      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
+      return NULL;
+    }
+    op->var = b->var;
+    op->req = b->req;
+  } else {
+    op->var = weft_malloc(sizeof *op->var * (size_t)nvars);
+    op->req = weft_malloc(sizeof *op->req * (size_t)nvars);
+    if (!op->var || !op->req) {
+      weft_free(op->var);
+      weft_free(op->req);
+      weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
+      return NULL;
+    }
+  }
+  op->nvars = nvars;
+  return op;
+}
+
+void weft_opr_free(weft_engine *eng, weft_opr *op)
+{
+  WEFT_ASSERT(op->eng == eng);
+  if (op->ctx.type == WEFT_DEV_GPU && op->exec_state) /* its event goes back to the pool */
+    eng->exec->release(eng->exec_self, op);
+  int w = weft_pool_worker_index(eng->pool);
+  if (op->nvars > WEFT_OPR_BIG_VARS) {
+    weft_free(op->var);
+    weft_free(op->req);
+  } else if (op->nvars > WEFT_OPR_INLINE_VARS) {
+    weft_obj_free(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL,
+                  (char *)op->var - offsetof(weft_opr_big, var));
+  }
+  weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
+}
+
+void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t)
+{
+  /* acq_rel: the last reference frees what the others used. */
+  int left = atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel);
+  WEFT_ASSERT(left >= 1); /* the handle's reference and one per push in flight */
+  if (left == 1) {
+    weft_free(t->uses);
+    t->uses = NULL;
+    weft_handles_free(&eng->ops, &t->slot);
+  }
+}
+

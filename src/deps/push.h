@@ -1,0 +1,39 @@
+/*
+ * Pushing operators: checking and normalising a descriptor, registering the
+ * operator on its vars (all their locks, in index order, so its requests
+ * take the same place on every queue relative to any other operator's),
+ * back pressure (max_inflight, pacing), and the naive engine's synchronous
+ * path.
+ */
+#ifndef WEFT_DEPS_PUSH_H
+#define WEFT_DEPS_PUSH_H
+
+#include <stdbool.h>
+
+#include "deps/opr.h"
+
+/* Checks everything in desc but its vars: 0 or a WEFT_E* code. */
+int weft_push_check_desc(const weft_engine *eng, const weft_op_desc *d);
+/* Normalises desc's vars into out[] (room for num_reads + num_writes):
+ * every handle live, sorted by slot index, one entry per var, read+write
+ * counted as write. Returns the count, or WEFT_EINVAL for a dead handle. */
+int weft_push_normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out);
+/* Pushes an operator on the given normalised vars (internal ops too).
+ * admitted: the caller took a place under max_inflight for it (released at
+ * completion; on failure the caller gives it back). */
+int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses, int nuses,
+                  int internal, weft_op_impl *tmpl, bool admitted);
+/* A user push of normalised uses, with back pressure (or the naive path);
+ * the caller has entered the engine (out: from outside its work). */
+int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                   weft_op_impl *tmpl, bool out);
+
+/* Whether the calling thread runs one of eng's operators. */
+bool weft_engine_inside_op(const weft_engine *eng);
+/* A call from outside the engine's work registers (destroy waits for it)
+ * and is refused with WEFT_ESHUTDOWN once destroy began. guest: it came
+ * from outside. */
+int weft_engine_enter(weft_engine *eng, bool *guest);
+void weft_engine_leave(weft_engine *eng, bool guest);
+
+#endif /* WEFT_DEPS_PUSH_H */

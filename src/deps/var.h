@@ -1,0 +1,61 @@
+/*
+ * The var block: a var's queue (var_queue.h) with the state the engine
+ * keeps beside it: its handle, its failed status, and the device fences
+ * pending on it (fence.h). Slots are never freed while the engine lives;
+ * a handle's generation tells a live var from a deleted one.
+ */
+#ifndef WEFT_DEPS_VAR_H
+#define WEFT_DEPS_VAR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tunables.h"
+#include "deps/engine.h"
+#include "deps/handles.h"
+#include "deps/var_queue.h"
+
+typedef struct weft_var_impl weft_var_impl;
+
+struct weft_var_impl {
+  /* The first line: read on every push and skip check, written rarely (the
+   * handle's life, failures), so it stays shared in every core's cache. */
+  weft_slot slot;  /* handle: generation-tagged */
+  /* atomic, relaxed, written under q.lock: the status of the last failed
+   * write, 0 when fine (stored only when it changes). An operator's skip
+   * check reads it without the lock: holding its grants, no write can
+   * change it, and the grant's acq_rel chain orders the last writer's store
+   * before the read (a concurrent weft_wait_all or weft_var_wait clearing
+   * it may go either way, as it could with the lock). */
+  _Atomic int failed;
+  bool failed_listed;     /* under q.lock: on the engine's failed_vars list */
+  uint64_t failed_epoch; /* under q.lock: the epoch of the op that set failed (if failed) */
+  struct weft_var_impl *failed_next; /* the list's link (under fail_lock while listed) */
+  weft_var_req *fwaiters; /* under q.lock: granted requests waiting for fences on the host */
+  /* The second line: the queue, written by every push and completion. A
+   * var's slot is a line-aligned 128 bytes (engine.c), so no other var's
+   * fields share these lines. */
+  _Alignas(WEFT_CACHE_LINE) weft_varq q; /* the queue and its lock */
+  weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
+};
+_Static_assert(sizeof(weft_var_impl) == 2 * WEFT_CACHE_LINE, "a var is two lines");
+
+static inline int weft_var_failed(weft_var_impl *v)
+{
+  return atomic_load_explicit(&v->failed, memory_order_relaxed);
+}
+
+/* Under v's lock. */
+static inline void weft_var_failed_store(weft_var_impl *v, int status)
+{
+  atomic_store_explicit(&v->failed, status, memory_order_relaxed);
+}
+
+/* The live var of handle var, or NULL. */
+weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var);
+/* Under v's lock: v's failed state becomes status (0: fine again), of the
+ * operator pushed in epoch; a failed var is listed for weft_wait_all. */
+void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch);
+
+#endif /* WEFT_DEPS_VAR_H */

@@ -1,0 +1,162 @@
+/*
+ * Regressions of the engine's hand-offs with the pool, each a test that
+ * failed before its fix:
+ *   B2: a weft_done_signal from a user's pool task left the drain check of
+ *       its completion for "between tasks", i.e. until that task returned;
+ *       a task that then waits for the thread in weft_wait_all deadlocked.
+ *   B6: a push from inside an operator at WEFT_MAX_INFLIGHT helps run
+ *       operators, which may push and help in turn: the depth was unbounded
+ *       (a chain of such pushes overflowed the worker's stack).
+ * And the engine config's reserved room: non-zero is refused.
+ */
+#include "engine_util.h"
+
+static void setup(void)
+{
+  te_setup();
+}
+
+/* ----------------------------------------------------------------- B2 */
+
+typedef struct b2 {
+  weft_engine *eng;
+  _Atomic(weft_done *) token; /* the async op's token, once its async_fn ran */
+  atomic_int main_done;       /* main returned from weft_wait_all */
+  atomic_int task_timed_out;  /* the pool task gave up waiting for main */
+  atomic_int task_finished;
+} b2;
+
+static void b2_async(const weft_run_ctx *rc, void *arg, weft_done *done)
+{
+  (void)rc;
+  atomic_store(&((b2 *)arg)->token, done); /* signalled later, by the pool task */
+}
+
+/* A user's pool task (not an operator): signals the async op, then waits
+ * for main to come back from weft_wait_all, which waited for that op. */
+static int b2_task(void *arg)
+{
+  b2 *s = arg;
+  bool have = TU_WAIT_UNTIL(atomic_load(&s->token) != NULL, TU_TIMEOUT(10));
+  TU_CHECK(have, "the async operator never started");
+  if (!have)
+    return 0;
+  tu_sleep_us(100 * 1000); /* let main reach weft_wait_all (only makes the bug likely) */
+  weft_done_signal(atomic_load(&s->token), 0);
+  if (!TU_WAIT_UNTIL(atomic_load(&s->main_done), TU_TIMEOUT(5)))
+    atomic_store(&s->task_timed_out, 1); /* main never left weft_wait_all */
+  atomic_store(&s->task_finished, 1);
+  return 0;
+}
+
+Test(engine_regress, b2_signal_from_pool_task_does_not_hold_wait_all, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  for (int round = 0; round < 3; round++) {
+    te t = te_new("threaded", 2, -1);
+    b2 s = {.eng = t.eng};
+    atomic_init(&s.token, NULL);
+    weft_var *v = te_var(t.eng);
+    weft_op_desc d = te_adesc(b2_async, &s);
+    d.writes = &v;
+    d.num_writes = 1;
+    cr_assert_eq(weft_push(t.eng, &d), 0);
+    cr_assert_eq(weft_pool_submit(t.pool, b2_task, &s), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&s.token) != NULL, TU_TIMEOUT(10)),
+              "the async operator never started");
+    int rc = weft_wait_all(t.eng);
+    atomic_store(&s.main_done, 1);
+    cr_assert_eq(rc, 0, "weft_wait_all = %d", rc);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&s.task_finished), TU_TIMEOUT(10)));
+    cr_assert_eq(atomic_load(&s.task_timed_out), 0,
+                 "round %d: weft_wait_all returned only after the pool task that signalled "
+                 "the operator gave up waiting for it (the drain check was deferred)",
+                 round);
+    cr_assert_eq(te_free(&t), 0);
+    tu_assert_no_errors();
+  }
+}
+
+/* ----------------------------------------------------------------- B6 */
+
+enum { B6_CHAIN = 100000 };
+
+typedef struct b6 {
+  weft_engine *eng;
+  atomic_long ran;  /* chain operators run */
+  atomic_long noops;
+  atomic_long next; /* the next chain index to push */
+} b6;
+
+static b6 b6s;
+
+static int b6_noop(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  atomic_fetch_add(&b6s.noops, 1);
+  return 0;
+}
+
+/* Pushes the next link of the chain, then another operator: that second
+ * push finds the cap reached and helps, which runs the link just pushed,
+ * which does the same, one level deeper each time (without a bound). */
+static int b6_link(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  atomic_fetch_add(&b6s.ran, 1);
+  if (atomic_fetch_add(&b6s.next, 1) + 1 < B6_CHAIN) {
+    weft_op_desc d = te_desc(b6_link, NULL);
+    TU_CHECK(weft_push(b6s.eng, &d) == 0, "push of the next link failed");
+    weft_op_desc n = te_desc(b6_noop, NULL);
+    TU_CHECK(weft_push(b6s.eng, &n) == 0, "push of a no-op failed");
+  }
+  return 0;
+}
+
+Test(engine_regress, b6_chain_of_pushes_at_the_cap_keeps_the_stack_bounded, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new("threaded", threads, 1);
+    b6s.eng = t.eng;
+    atomic_store(&b6s.ran, 0);
+    atomic_store(&b6s.noops, 0);
+    atomic_store(&b6s.next, 0);
+    weft_op_desc d = te_desc(b6_link, NULL);
+    cr_assert_eq(weft_push(t.eng, &d), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&b6s.ran), B6_CHAIN, "%d threads: %ld of %d links ran", threads,
+                 atomic_load(&b6s.ran), B6_CHAIN);
+    cr_assert_eq(atomic_load(&b6s.noops), B6_CHAIN - 1);
+    cr_assert_eq(te_free(&t), 0);
+    tu_assert_no_errors();
+  }
+}
+
+/* ------------------------------------------------------------ reserved */
+
+Test(engine_regress, config_reserved_must_be_zero, .init = setup)
+{
+  weft_engine_config cfg;
+  memset(&cfg, 0xab, sizeof cfg);
+  weft_engine_config_default(&cfg);
+  for (size_t k = 0; k < sizeof cfg.reserved / sizeof cfg.reserved[0]; k++)
+    cr_assert_null(cfg.reserved[k], "weft_engine_config_default left reserved[%zu] set", k);
+  weft_pool *pool = tu_pool(1, -1);
+  for (size_t k = 0; k < sizeof cfg.reserved / sizeof cfg.reserved[0]; k++) {
+    weft_engine_config_default(&cfg);
+    cfg.pool = pool;
+    cfg.reserved[k] = &cfg;
+    weft_engine *eng = (weft_engine *)&cfg;
+    cr_assert_eq(weft_engine_create(&eng, &cfg), WEFT_EINVAL, "reserved[%zu] set", k);
+    cr_assert_null(eng);
+  }
+  weft_engine_config_default(&cfg);
+  cfg.pool = pool;
+  weft_engine *eng = NULL;
+  cr_assert_eq(weft_engine_create(&eng, &cfg), 0);
+  cr_assert_eq(weft_engine_destroy(eng), 0);
+  tu_destroy(pool);
+}
