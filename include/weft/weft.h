@@ -72,7 +72,10 @@ WEFT_API const char *weft_err_name(int code);
  * goes to stderr as "weft: <msg>\n". weft_set_log_callback(fn, arg) sends
  * them to fn(arg, msg) instead, on whichever thread raised them (fn must be
  * thread-safe and must not call back into weft); fn NULL restores stderr.
- * msg is valid only during the call. Process-wide; may be called any time. */
+ * msg is valid only during the call. Process-wide; may be called any time,
+ * from any thread (never from inside fn). When it returns, the previous fn
+ * is not running on any thread and will not be called again, so its arg may
+ * be freed; it waits for calls to the previous fn already under way. */
 typedef void (*weft_log_fn)(void *arg, const char *msg);
 WEFT_API void weft_set_log_callback(weft_log_fn fn, void *arg);
 
