@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "weft/weft.h"
@@ -115,22 +116,29 @@ static void log_atfork_install(void)
   (void)pthread_atfork(NULL, NULL, log_atfork_child);
 }
 
-/* Yields the CPU while waiting for a turn or for loggers to leave. */
-static void log_pause(void)
+/* Waits a little for a turn or for loggers to leave: yields at first, then
+ * sleeps 50 us a round (a callback may take long, e.g. a blocking write). */
+static void log_pause(unsigned *round)
 {
-  sched_yield();
+  if ((*round)++ < 64) {
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, 50000};
+  nanosleep(&ts, NULL);
 }
 
 void weft_set_log_callback(weft_log_fn fn, void *arg)
 {
   pthread_once(&log_atfork_once, log_atfork_install);
+  unsigned round = 0;
   int expected = 0;
   /* acquire: pairs with the previous setter's release of its turn below, so
    * this setter sees the records as that one left them. */
   while (!atomic_compare_exchange_weak_explicit(&log_setting, &expected, 1, memory_order_acquire,
                                                 memory_order_relaxed)) {
     expected = 0;
-    log_pause();
+    log_pause(&round);
   }
   /* relaxed: only setters store log_cur, and this one holds the turn. */
   log_sink *old = atomic_load_explicit(&log_cur, memory_order_relaxed);
@@ -146,8 +154,9 @@ void weft_set_log_callback(weft_log_fn fn, void *arg)
   /* seq_cst: pairs with a logger's seq_cst increment of old->users; the
    * acquire half also pairs with the release decrement of the last logger
    * leaving old, so its call to the old fn happened before we return. */
+  round = 0;
   while (atomic_load_explicit(&old->users, memory_order_seq_cst) != 0)
-    log_pause();
+    log_pause(&round);
   /* release: hands the records as written here to the next setter (its
    * acquire CAS above). */
   atomic_store_explicit(&log_setting, 0, memory_order_release);
