@@ -155,7 +155,9 @@ void weft_set_log_callback(weft_log_fn fn, void *arg)
    * acquire half also pairs with the release decrement of the last logger
    * leaving old, so its call to the old fn happened before we return. */
   round = 0;
-  while (atomic_load_explicit(&old->users, memory_order_seq_cst) != 0)
+  /* > 0, not != 0: a callback that forks leaves its thread's decrement to
+   * come after the child handler zeroed the count (the only way below 0). */
+  while (atomic_load_explicit(&old->users, memory_order_seq_cst) > 0)
     log_pause(&round);
   /* release: hands the records as written here to the next setter (its
    * acquire CAS above). */
