@@ -116,7 +116,7 @@ WEFT_API void weft_pool_config_default(weft_pool_config *cfg);
 
 /* Creates a pool and starts its workers. cfg NULL: all automatic. Returns
  * WEFT_EINVAL for a bad field or a malformed environment variable (with one
- * line on stderr naming it), WEFT_ENOMEM, or WEFT_EAGAIN when a thread could
+ * message naming it, see "messages"), WEFT_ENOMEM, or WEFT_EAGAIN when a thread could
  * not be started; on failure nothing is left allocated or running. */
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_config *cfg);
 
@@ -280,7 +280,7 @@ typedef struct weft_engine_config {
 /* Sets every field to "automatic". */
 WEFT_API void weft_engine_config_default(weft_engine_config *cfg);
 /* cfg NULL: all automatic. WEFT_EINVAL for a bad field or environment value
- * (one line on stderr names it), WEFT_ENOMEM, WEFT_EAGAIN. */
+ * (one message names it, see "messages"), WEFT_ENOMEM, WEFT_EAGAIN. */
 WEFT_API int weft_engine_create(weft_engine **out, const weft_engine_config *cfg);
 /* Waits for every operator, frees the engine (and the pool it created).
  * Returns the first failure recorded since the last weft_wait_all, else 0.
