@@ -72,7 +72,10 @@ WEFT_API const char *weft_err_name(int code);
  * goes to stderr as "weft: <msg>\n". weft_set_log_callback(fn, arg) sends
  * them to fn(arg, msg) instead, on whichever thread raised them (fn must be
  * thread-safe and must not call back into weft); fn NULL restores stderr.
- * msg is valid only during the call. Process-wide; may be called any time. */
+ * msg is valid only during the call. Process-wide; may be called any time,
+ * from any thread (never from inside fn). When it returns, the previous fn
+ * is not running on any thread and will not be called again, so its arg may
+ * be freed; it waits for calls to the previous fn already under way. */
 typedef void (*weft_log_fn)(void *arg, const char *msg);
 WEFT_API void weft_set_log_callback(weft_log_fn fn, void *arg);
 
@@ -113,7 +116,7 @@ WEFT_API void weft_pool_config_default(weft_pool_config *cfg);
 
 /* Creates a pool and starts its workers. cfg NULL: all automatic. Returns
  * WEFT_EINVAL for a bad field or a malformed environment variable (with one
- * line on stderr naming it), WEFT_ENOMEM, or WEFT_EAGAIN when a thread could
+ * message naming it, see "messages"), WEFT_ENOMEM, or WEFT_EAGAIN when a thread could
  * not be started; on failure nothing is left allocated or running. */
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_config *cfg);
 
@@ -277,7 +280,7 @@ typedef struct weft_engine_config {
 /* Sets every field to "automatic". */
 WEFT_API void weft_engine_config_default(weft_engine_config *cfg);
 /* cfg NULL: all automatic. WEFT_EINVAL for a bad field or environment value
- * (one line on stderr names it), WEFT_ENOMEM, WEFT_EAGAIN. */
+ * (one message names it, see "messages"), WEFT_ENOMEM, WEFT_EAGAIN. */
 WEFT_API int weft_engine_create(weft_engine **out, const weft_engine_config *cfg);
 /* Waits for every operator, frees the engine (and the pool it created).
  * Returns the first failure recorded since the last weft_wait_all, else 0.

@@ -1,4 +1,6 @@
-/* Internal diagnostics: one line on stderr, prefixed "weft: ". */
+/* Internal diagnostics: one line (no prefix, no newline) to the callback set
+ * with weft_set_log_callback, else to stderr as "weft: <line>\n". Truncated
+ * to 511 bytes. Any thread; never blocks on a setter. */
 #ifndef WEFT_COMMON_ERROR_H
 #define WEFT_COMMON_ERROR_H
 

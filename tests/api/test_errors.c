@@ -38,41 +38,127 @@ static int noop_launch(void *arg, int id, int n)
 
 /* ---------------------------------------------------------------- strerror */
 
-Test(strerror, names_every_code, .timeout = TU_TIMEOUT(10))
+/* The codes, names and messages as WEFT_ERRNO_MAP lists them: what
+ * weft_strerror and weft_err_name must cover, no more and no less. */
+typedef struct map_entry {
+  int code;
+  const char *name; /* "WEFT_ENOMEM" */
+  const char *msg;  /* the map's message, without the name */
+} map_entry;
+
+static const map_entry the_map[] = {
+#define MAP_ENTRY(name, code, msg) {(code), "WEFT_" #name, (msg)},
+    WEFT_ERRNO_MAP(MAP_ENTRY)
+#undef MAP_ENTRY
+};
+#define MAP_COUNT (sizeof the_map / sizeof the_map[0])
+
+static const map_entry *map_find(int code)
 {
-  const int codes[] = {WEFT_EINVAL,   WEFT_ENOMEM, WEFT_EAGAIN, WEFT_ESHUTDOWN,
-                       WEFT_EDEADLK,  WEFT_ENODEV, WEFT_EDEVICE};
-  const size_t n = sizeof codes / sizeof codes[0];
-  const char *unknown = weft_strerror(INT_MIN);
-  cr_assert_not_null(unknown);
-  cr_assert_not_null(strstr(unknown, "unknown"), "weft_strerror(INT_MIN) = \"%s\"", unknown);
-  for (size_t i = 0; i < n; i++) {
-    cr_assert_lt(codes[i], 0, "code %d is not negative", codes[i]);
-    const char *s = weft_strerror(codes[i]);
-    cr_assert_not_null(s, "weft_strerror(%d) is NULL", codes[i]);
-    cr_assert_gt(strlen(s), 0, "weft_strerror(%d) is empty", codes[i]);
-    cr_assert_null(strstr(s, "unknown"), "weft_strerror(%d) = \"%s\"", codes[i], s);
-    cr_assert_str_neq(s, weft_strerror(0), "weft_strerror(%d) says success", codes[i]);
-    for (size_t j = 0; j < i; j++) {
-      cr_assert_neq(codes[i], codes[j], "two codes share the value %d", codes[i]);
-      cr_assert_str_neq(s, weft_strerror(codes[j]), "codes %d and %d share the name \"%s\"",
-                        codes[i], codes[j], s);
-    }
-    /* Stable: the same static string every time. */
-    cr_assert_eq(weft_strerror(codes[i]), s);
-  }
-  const char *ok = weft_strerror(0);
-  cr_assert_not_null(ok);
-  cr_assert_not_null(strstr(ok, "success"), "weft_strerror(0) = \"%s\"", ok);
+  for (size_t i = 0; i < MAP_COUNT; i++)
+    if (the_map[i].code == code)
+      return &the_map[i];
+  return NULL;
 }
 
-Test(strerror, unknown_for_everything_else, .timeout = TU_TIMEOUT(10))
+/* Checks one code the library knows: its message is "<map message>
+ * (WEFT_<NAME>)", its name round-trips, both are stable static strings. */
+static void check_known(int code, const map_entry *e)
 {
-  const int others[] = {1, -1, 2, 42, -2, -1000, -1008, -1100, -22, 1001, INT_MIN, INT_MAX};
-  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
-    const char *s = weft_strerror(others[i]);
-    cr_assert_not_null(s, "weft_strerror(%d) is NULL", others[i]);
-    cr_assert_not_null(strstr(s, "unknown"), "weft_strerror(%d) = \"%s\"", others[i], s);
+  const char *s = weft_strerror(code);
+  const char *n = weft_err_name(code);
+  cr_assert_not_null(e, "weft_strerror(%d) = \"%s\", weft_err_name = \"%s\": not in WEFT_ERRNO_MAP",
+                     code, s, n ? n : "(null)");
+  cr_assert_not_null(n, "weft_err_name(%d) is NULL, the map names it %s", code, e->name);
+  cr_assert_str_eq(n, e->name, "weft_err_name(%d)", code);
+  char want[512];
+  snprintf(want, sizeof want, "%s (%s)", e->msg, e->name);
+  cr_assert_str_eq(s, want, "weft_strerror(%d)", code);
+  cr_assert_not_null(strstr(s, n), "weft_strerror(%d) = \"%s\" does not contain its name %s", code,
+                     s, n);
+  cr_assert_eq(weft_strerror(code), s, "weft_strerror(%d) is not one static string", code);
+  cr_assert_eq(weft_err_name(code), n, "weft_err_name(%d) is not one static string", code);
+}
+
+Test(strerror, the_map_is_sound, .timeout = TU_TIMEOUT(10))
+{
+  cr_assert_gt(MAP_COUNT, 0);
+  cr_assert_geq(WEFT_ERRNO_FIRST_, WEFT_ERRNO_LAST_);
+  cr_assert_lt(WEFT_ERRNO_FIRST_, 0);
+  for (size_t i = 0; i < MAP_COUNT; i++) {
+    const map_entry *e = &the_map[i];
+    cr_assert_lt(e->code, 0, "%s = %d is not negative", e->name, e->code);
+    cr_assert(e->code <= WEFT_ERRNO_FIRST_ && e->code >= WEFT_ERRNO_LAST_,
+              "%s = %d lies outside [WEFT_ERRNO_LAST_ %d, WEFT_ERRNO_FIRST_ %d]", e->name, e->code,
+              WEFT_ERRNO_LAST_, WEFT_ERRNO_FIRST_);
+    cr_assert_gt(strlen(e->msg), 0, "%s has an empty message", e->name);
+    for (size_t j = 0; j < i; j++) {
+      cr_assert_neq(e->code, the_map[j].code, "%s and %s share the value %d", e->name,
+                    the_map[j].name, e->code);
+      cr_assert_str_neq(e->name, the_map[j].name, "two entries are named %s", e->name);
+      cr_assert_str_neq(e->msg, the_map[j].msg, "%s and %s share the message \"%s\"", e->name,
+                        the_map[j].name, e->msg);
+    }
+  }
+  /* The enum is generated from the map too. */
+  cr_assert_eq(map_find(WEFT_EINVAL)->code, WEFT_EINVAL);
+  cr_assert_str_eq(map_find(WEFT_ENOMEM)->name, "WEFT_ENOMEM");
+  cr_assert_str_eq(map_find(WEFT_EDEVICE)->name, "WEFT_EDEVICE");
+}
+
+/* One scan of a range of ints: the known codes are recorded in seen[] (by
+ * map index), anything else must be unknown. Returns how many it found. */
+static size_t scan(long lo, long hi, int seen[MAP_COUNT], const char *unknown)
+{
+  size_t found = 0;
+  for (long c = lo; c <= hi; c++) {
+    int code = (int)c;
+    const char *s = weft_strerror(code);
+    cr_assert_not_null(s, "weft_strerror(%d) is NULL", code);
+    if (code == 0) {
+      cr_assert_str_eq(s, "success");
+      cr_assert_str_eq(weft_err_name(0), "0");
+      continue;
+    }
+    if (strcmp(s, unknown) == 0) {
+      cr_assert_null(weft_err_name(code), "weft_err_name(%d) = \"%s\" but weft_strerror says \"%s\"",
+                     code, weft_err_name(code), s);
+      cr_assert_null(map_find(code), "%s = %d: weft_strerror says \"%s\"",
+                     map_find(code) ? map_find(code)->name : "", code, s);
+      continue;
+    }
+    const map_entry *e = map_find(code);
+    check_known(code, e);
+    size_t k = (size_t)(e - the_map);
+    cr_assert_eq(seen[k], 0, "%s met twice", e->name);
+    seen[k] = 1;
+    found++;
+  }
+  return found;
+}
+
+Test(strerror, covers_exactly_the_map, .timeout = TU_TIMEOUT(60))
+{
+  const char *unknown = weft_strerror(INT_MIN);
+  cr_assert_str_eq(unknown, "unknown error");
+  int seen[MAP_COUNT] = {0};
+  size_t found = scan(-100000, 100000, seen, unknown);
+  found += scan(INT_MIN, INT_MIN + 1000, seen, unknown);
+  found += scan(INT_MAX - 1000, INT_MAX, seen, unknown);
+  cr_assert_eq(found, MAP_COUNT, "weft_strerror knows %zu codes, WEFT_ERRNO_MAP lists %zu", found,
+               MAP_COUNT);
+  for (size_t i = 0; i < MAP_COUNT; i++)
+    cr_assert(seen[i], "%s = %d: weft_strerror(%d) = \"%s\"", the_map[i].name, the_map[i].code,
+              the_map[i].code, weft_strerror(the_map[i].code));
+  /* All messages and names distinct, and none says success. */
+  for (size_t i = 0; i < MAP_COUNT; i++) {
+    const char *si = weft_strerror(the_map[i].code);
+    cr_assert_str_neq(si, weft_strerror(0), "%s says success", the_map[i].name);
+    for (size_t j = 0; j < i; j++) {
+      cr_assert_str_neq(si, weft_strerror(the_map[j].code), "%s and %s share a message",
+                        the_map[i].name, the_map[j].name);
+      cr_assert_str_neq(weft_err_name(the_map[i].code), weft_err_name(the_map[j].code));
+    }
   }
 }
 
