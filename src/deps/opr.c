@@ -12,16 +12,10 @@
 #include "deps/opr.h"
 #include "pool/pool_ext.h"
 
-weft_opr *weft_opr_alloc(weft_engine *eng, int nvars)
+weft_opr *weft_opr_alloc_big(weft_engine *eng, int w, weft_opr *op, int nvars)
 {
-  int w = weft_pool_worker_index(eng->pool);
-  weft_opr *op = weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL);
-  if (!op)
-    return NULL;
-  if (nvars <= WEFT_OPR_INLINE_VARS) {
-    op->var = op->var_inline;
-    op->req = op->req_inline;
-  } else if (nvars <= WEFT_OPR_BIG_VARS) {
+  WEFT_ASSERT(nvars > WEFT_OPR_INLINE_VARS);
+  if (nvars <= WEFT_OPR_BIG_VARS) {
     weft_opr_big *b = weft_obj_alloc(&eng->bigs, w >= 0 ? &eng->caches[w].bigs : NULL);
     if (!b) {
       weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
@@ -43,12 +37,10 @@ weft_opr *weft_opr_alloc(weft_engine *eng, int nvars)
   return op;
 }
 
-void weft_opr_free(weft_engine *eng, weft_opr *op)
+void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op)
 {
-  WEFT_ASSERT(op->eng == eng);
   if (op->ctx.type == WEFT_DEV_GPU && op->exec_state) /* its event goes back to the pool */
     eng->exec->release(eng->exec_self, op);
-  int w = weft_pool_worker_index(eng->pool);
   if (op->nvars > WEFT_OPR_BIG_VARS) {
     weft_free(op->var);
     weft_free(op->req);

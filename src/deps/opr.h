@@ -22,8 +22,10 @@
 #include "common/assert.h"
 #include "common/fifo.h"
 #include "common/tunables.h"
+#include "deps/engine.h"
 #include "deps/handles.h"
 #include "deps/var_queue.h"
+#include "pool/pool_ext.h"
 #include "pool/task.h"
 #include "weft/weft.h"
 
@@ -143,11 +145,39 @@ enum {
 #define WEFT_OPR_MOVE(op, from, to) ((void)0)
 #endif
 
+/* The uncommon cases of alloc and free (opr.c): an operator with more than
+ * WEFT_OPR_INLINE_VARS vars, a device operator. w: the calling worker, or
+ * -1. */
+weft_opr *weft_opr_alloc_big(weft_engine *eng, int w, weft_opr *op, int nvars);
+void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op);
+
 /* A block for an operator with nvars vars, from the calling worker's cache
- * (or the shared store); NULL without memory. */
-weft_opr *weft_opr_alloc(weft_engine *eng, int nvars);
+ * (or the shared store); NULL without memory. Inline: once per operator. */
+static inline weft_opr *weft_opr_alloc(weft_engine *eng, int nvars)
+{
+  int w = weft_pool_worker_index(eng->pool);
+  weft_opr *op = (weft_opr *)weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL);
+  if (!op)
+    return NULL;
+  if (nvars > WEFT_OPR_INLINE_VARS)
+    return weft_opr_alloc_big(eng, w, op, nvars);
+  op->var = op->var_inline;
+  op->req = op->req_inline;
+  op->nvars = nvars;
+  return op;
+}
+
 /* Gives the block back (and its executor state, for a device operator). */
-void weft_opr_free(weft_engine *eng, weft_opr *op);
+static inline void weft_opr_free(weft_engine *eng, weft_opr *op)
+{
+  WEFT_ASSERT(op->eng == eng);
+  int w = weft_pool_worker_index(eng->pool);
+  if (op->nvars > WEFT_OPR_INLINE_VARS || op->ctx.type == WEFT_DEV_GPU)
+    weft_opr_free_slow(eng, w, op);
+  else
+    weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
+}
+
 /* Drops a reference to a reusable operator (freeing it with the last). */
 void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t);
 

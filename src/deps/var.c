@@ -1,11 +1,6 @@
 /* The var block: looking a handle up, and its failed state. */
 #include "deps/var.h"
 
-weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var)
-{
-  return (weft_var_impl *)weft_handles_get(&eng->vars, (uintptr_t)var);
-}
-
 void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch)
 {
   if (!status) { /* the common case: a store only when it changes */

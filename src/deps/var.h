@@ -53,7 +53,10 @@ static inline void weft_var_failed_store(weft_var_impl *v, int status)
 }
 
 /* The live var of handle var, or NULL. */
-weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var);
+static inline weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var)
+{
+  return (weft_var_impl *)weft_handles_get(&eng->vars, (uintptr_t)var);
+}
 /* Under v's lock: v's failed state becomes status (0: fine again), of the
  * operator pushed in epoch; a failed var is listed for weft_wait_all. */
 void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch);
