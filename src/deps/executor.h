@@ -33,6 +33,7 @@
  */
 #ifndef WEFT_DEPS_EXECUTOR_H
 #define WEFT_DEPS_EXECUTOR_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include "weft/weft.h"
 
