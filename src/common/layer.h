@@ -1,12 +1,13 @@
 /*
  * The layers (design.md §1), bottom to top. meson compiles every file of a
- * layer with -DWEFT_LAYER=<its number> (src/<layer>/meson.build, root
- * meson.build); every header of src/pool, src/deps and src/gpu includes its
- * folder's guard (src/<folder>/layer.h) right after its include guard, and
- * that guard stops the build when a file of a lower layer includes it.
+ * layer with -DWEFT_LAYER=<its number> (root meson.build); every header of
+ * src/pool, src/deps and src/gpu includes its folder's guard
+ * (src/<folder>/layer.h) right after its include guard, and that guard
+ * stops the build when a file of a lower layer includes it.
  *
- * Code outside the library (tests, bench, examples) sits above every layer:
- * without WEFT_BUILDING and WEFT_LAYER it counts as WEFT_LAYER_TOP.
+ * Code compiled without WEFT_LAYER sits above every layer (WEFT_LAYER_TOP):
+ * tests, bench and examples, and builds of the sources outside meson such as
+ * tests/reliability/fuzz.sh, which checks no layering.
  */
 #ifndef WEFT_COMMON_LAYER_H
 #define WEFT_COMMON_LAYER_H
@@ -18,9 +19,6 @@
 #define WEFT_LAYER_TOP 4 /* src/layers.c, and everything outside src/ */
 
 #ifndef WEFT_LAYER
-#ifdef WEFT_BUILDING
-#error "WEFT_LAYER is not set: meson compiles each layer's files with -DWEFT_LAYER=<n> (root meson.build)"
-#endif
 #define WEFT_LAYER WEFT_LAYER_TOP
 #endif
 
