@@ -68,6 +68,8 @@ for suite in junit.iter("testsuite"):
             else "skipped" if c.find("skipped") is not None else "passed"
             for c in suite.iter("testcase")]
 
+# testlog.json names a test "PROJECT:SUITE / NAME" (with several suites),
+# intro-tests.json "NAME".
 BAD = {"FAIL", "ERROR", "TIMEOUT", "INTERRUPT", "UNEXPECTEDPASS"}
 count = {"passed": 0, "failed": 0, "skipped": 0}
 for run in runs:
@@ -78,7 +80,7 @@ for run in runs:
         if result in BAD and "failed" not in cases[name]:
             count["failed"] += 1  # failed outside its cases: crash, timeout, short plan
             print(f"test.sh: {name}: {result} outside its test cases", file=sys.stderr)
-    elif protocol.get(name) == "tap":
+    elif protocol.get(name, protocol.get(name.split(" / ", 1)[-1])) == "tap":
         count["failed"] += 1  # a TAP executable that recorded no test case
         print(f"test.sh: {name}: {result} with no TAP test case recorded", file=sys.stderr)
     elif result in ("OK", "EXPECTEDFAIL"):
