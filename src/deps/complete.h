@@ -8,6 +8,7 @@
  */
 #ifndef WEFT_DEPS_COMPLETE_H
 #define WEFT_DEPS_COMPLETE_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
 

@@ -9,6 +9,7 @@
  */
 #ifndef WEFT_DEPS_DISPATCH_H
 #define WEFT_DEPS_DISPATCH_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
 

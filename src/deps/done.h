@@ -7,6 +7,7 @@
  */
 #ifndef WEFT_DEPS_DONE_H
 #define WEFT_DEPS_DONE_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include "deps/opr.h"
 

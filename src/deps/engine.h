@@ -17,6 +17,7 @@
  */
 #ifndef WEFT_DEPS_ENGINE_H
 #define WEFT_DEPS_ENGINE_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
 #include <stdatomic.h>

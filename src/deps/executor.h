@@ -37,6 +37,7 @@
  */
 #ifndef WEFT_DEPS_EXECUTOR_H
 #define WEFT_DEPS_EXECUTOR_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include "common/fifo.h"
 #include "weft/weft.h"

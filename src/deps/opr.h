@@ -13,6 +13,7 @@
  */
 #ifndef WEFT_DEPS_OPR_H
 #define WEFT_DEPS_OPR_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -7,6 +7,7 @@
  */
 #ifndef WEFT_DEPS_PUSH_H
 #define WEFT_DEPS_PUSH_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
 

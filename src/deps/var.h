@@ -6,6 +6,7 @@
  */
 #ifndef WEFT_DEPS_VAR_H
 #define WEFT_DEPS_VAR_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -39,6 +39,7 @@
  */
 #ifndef WEFT_DEPS_VAR_QUEUE_H
 #define WEFT_DEPS_VAR_QUEUE_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -24,6 +24,7 @@
  */
 #ifndef WEFT_GPU_BACKEND_H
 #define WEFT_GPU_BACKEND_H
+#include "gpu/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stddef.h>
 

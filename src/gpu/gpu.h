@@ -13,6 +13,7 @@
  */
 #ifndef WEFT_GPU_GPU_H
 #define WEFT_GPU_GPU_H
+#include "gpu/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
 #include <stdatomic.h>

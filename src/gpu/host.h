@@ -12,6 +12,7 @@
  */
 #ifndef WEFT_GPU_HOST_H
 #define WEFT_GPU_HOST_H
+#include "gpu/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
 #include <stdatomic.h>

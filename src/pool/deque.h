@@ -15,6 +15,7 @@
  */
 #ifndef WEFT_POOL_DEQUE_H
 #define WEFT_POOL_DEQUE_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,6 +1,7 @@
 /* Fork-join groups: the completion side used by the worker loop. */
 #ifndef WEFT_POOL_GROUP_H
 #define WEFT_POOL_GROUP_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include "pool/pool_internal.h"
 

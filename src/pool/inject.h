@@ -8,6 +8,7 @@
  */
 #ifndef WEFT_POOL_INJECT_H
 #define WEFT_POOL_INJECT_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
 #include <stdatomic.h>

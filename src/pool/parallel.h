@@ -1,6 +1,7 @@
 /* Parallel loops: the piece runner used by the worker loop. */
 #ifndef WEFT_POOL_PARALLEL_H
 #define WEFT_POOL_PARALLEL_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stddef.h>
 

@@ -13,6 +13,7 @@
  */
 #ifndef WEFT_POOL_PARK_H
 #define WEFT_POOL_PARK_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -4,6 +4,7 @@
  */
 #ifndef WEFT_POOL_EXT_H
 #define WEFT_POOL_EXT_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
 

@@ -3,6 +3,7 @@
  */
 #ifndef WEFT_POOL_INTERNAL_H
 #define WEFT_POOL_INTERNAL_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
 #include <stdatomic.h>

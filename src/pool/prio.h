@@ -6,6 +6,7 @@
  */
 #ifndef WEFT_POOL_PRIO_H
 #define WEFT_POOL_PRIO_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -5,6 +5,7 @@
  */
 #ifndef WEFT_POOL_TASK_H
 #define WEFT_POOL_TASK_H
+#include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,7 +10,9 @@
  * runs in its own child process (this program, re-executed), one at a time;
  * a parent-side timeout kills a hung child. The child exits through exit(), so TSan's report (exit code
  * 66) fails the test that caused it. Options: --filter PATTERN (fnmatch on
- * suite/name), --list; --jobs/-jN and --verbose are accepted and ignored.
+ * suite/name), --list, --tap[=FILE] (a TAP report as Criterion writes it:
+ * FILE, or stderr without one or with "-"; tests/meson.build reads it from
+ * stdout, protocol 'tap'); --jobs/-jN and --verbose are accepted and ignored.
  *
  * Assertions only work on the test's own thread (the suites never assert
  * elsewhere; see testutil.h).
@@ -226,6 +228,7 @@ static inline int mr_run_one_(const struct mr_test *t, const char *self)
 int main(int argc, char **argv)
 {
   const char *filter = NULL;
+  const char *tap_path = NULL;
   bool list = false;
   if (argc == 3 && strcmp(argv[1], "--mr-run-one") == 0) {
     for (const struct mr_test *t = mr_head_; t; t = t->next) {
@@ -244,11 +247,34 @@ int main(int argc, char **argv)
       filter = argv[i] + 9;
     else if (strcmp(argv[i], "--list") == 0 || strcmp(argv[i], "-l") == 0)
       list = true;
+    else if (strcmp(argv[i], "--tap") == 0)
+      tap_path = "-";
+    else if (strncmp(argv[i], "--tap=", 6) == 0)
+      tap_path = argv[i] + 6;
     else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
       i++;
     /* -jN, --verbose[=n] and anything else: ignored */
   }
-  int pass = 0, fail = 0, skip = 0;
+  /* TAP: the plan first (the tests the filter selects), then one line per
+   * test as it ends: "ok N - suite::name", "not ok N - suite::name", or
+   * "ok N - suite::name # SKIP" (skipped or disabled). */
+  FILE *tap = NULL;
+  if (tap_path && !list) {
+    tap = (*tap_path == '\0' || strcmp(tap_path, "-") == 0) ? stderr : fopen(tap_path, "we");
+    if (!tap) {
+      perror(tap_path);
+      return 1;
+    }
+    int planned = 0;
+    for (const struct mr_test *t = mr_head_; t; t = t->next) {
+      char full[256];
+      snprintf(full, sizeof full, "%s/%s", t->suite, t->name);
+      planned += !filter || fnmatch(filter, full, 0) == 0;
+    }
+    fprintf(tap, "TAP version 13\n1..%d\n", planned);
+    fflush(tap);
+  }
+  int pass = 0, fail = 0, skip = 0, num = 0;
   for (const struct mr_test *t = mr_head_; t; t = t->next) {
     char full[256];
     snprintf(full, sizeof full, "%s/%s", t->suite, t->name);
@@ -258,15 +284,20 @@ int main(int argc, char **argv)
       printf("%s::%s\n", t->suite, t->name);
       continue;
     }
-    if (t->x.disabled) {
-      skip++;
-      continue;
-    }
-    int r = mr_run_one_(t, argv[0]);
+    int r = 2;
+    if (!t->x.disabled)
+      r = mr_run_one_(t, argv[0]);
     pass += r == 0;
     fail += r == 1;
     skip += r == 2;
+    if (tap) {
+      fprintf(tap, "%s %d - %s::%s%s\n", r == 1 ? "not ok" : "ok", ++num, t->suite, t->name,
+              r == 2 ? (t->x.disabled ? " # SKIP disabled" : " # SKIP") : "");
+      fflush(tap);
+    }
   }
+  if (tap && tap != stderr)
+    fclose(tap);
   if (!list)
     /* Criterion's closing line (a failure and a crash count alike here). */
     fprintf(stderr, "[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: 0\n",
