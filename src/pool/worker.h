@@ -1,0 +1,8 @@
+/* The worker thread (worker.c), started by pool.c. */
+#ifndef WEFT_POOL_WORKER_H
+#define WEFT_POOL_WORKER_H
+
+/* A worker thread's body; arg: its weft_worker. */
+void *weft_worker_main(void *arg);
+
+#endif /* WEFT_POOL_WORKER_H */
