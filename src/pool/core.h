@@ -62,6 +62,11 @@ struct weft_pool {
   int64_t spin_count;     /* idle rounds before parking */
   weft_worker *workers;
   char name[16];
+  weft_worker_observer_fn observer; /* NULL: none (weft_pool_config.observer) */
+  void *observer_arg;
+  /* atomic: workers whose observer START returned; the futex word create
+   * waits on, so that every START comes before any task of the pool. */
+  _Atomic uint32_t nobserved;
   weft_topo topo;
   weft_prof *prof;        /* NULL: profiling off; written by destroy */
   unsigned long fork_gen; /* the fork generation at create (common/fork.h) */

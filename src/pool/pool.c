@@ -27,6 +27,10 @@ void weft_pool_config_default(weft_pool_config *cfg)
   cfg->affinity = NULL;
   cfg->name = NULL;
   cfg->profile = NULL;
+  cfg->observer = NULL;
+  cfg->observer_arg = NULL;
+  for (size_t k = 0; k < sizeof cfg->reserved / sizeof cfg->reserved[0]; k++)
+    cfg->reserved[k] = NULL;
 }
 
 struct weft_prof *weft_pool_prof(const weft_pool *pool)
@@ -189,6 +193,13 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     cfg = *cfg_in;
   else
     weft_pool_config_default(&cfg);
+  /* Room for later fields: refused before anything is allocated or started. */
+  for (size_t k = 0; k < sizeof cfg.reserved / sizeof cfg.reserved[0]; k++) {
+    if (cfg.reserved[k]) {
+      weft_log("bad weft_pool_config.reserved[%zu]: must be NULL (weft_pool_config_default)", k);
+      return WEFT_EINVAL;
+    }
+  }
 
   weft_pool *pool = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *pool);
   if (!pool)
@@ -227,7 +238,10 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
   atomic_init(&pool->nsubmitting, 0);
   atomic_init(&pool->drain_seq, 0);
   atomic_init(&pool->bind_warned, 0);
+  atomic_init(&pool->nobserved, 0);
   snprintf(pool->name, sizeof pool->name, "%s", cfg.name ? cfg.name : "weft");
+  pool->observer = cfg.observer;
+  pool->observer_arg = cfg.observer_arg;
 
   int nthreads = 0;
   const char *affinity = NULL, *affinity_origin = NULL;
@@ -288,6 +302,14 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
       return WEFT_EAGAIN;
     }
     w->started = true;
+  }
+  if (pool->observer) {
+    /* Every worker's START callback returns before any task of the pool can
+     * be submitted (worker.c counts them in nobserved). */
+    uint32_t n;
+    /* acquire: pairs with the release increment after START in worker.c. */
+    while ((n = atomic_load_explicit(&pool->nobserved, memory_order_acquire)) < (uint32_t)nthreads)
+      weft_futex_wait(&pool->nobserved, n, -1);
   }
   *out = pool;
   return 0;

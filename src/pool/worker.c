@@ -1,6 +1,7 @@
 /*
- * The worker thread: it sets itself up and runs its loop until the pool
- * exits.
+ * The worker thread: it sets itself up, tells the observer it started (create
+ * waits for that), runs its loop until the pool exits, and tells the
+ * observer it stopped.
  *
  * The loop, one task per turn, in phases:
  *   1. the priority queue    (prioritized engine operators, before all else)
@@ -10,10 +11,12 @@
  *   5. idle                  (spin, then park, until work or exit: idle.c)
  * then runs the task it found (run.c).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/error.h"
+#include "common/sync.h"
 #include "pool/core.h"
 #include "pool/idle.h"
 #include "pool/pool_ext.h"
@@ -90,6 +93,15 @@ void *weft_worker_main(void *arg)
   weft_worker *w = arg;
   weft_pool *pool = w->pool;
   set_up(w);
+  if (pool->observer) {
+    pool->observer(pool->observer_arg, WEFT_WORKER_START, w->index);
+    /* release: the callback's effects before create returns; pairs with
+     * create's acquire load of nobserved. */
+    atomic_fetch_add_explicit(&pool->nobserved, 1, memory_order_release);
+    weft_futex_wake(&pool->nobserved, INT_MAX);
+  }
   loop(pool, w);
+  if (pool->observer)
+    pool->observer(pool->observer_arg, WEFT_WORKER_STOP, w->index);
   return NULL;
 }
