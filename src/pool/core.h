@@ -45,7 +45,7 @@ typedef struct weft_worker {
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
   uintptr_t steal_floor;     /* owner only: below this stack address a
-                                waiter stops stealing (see group.c) */
+                                waiter stops stealing (see wait.c) */
   pthread_t thread;          /* written by create, read by destroy */
   bool started;              /* written by create, read by destroy */
   /* Statistics. atomic, relaxed: written by the owner only (load + store, no

@@ -174,7 +174,7 @@ static void free_pool(weft_pool *pool)
 /* Stops and joins the workers; the queues must be empty. */
 static void stop_workers(weft_pool *pool)
 {
-  /* seq_cst: workers check state after their re-check (idle()). */
+  /* seq_cst: workers check state after their re-check (idle.c, park). */
   atomic_store_explicit(&pool->state, WEFT_POOL_EXITING, memory_order_seq_cst);
   weft_fence_sc(&pool->nsearching);
   weft_ec_notify(&pool->ec, true);
