@@ -244,7 +244,7 @@ Test(observer, config_default_zeroes_observer_and_reserved, .init = tu_clear_wef
   weft_pool_config cfg;
   memset(&cfg, 0x5a, sizeof cfg);
   weft_pool_config_default(&cfg);
-  cr_assert_null(cfg.observer);
+  cr_assert(cfg.observer == NULL, "observer not zeroed");
   cr_assert_null(cfg.observer_arg);
   for (size_t k = 0; k < sizeof cfg.reserved / sizeof cfg.reserved[0]; k++)
     cr_assert_null(cfg.reserved[k], "reserved[%zu] not zeroed", k);
