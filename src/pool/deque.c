@@ -6,6 +6,7 @@
 #include "pool/deque.h"
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/sync.h"
 #include "weft/weft.h"
 
@@ -53,6 +54,9 @@ static weft_deque_array *grow(weft_deque *dq, weft_deque_array *a, int64_t t, in
   weft_deque_array *na = array_new(2 * (a->mask + 1));
   if (!na)
     return NULL;
+  /* Indices map to slots by i & mask: the capacity stays a power of two,
+   * and the live items [t, b) fit. */
+  WEFT_ASSERT(((na->mask + 1) & na->mask) == 0 && b - t <= na->mask + 1);
   for (int64_t i = t; i < b; i++)
     atomic_store_explicit(&na->slot[i & na->mask],
                           atomic_load_explicit(&a->slot[i & a->mask], memory_order_relaxed),
@@ -68,6 +72,9 @@ int weft_deque_push(weft_deque *dq, void *item)
 {
   int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
   weft_deque_array *a = atomic_load_explicit(&dq->array, memory_order_relaxed);
+  /* The owner's view of the size is never negative: top_seen is a value top
+   * had, and top never passes bottom outside take. */
+  WEFT_ASSERT(b - dq->top_seen >= 0);
   /* Slots below top_seen were taken when it was read (with acquire, below),
    * so only a deque that looks full needs a fresh top. */
   if (b - dq->top_seen > a->mask) {
@@ -104,6 +111,9 @@ void *weft_deque_take(weft_deque *dq)
   /* seq_cst under TSan (pairs with the RMW on top in steal); relaxed after
    * the fence otherwise. */
   int64_t t = atomic_load_explicit(&dq->top, WEFT_TSAN ? memory_order_seq_cst : memory_order_relaxed);
+  /* The size before this take, b + 1 - t, is never negative: thieves take
+   * only below the bottom they read. */
+  WEFT_ASSERT(t <= b + 1);
   if (t > b) { /* empty: restore bottom */
     atomic_store_explicit(&dq->bottom, b + 1, memory_order_relaxed);
     return NULL;

@@ -2,9 +2,10 @@
  * The injection queue: where threads that own no deque (non-worker threads,
  * and threads helping from outside the pool) put work. MPMC, FIFO.
  *
- * A mutex-protected intrusive list: submissions from outside are rare next
- * to deque traffic, and workers look at the atomic count before taking the
- * lock, so an empty queue costs them one shared load.
+ * A mutex-protected intrusive FIFO (common/fifo.h, through weft_task.link):
+ * submissions from outside are rare next to deque traffic, and workers look
+ * at the atomic count before taking the lock, so an empty queue costs them
+ * one shared load.
  */
 #ifndef WEFT_POOL_INJECT_H
 #define WEFT_POOL_INJECT_H
@@ -15,12 +16,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/fifo.h"
+
 struct weft_task;
 
 typedef struct weft_inject {
   pthread_mutex_t lock;
-  struct weft_task *head, *tail; /* under lock */
-  _Atomic int64_t count;          /* atomic: written under lock, read without */
+  weft_fifo tasks;       /* under lock: weft_task.link, oldest first */
+  _Atomic int64_t count; /* atomic: written under lock (the length of tasks), read without */
 } weft_inject;
 
 int weft_inject_init(weft_inject *q);

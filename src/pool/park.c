@@ -2,6 +2,7 @@
 
 #include <limits.h>
 
+#include "common/assert.h"
 #include "common/sync.h"
 
 void weft_ec_init(weft_ec *ec)
@@ -23,7 +24,8 @@ uint32_t weft_ec_prewait(weft_ec *ec)
 void weft_ec_cancel(weft_ec *ec)
 {
   /* relaxed: the count only steers notifiers; nothing is published. */
-  atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+  uint32_t old = atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+  WEFT_ASSERT(old >= 1); /* prewait -> cancel: the caller announced itself */
 }
 
 void weft_ec_commit(weft_ec *ec, uint32_t key)
@@ -32,7 +34,9 @@ void weft_ec_commit(weft_ec *ec, uint32_t key)
    * hand-off here, since it gets no ordering from the futex itself). */
   while (atomic_load_explicit(&ec->seq, memory_order_acquire) == key)
     weft_futex_wait(&ec->seq, key, -1);
-  atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+  /* relaxed: as in cancel. */
+  uint32_t old = atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+  WEFT_ASSERT(old >= 1); /* prewait -> commit: the caller announced itself */
 }
 
 bool weft_ec_notify(weft_ec *ec, bool all)

@@ -1,5 +1,7 @@
 /*
- * Pool life cycle: configuration, create, submit, destroy (drain), stats.
+ * Pool life cycle: configuration, create, destroy (drain), stats. The top of
+ * the pool's files: it starts the workers (worker.c) and waits for the
+ * drain (core.c's counts, idle.c's view of the queues).
  */
 #include <sched.h>
 #include <stdio.h>
@@ -11,8 +13,10 @@
 #include "common/error.h"
 #include "common/fork.h"
 #include "common/sync.h"
+#include "pool/core.h"
+#include "pool/idle.h"
 #include "pool/pool_ext.h"
-#include "pool/pool_internal.h"
+#include "pool/worker.h"
 
 void weft_pool_config_default(weft_pool_config *cfg)
 {
@@ -23,105 +27,10 @@ void weft_pool_config_default(weft_pool_config *cfg)
   cfg->affinity = NULL;
   cfg->name = NULL;
   cfg->profile = NULL;
-}
-
-bool weft_pool_is_inside(const weft_pool *pool)
-{
-  weft_worker *w = weft_tls_worker;
-  return (w && w->pool == pool) || weft_tls_task_pool == pool;
-}
-
-int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest)
-{
-  if (weft_fork_stale(pool->fork_gen)) { /* inherited through fork: no workers */
-    *guest = false;
-    return WEFT_ESHUTDOWN;
-  }
-  *guest = !weft_pool_is_inside(pool);
-  if (!*guest)
-    return 0; /* the pool's own work: part of any drain */
-  /* seq_cst (both): pairs with destroy's store of state and its read of
-   * nsubmitting, so either we see the shutdown or destroy waits for us. */
-  atomic_fetch_add_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-  if (refuse && atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
-    /* seq_cst: destroy waits for this count to reach zero. */
-    atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-    *guest = false;
-    return WEFT_ESHUTDOWN;
-  }
-  return 0;
-}
-
-void weft_pool_guest_leave(weft_pool *pool)
-{
-  /* release: everything the call did to the pool is done before destroy,
-   * which waits for this count (acquire), frees it. */
-  atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_release);
-}
-
-int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
-{
-  if (w && weft_deque_push(&w->deque, t) == 0) {
-    weft_pool_wake_heuristic(pool);
-    return 0;
-  }
-  /* A thread without a deque (registered by weft_pool_guest_enter, or
-   * inside one of our tasks), or a deque that could not grow: the injection
-   * queue needs no memory. */
-  weft_inject_push(&pool->inject, t);
-  weft_pool_wake_exact(pool);
-  return 0;
-}
-
-/* fn(arg) as a task on the deque or injection queue. */
-static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
-{
-  if (!pool || !fn)
-    return WEFT_EINVAL;
-  bool guest;
-  int rc = weft_pool_guest_enter(pool, true, &guest);
-  if (rc)
-    return rc;
-  weft_worker *w = weft_worker_of(pool);
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
-  rc = WEFT_ENOMEM;
-  if (t) {
-    t->fn = fn;
-    t->arg = arg;
-    t->lo = t->hi = 0;
-    t->group = NULL;
-    t->embedded = false;
-    rc = weft_pool_enqueue(pool, w, t);
-  }
-  if (guest)
-    weft_pool_guest_leave(pool);
-  return rc;
-}
-
-int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int priority)
-{
-  bool guest;
-  int rc = weft_pool_guest_enter(pool, true, &guest);
-  if (rc)
-    return rc;
-  t->lo = t->hi = 0;
-  t->group = NULL;
-  t->embedded = true;
-  if (!prio) {
-    weft_pool_enqueue(pool, weft_worker_of(pool), t);
-  } else {
-    rc = weft_prio_push(&pool->prio, t, priority);
-    if (rc == 0)
-      weft_pool_wake_exact(pool);
-  }
-  if (guest)
-    weft_pool_guest_leave(pool);
-  return rc;
-}
-
-int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
-{
-  return submit(pool, fn, arg);
+  cfg->observer = NULL;
+  cfg->observer_arg = NULL;
+  for (size_t k = 0; k < sizeof cfg->reserved / sizeof cfg->reserved[0]; k++)
+    cfg->reserved[k] = NULL;
 }
 
 struct weft_prof *weft_pool_prof(const weft_pool *pool)
@@ -265,7 +174,7 @@ static void free_pool(weft_pool *pool)
 /* Stops and joins the workers; the queues must be empty. */
 static void stop_workers(weft_pool *pool)
 {
-  /* seq_cst: workers check state after their re-check (idle()). */
+  /* seq_cst: workers check state after their re-check (idle.c, park). */
   atomic_store_explicit(&pool->state, WEFT_POOL_EXITING, memory_order_seq_cst);
   weft_fence_sc(&pool->nsearching);
   weft_ec_notify(&pool->ec, true);
@@ -284,6 +193,13 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     cfg = *cfg_in;
   else
     weft_pool_config_default(&cfg);
+  /* Room for later fields: refused before anything is allocated or started. */
+  for (size_t k = 0; k < sizeof cfg.reserved / sizeof cfg.reserved[0]; k++) {
+    if (cfg.reserved[k]) {
+      weft_log("bad weft_pool_config.reserved[%zu]: must be NULL (weft_pool_config_default)", k);
+      return WEFT_EINVAL;
+    }
+  }
 
   weft_pool *pool = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *pool);
   if (!pool)
@@ -322,7 +238,10 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
   atomic_init(&pool->nsubmitting, 0);
   atomic_init(&pool->drain_seq, 0);
   atomic_init(&pool->bind_warned, 0);
+  atomic_init(&pool->nobserved, 0);
   snprintf(pool->name, sizeof pool->name, "%s", cfg.name ? cfg.name : "weft");
+  pool->observer = cfg.observer;
+  pool->observer_arg = cfg.observer_arg;
 
   int nthreads = 0;
   const char *affinity = NULL, *affinity_origin = NULL;
@@ -383,6 +302,14 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
       return WEFT_EAGAIN;
     }
     w->started = true;
+  }
+  if (pool->observer) {
+    /* Every worker's START callback returns before any task of the pool can
+     * be submitted (worker.c counts them in nobserved). */
+    uint32_t n;
+    /* acquire: pairs with the release increment after START in worker.c. */
+    while ((n = atomic_load_explicit(&pool->nobserved, memory_order_acquire)) < (uint32_t)nthreads)
+      weft_futex_wait(&pool->nobserved, n, -1);
   }
   *out = pool;
   return 0;

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/assert.h"
+#include "common/fifo.h"
 #include "common/objstore.h"
 #include "common/tunables.h"
 #include "weft/weft.h"
@@ -21,7 +23,7 @@ typedef struct weft_task {
   void *arg;                     /* fn's argument, or the loop of a piece */
   size_t lo, hi;                 /* a piece's range */
   struct weft_group_impl *group; /* NULL: a plain submission */
-  struct weft_task *next;        /* injection queue link */
+  weft_fifo_node link;           /* injection queue link: under its lock */
   /* The record lives in its submitter's own block (the engine's operators,
    * weft_pool_submit_embedded): the pool never frees it. */
   bool embedded;
@@ -46,8 +48,10 @@ static inline weft_task *weft_task_alloc(weft_task_store *s, weft_task_cache *c)
   return (weft_task *)weft_obj_alloc(s, c);
 }
 
+/* Only records the pool allocated: an embedded one is its owner's. */
 static inline void weft_task_free(weft_task_store *s, weft_task_cache *c, weft_task *t)
 {
+  WEFT_ASSERT(!t->embedded);
   weft_obj_free(s, c, t);
 }
 

@@ -1,8 +1,22 @@
 /*
- * The pool's internal structures, shared by the files of src/pool/.
+ * The pool's core: the structures every file of src/pool/ shares (the pool,
+ * its workers), which pool the calling thread belongs to, and the counts that
+ * destroy's drain waits on (core.c). It sits below every other pool file;
+ * the files above it, from the bottom:
+ *
+ *   group.c     a group's pending count: spawn, finish, arm a waiter
+ *   search.c    finding work off the own deque: priority, injection, steal
+ *   idle.c      spin, then park; who wakes whom (the searching count)
+ *   submit.c    queueing a task: deque or injection queue, then a wake
+ *   split.c     one piece of a parallel loop (lazy binary splitting)
+ *   run.c       running one task record (a task, or a loop piece)
+ *   wait.c      group waits and helping
+ *   parallel.c  parallel_for / parallel_launch
+ *   worker.c    the worker thread and its loop
+ *   pool.c      configuration, create, destroy, stats
  */
-#ifndef WEFT_POOL_INTERNAL_H
-#define WEFT_POOL_INTERNAL_H
+#ifndef WEFT_POOL_CORE_H
+#define WEFT_POOL_CORE_H
 #include "pool/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
@@ -32,7 +46,7 @@ typedef struct weft_worker {
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
   uintptr_t steal_floor;     /* owner only: below this stack address a
-                                waiter stops stealing (see group.c) */
+                                waiter stops stealing (see wait.c) */
   pthread_t thread;          /* written by create, read by destroy */
   bool started;              /* written by create, read by destroy */
   /* Statistics. atomic, relaxed: written by the owner only (load + store, no
@@ -49,6 +63,11 @@ struct weft_pool {
   int64_t spin_count;     /* idle rounds before parking */
   weft_worker *workers;
   char name[16];
+  weft_worker_observer_fn observer; /* NULL: none (weft_pool_config.observer) */
+  void *observer_arg;
+  /* atomic: workers whose observer START returned; the futex word create
+   * waits on, so that every START comes before any task of the pool. */
+  _Atomic uint32_t nobserved;
   weft_topo topo;
   weft_prof *prof;        /* NULL: profiling off; written by destroy */
   unsigned long fork_gen; /* the fork generation at create (common/fork.h) */
@@ -85,60 +104,26 @@ struct weft_pool {
   _Atomic int bind_warned; /* atomic: a refused bind was logged */
 };
 
-/* The group's private layout inside weft_group. */
-/* Pending tasks = local + (state >> 2): spawns and finishes on the owner's
- * thread touch only `local`, so a spawn that is not stolen costs no atomic
- * read-modify-write; everyone else counts in `state`, which therefore goes
- * below zero (mod 2^32) when the owner's spawns finish elsewhere. */
-typedef struct weft_group_impl {
-  weft_pool *pool;      /* immutable after init */
-  weft_worker *owner;   /* immutable after init: the initialising worker, or NULL */
-  int32_t local;        /* owner only: spawns minus finishes on the owner's thread */
-  /* atomic: others' spawns minus finishes << 2 | WEFT_GROUP_* waiter bits. */
-  _Atomic uint32_t state;
-  _Atomic int status;   /* atomic: first non-zero task return */
-  uint32_t magic;       /* WEFT_GROUP_MAGIC once initialised */
-} weft_group_impl;
-#define WEFT_GROUP_MAGIC 0x77656674u
-/* A thread outside the pool sleeps on the state word (futex). */
-#define WEFT_GROUP_SLEEPING 1u
-/* A worker waits parked on the pool's eventcount. */
-#define WEFT_GROUP_PARKED 2u
-#define WEFT_GROUP_ONE 4u /* one task in state */
-
-/* The calling thread's worker, if it is one of pool's; else NULL. */
+/* Defined in core.c. The calling thread's worker (set once by its main). */
 #define WEFT_TLS __attribute__((tls_model("initial-exec")))
 extern _Thread_local weft_worker *weft_tls_worker WEFT_TLS;
 /* The pool whose task the calling thread is running (workers and helpers). */
 extern _Thread_local weft_pool *weft_tls_task_pool WEFT_TLS;
 
+/* The calling thread's worker, if it is one of pool's; else NULL. */
 static inline weft_worker *weft_worker_of(weft_pool *pool)
 {
   weft_worker *w = weft_tls_worker;
   return (w && w->pool == pool) ? w : NULL;
 }
 
-/* worker.c */
-void *weft_worker_main(void *arg);
-/* Runs t on the calling thread (w: its worker in pool, or NULL). */
-void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t);
-/* Anything to run that is not in w's own deque (w NULL: a helper). */
-weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w);
-/* After a push to a deque: wake a parked worker if none is searching. */
-void weft_pool_wake_heuristic(weft_pool *pool);
-/* After an injection: the exact, fenced check. */
-void weft_pool_wake_exact(weft_pool *pool);
-bool weft_pool_any_work(weft_pool *pool);
-void weft_busy_add(weft_pool *pool, int delta);
+/* Bumps a worker's statistic. relaxed: a statistic with a single writer
+ * (load + store, no RMW), read by weft_pool_stats. */
+static inline void weft_stat_inc(_Atomic uint64_t *c)
+{
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
-/* The idle protocol: searches, spins, then parks. g NULL: the worker loop's
- * idle phase; returns a task, or NULL when the pool is exiting. g non-NULL:
- * w waits for g; returns a task to run meanwhile, or NULL once g is done. */
-weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g);
-
-/* pool.c: queues t from the calling thread (w: its worker in pool, or NULL:
- * then the caller is inside the pool's work or a registered guest). */
-int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t);
 /* Whether the calling thread is one of pool's workers or runs its task. */
 bool weft_pool_is_inside(const weft_pool *pool);
 /* A thread outside the pool's work entering an API call registers, so that
@@ -146,27 +131,8 @@ bool weft_pool_is_inside(const weft_pool *pool);
  * WEFT_ESHUTDOWN once destroy began. *guest tells whether to leave. */
 int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest);
 void weft_pool_guest_leave(weft_pool *pool);
+/* A thread starts (+1) or stops (-1) being one that may take or run tasks:
+ * the count destroy's drain waits to see at zero. */
+void weft_busy_add(weft_pool *pool, int delta);
 
-/* group.c: help run tasks until the group is done. */
-int weft_group_wait_impl(weft_group_impl *g, weft_worker *w); /* w: weft_worker_of(g->pool) */
-
-/* The signed count held in a group's state word. */
-static inline int32_t weft_group_state_count(uint32_t s)
-{
-  return (int32_t)(s & ~3u) / 4;
-}
-
-/* Tasks of g not yet finished, as seen from the calling thread (w: its worker
- * in g's pool, or NULL). acquire: pairs with the release in task_done. */
-static inline int32_t weft_group_pending(weft_group_impl *g, weft_worker *w)
-{
-  int32_t n = weft_group_state_count(atomic_load_explicit(&g->state, memory_order_acquire));
-  return (w && w == g->owner) ? n + g->local : n;
-}
-
-/* Before a waiter sleeps: moves the owner's count into state and sets flag
- * (WEFT_GROUP_SLEEPING or _PARKED), so that the last finisher wakes it.
- * Returns false when nothing is pending (nothing was set). */
-bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag);
-
-#endif /* WEFT_POOL_INTERNAL_H */
+#endif /* WEFT_POOL_CORE_H */

@@ -1,0 +1,67 @@
+/*
+ * Running one task record. The record is freed before its function runs, so
+ * that what the function spawns reuses it hot; an embedded record (the
+ * engine's operators) belongs to its owner and is never freed here.
+ */
+#include "pool/run.h"
+
+#include "common/assert.h"
+#include "pool/group.h"
+#include "pool/pool_ext.h"
+#include "pool/split.h"
+
+_Thread_local bool weft_tls_in_main_loop WEFT_TLS;
+/* Tasks running on this thread, nested ones included (weft_pool_top_task). */
+static _Thread_local int task_depth WEFT_TLS;
+
+bool weft_pool_top_task(void)
+{
+  return weft_tls_in_main_loop && task_depth == 1;
+}
+
+/* weft_run_task's tail with profiling on: a "task" or "pfor" span on pt,
+ * which is the thread's current track meanwhile (operators record on it). */
+static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(void *), void *arg,
+                              size_t lo, size_t hi, weft_group_impl *g)
+{
+  weft_prof_track *prev = weft_prof_tls;
+  weft_prof_tls = pt;
+  int64_t t0 = weft_prof_now();
+  int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
+  weft_prof_span_builtin(pt, fn ? WEFT_PROF_TASK : WEFT_PROF_PFOR, t0, weft_prof_now());
+  weft_prof_tls = prev;
+  if (g)
+    weft_group_task_done(g, w, rc);
+  if (w)
+    weft_stat_inc(&w->tasks_run);
+}
+
+void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
+{
+  int (*fn)(void *) = t->fn;
+  void *arg = t->arg;
+  size_t lo = t->lo, hi = t->hi;
+  weft_group_impl *g = t->group;
+  /* An embedded record is a plain submission (weft_pool_submit_embedded). */
+  WEFT_ASSERT(!t->embedded || !g);
+  /* Free first: the record is reused hot by whatever fn spawns. An
+   * embedded record belongs to fn's argument, which fn may free. */
+  if (!t->embedded)
+    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+  /* Profiling off: w->prof and pool->prof are NULL, one branch. */
+  weft_prof_track *pt = w    ? w->prof
+                        : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
+                                     : NULL;
+  task_depth++;
+  if (pt) {
+    run_task_profiled(w, pt, fn, arg, lo, hi, g);
+    task_depth--;
+    return;
+  }
+  int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
+  task_depth--;
+  if (g)
+    weft_group_task_done(g, w, rc);
+  if (w)
+    weft_stat_inc(&w->tasks_run);
+}

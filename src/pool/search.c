@@ -1,0 +1,74 @@
+/*
+ * Finding work off the own deque. A worker sweeps its victims near ones
+ * first (those sharing a cache with it, planned by pool.c), each group from a
+ * random start; a helper thread sweeps every worker from a start that varies
+ * per call.
+ */
+#include "pool/search.h"
+
+static inline uint32_t rng_next(uint64_t *s)
+{
+  uint64_t x = *s; /* xorshift64* */
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+/* One sweep over the victims: near ones first, each group from a random
+ * start. *retry: some steal lost a race (the deque was not empty). */
+static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
+{
+  void *item;
+  if (w) {
+    int nv = pool->nworkers - 1;
+    if (nv <= 0)
+      return NULL;
+    uint32_t r = rng_next(&w->rng);
+    int groups[2][2] = {{0, w->nnear}, {w->nnear, nv}};
+    for (int gi = 0; gi < 2; gi++) {
+      int lo = groups[gi][0], len = groups[gi][1] - lo;
+      for (int k = 0; k < len; k++) {
+        weft_worker *v = &pool->workers[w->victims[lo + (int)((r + (uint32_t)k) % (uint32_t)len)]];
+        weft_steal_result sr = weft_deque_steal(&v->deque, &item);
+        if (sr == WEFT_STEAL_OK) {
+          weft_stat_inc(&w->steals);
+          if (w->prof)
+            weft_prof_instant_builtin(w->prof, WEFT_PROF_STEAL, weft_prof_now(), WEFT_PROF_VICTIM,
+                                      v->index);
+          return item;
+        }
+        *retry |= sr == WEFT_STEAL_RETRY;
+      }
+    }
+    return NULL;
+  }
+  /* A helper thread: every worker, from a start that varies per call. */
+  static _Atomic uint32_t start;
+  uint32_t s = atomic_fetch_add_explicit(&start, 1, memory_order_relaxed);
+  for (int k = 0; k < pool->nworkers; k++) {
+    weft_worker *v = &pool->workers[(s + (uint32_t)k) % (uint32_t)pool->nworkers];
+    weft_steal_result sr = weft_deque_steal(&v->deque, &item);
+    if (sr == WEFT_STEAL_OK)
+      return item;
+    *retry |= sr == WEFT_STEAL_RETRY;
+  }
+  return NULL;
+}
+
+weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
+{
+  for (;;) {
+    weft_task *t = weft_prio_pop(&pool->prio);
+    if (t)
+      return t;
+    t = weft_inject_pop(&pool->inject);
+    if (t)
+      return t;
+    bool retry = false;
+    t = steal_sweep(pool, w, &retry);
+    if (t || !retry)
+      return t; /* a lost race is not "empty": sweep again */
+  }
+}

@@ -1,0 +1,116 @@
+/*
+ * Queueing work. A worker pushes onto its own deque (LIFO, cache-hot) and
+ * wakes by the heuristic; any other thread, or a worker whose deque could
+ * not grow, uses the injection queue and the exact, fenced wake.
+ */
+#include "pool/submit.h"
+
+#include "common/assert.h"
+#include "pool/idle.h"
+#include "pool/pool_ext.h"
+
+int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
+{
+  if (w && weft_deque_push(&w->deque, t) == 0) {
+    weft_pool_wake_heuristic(pool);
+    return 0;
+  }
+  /* A thread without a deque (registered by weft_pool_guest_enter, or
+   * inside one of our tasks), or a deque that could not grow: the injection
+   * queue needs no memory. */
+  weft_inject_push(&pool->inject, t);
+  weft_pool_wake_exact(pool);
+  return 0;
+}
+
+int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *), void *arg,
+                          size_t lo, size_t hi)
+{
+  weft_pool *pool = g->pool;
+  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  if (!t)
+    return WEFT_ENOMEM;
+  t->fn = fn;
+  t->arg = arg;
+  t->lo = lo;
+  t->hi = hi;
+  t->group = g;
+  t->embedded = false;
+  weft_group_count_spawn(g, w);
+  int rc = weft_pool_enqueue(pool, w, t);
+  if (rc) {
+    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_group_task_done(g, w, 0);
+  }
+  return rc;
+}
+
+int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
+{
+  weft_group_impl *g = (weft_group_impl *)pub;
+  if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool)
+    return WEFT_EINVAL;
+  weft_worker *w = weft_worker_of(g->pool);
+  if (w) /* the pool's own worker: the fast path, no registration */
+    return weft_group_spawn_task(g, w, fn, arg, 0, 0);
+  bool guest;
+  int rc = weft_pool_guest_enter(g->pool, true, &guest);
+  if (rc)
+    return rc;
+  rc = weft_group_spawn_task(g, NULL, fn, arg, 0, 0);
+  if (guest)
+    weft_pool_guest_leave(g->pool);
+  return rc;
+}
+
+/* fn(arg) as a task on the deque or injection queue. */
+static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
+{
+  if (!pool || !fn)
+    return WEFT_EINVAL;
+  bool guest;
+  int rc = weft_pool_guest_enter(pool, true, &guest);
+  if (rc)
+    return rc;
+  weft_worker *w = weft_worker_of(pool);
+  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  rc = WEFT_ENOMEM;
+  if (t) {
+    t->fn = fn;
+    t->arg = arg;
+    t->lo = t->hi = 0;
+    t->group = NULL;
+    t->embedded = false;
+    rc = weft_pool_enqueue(pool, w, t);
+  }
+  if (guest)
+    weft_pool_guest_leave(pool);
+  return rc;
+}
+
+int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int priority)
+{
+  bool guest;
+  int rc = weft_pool_guest_enter(pool, true, &guest);
+  if (rc)
+    return rc;
+  WEFT_ASSERT(t->fn != NULL); /* the caller set fn and arg (pool_ext.h) */
+  t->lo = t->hi = 0;
+  t->group = NULL;
+  t->embedded = true;
+  if (!prio) {
+    weft_pool_enqueue(pool, weft_worker_of(pool), t);
+  } else {
+    rc = weft_prio_push(&pool->prio, t, priority);
+    if (rc == 0)
+      weft_pool_wake_exact(pool);
+  }
+  if (guest)
+    weft_pool_guest_leave(pool);
+  return rc;
+}
+
+int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
+{
+  return submit(pool, fn, arg);
+}
