@@ -103,8 +103,10 @@ typedef struct weft_pool_config {
                            thread as it starts (WEFT_WORKER_START, before it
                            runs any task) and as it ends (WEFT_WORKER_STOP,
                            after its last task): e.g. to name the thread or
-                           set its NUMA policy. Must not call back into the
-                           pool it observes (it may use other pools). */
+                           set its NUMA policy. With an observer,
+                           weft_pool_create returns after every START
+                           returned. Must not call back into the pool it
+                           observes (it may use other pools). */
   void *observer_arg;   /* passed to observer */
   /* Room to grow without breaking binaries: must be zero, as
    * weft_pool_config_default leaves it (WEFT_EINVAL otherwise). */

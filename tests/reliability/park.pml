@@ -1,5 +1,5 @@
 /*
- * The parking protocol of src/pool/park.c and src/pool/worker.c (the
+ * The parking protocol of src/pool/park.c and src/pool/idle.c (the
  * eventcount with the searching-worker handshake) as a Promela model for
  * spin. Promela is sequentially consistent: each C atomic operation is one
  * statement, and the seq_cst fences are implicit, so this model checks the
@@ -77,7 +77,7 @@ inline ec_notify(all) {
   fi
 }
 
-/* wake_one (worker.c:146-156) */
+/* wake_one (idle.c) */
 inline wake_one() {
   if
   :: wake_pending -> skip
@@ -93,7 +93,7 @@ inline wake_one() {
   fi
 }
 
-/* start_searching (worker.c:175-182) */
+/* start_searching (idle.c) */
 inline start_searching() {
   nsearching++;
   wake_pending = 0
@@ -107,9 +107,9 @@ inline inject_pop() {
 proctype worker(byte me) {
   bit t, searching, old, notified, last;
   byte key, n, k;
-loop:                                   /* weft_worker_main (worker.c:323) */
+loop:                                   /* weft_worker_main (worker.c) */
   atomic { inject_pop(); if :: t -> t = 0; goto run_task :: else -> skip fi };
-  /* weft_worker_idle (worker.c:197) */
+  /* weft_worker_idle (idle.c) */
   start_searching();
 search:
   atomic {                              /* weft_find_nonlocal */
@@ -117,7 +117,7 @@ search:
     inject_pop();
     if :: t -> t = 0 :: else -> goto not_found fi
   };
-  atomic { nsearching--; last = (nsearching == 0) };    /* stop_searching (worker.c:186) */
+  atomic { nsearching--; last = (nsearching == 0) };    /* stop_searching (idle.c) */
   if
   :: last -> last = 0;
      if
@@ -129,7 +129,7 @@ search:
   fi;
   goto run_task;
 not_found:
-  if                                    /* only the last searcher spins (worker.c:235) */
+  if                                    /* only the last searcher spins (idle.c) */
   :: state == RUNNING ->
      n = nsearching;
      if
@@ -145,12 +145,12 @@ not_found:
   :: else -> skip
   fi;
 #endif
-  waiters++;                            /* weft_ec_prewait (worker.c:249) */
+  waiters++;                            /* weft_ec_prewait (idle.c) */
   key = seq;
-  wake_pending = 0;                     /* worker.c:253 */
-  if :: searching -> nsearching-- :: else -> skip fi;   /* worker.c:258 */
+  wake_pending = 0;                     /* idle.c */
+  if :: searching -> nsearching-- :: else -> skip fi;   /* idle.c */
 #if !defined(NO_RECHECK) && !defined(RECHECK_FIRST)
-  if                                    /* the re-check (worker.c:269) */
+  if                                    /* the re-check (idle.c) */
   :: inject_count > 0 ->
      key = 0; waiters--;                /* weft_ec_cancel */
      start_searching();
@@ -158,7 +158,7 @@ not_found:
   :: else -> skip
   fi;
 #endif
-  if                                    /* worker.c:277 */
+  if                                    /* idle.c */
   :: state == EXITING -> key = 0; waiters--; goto exit
   :: else -> skip
   fi;
@@ -189,7 +189,7 @@ proctype submitter() {
   do
   :: i < NTASKS ->
      atomic { inject_count++ };         /* weft_inject_push */
-     /* weft_pool_wake_exact (worker.c:165): after the fence */
+     /* weft_pool_wake_exact (idle.c): after the fence */
      if
      :: nsearching == 0 ->
         if :: waiters > 0 -> wake_one() :: else -> skip fi
