@@ -228,17 +228,19 @@ static int submit_one(weft_gpu_exec *x, weft_exec_op *op)
 /* Failing an operator completes it, which may make the next GPU operator
  * of a chain ready and submit it from inside the failure, whose submit may
  * fail the same way: the outermost x_submit on this thread takes such
- * operators in a loop, not a recursion as deep as the chain. While it does,
- * submits of the same executor on this thread are queued here (through
- * weft_exec_op_node) and tried in turn. The thread's own. */
+ * operators in a loop, not a recursion as deep as the chain. While it
+ * does, a submit of the same executor on this thread that cannot go now is
+ * queued here (through weft_exec_op_node) and tried again in turn; it then
+ * fails with what that try finds. The thread's own. */
 static _Thread_local weft_gpu_exec *submitting; /* the executor whose loop runs, or NULL */
-static _Thread_local weft_fifo deferred;         /* its operators not yet tried */
+static _Thread_local weft_fifo deferred;         /* its operators to try again */
 
 static void x_submit(void *self, weft_exec_op *op)
 {
   weft_gpu_exec *x = self;
-  if (submitting == x) { /* inside the loop below: it takes op in turn */
-    weft_fifo_push(&deferred, weft_exec_op_node(op));
+  if (submitting == x) { /* inside the loop below */
+    if (submit_one(x, op))
+      weft_fifo_push(&deferred, weft_exec_op_node(op)); /* the loop tries it again */
     return;
   }
   /* Another executor's loop (a user operator run inline while it failed one
