@@ -61,7 +61,8 @@ typedef struct weft_gpu_opstate {
   weft_gpu_lane *lane;         /* set by the submitter: where it runs */
   int64_t launched;            /* profiling: when fn returned (weft_prof_now ticks) */
   weft_gpu_op_phase phase;     /* see weft_gpu_op_phase */
-  bool in_lane;                /* under poll_lock: lnode is on lane->launched */
+  bool in_lane;                /* under poll_lock: lnode is on lane->launched (release
+                                  reads it after the poller's removal, without it) */
   weft_fifo_node lnode;        /* under poll_lock: lane->launched link */
   struct weft_gpu_opstate *next_free; /* under the device's pool lock while free */
 } weft_gpu_opstate;
