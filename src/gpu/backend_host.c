@@ -25,14 +25,6 @@ typedef struct weft_host_event {
 #define HS(s) ((weft_host_stream *)(void *)(s))
 #define HE(e) ((weft_host_event *)(void *)(e))
 
-void weft_host_marker_unref(weft_host_marker *m)
-{
-  /* acq_rel: the last holder sees every other holder's use of the marker
-   * before it frees it; pairs with the other holders' decrements. */
-  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
-    weft_free(m);
-}
-
 static void host_close(weft_gpu_backend *b)
 {
   weft_free(b);

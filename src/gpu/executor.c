@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "common/tunables.h"
@@ -66,12 +67,18 @@ static weft_gpu_opstate *state_get(weft_gpu_exec *x, int device, int *err)
   return st;
 }
 
-static void x_release(void *self, weft_opr *op)
+static void x_release(void *self, weft_exec_op *op)
 {
   weft_gpu_exec *x = self;
-  weft_gpu_opstate *st = op->exec_state;
-  weft_gpu_device *d = &x->dev[op->ctx.id];
-  op->exec_state = NULL;
+  weft_gpu_opstate *st = weft_exec_op_state(op);
+  weft_gpu_device *d = &x->dev[weft_exec_op_ctx(op).id];
+  WEFT_ASSERT(st->op == op);
+  WEFT_ASSERT(st->phase == WEFT_GPU_OP_DONE); /* the engine recycles only a finished operator */
+  WEFT_ASSERT(!st->in_lane); /* the poller took it off its lane */
+  st->phase = WEFT_GPU_OP_FREE;
+  st->op = NULL;
+  st->lane = NULL;
+  weft_exec_op_set_state(op, NULL);
   pthread_mutex_lock(&d->pool_lock);
   st->next_free = d->free;
   d->free = st;
@@ -179,17 +186,18 @@ static int device_ready(weft_gpu_exec *x, int i)
 
 /* ------------------------------------------------------------- dispatch */
 
-static weft_gpu_lane *choose_lane(weft_gpu_exec *x, weft_opr *op)
+static weft_gpu_lane *choose_lane(weft_gpu_exec *x, weft_exec_op *op)
 {
-  weft_gpu_device *d = &x->dev[op->ctx.id];
-  if (op->prop == WEFT_PROP_COPY_TO_GPU || op->prop == WEFT_PROP_COPY_FROM_GPU) {
+  weft_gpu_device *d = &x->dev[weft_exec_op_ctx(op).id];
+  weft_prop prop = weft_exec_op_prop(op);
+  if (prop == WEFT_PROP_COPY_TO_GPU || prop == WEFT_PROP_COPY_FROM_GPU) {
     /* relaxed: only spreads work. */
     unsigned k = atomic_fetch_add_explicit(&d->rr_copy, 1, memory_order_relaxed);
-    return &d->copy[k % (unsigned)x->ncopy].lane[op->prop == WEFT_PROP_COPY_FROM_GPU];
+    return &d->copy[k % (unsigned)x->ncopy].lane[prop == WEFT_PROP_COPY_FROM_GPU];
   }
-  int n = atomic_load_explicit(&op->ndevwaits, memory_order_relaxed);
-  for (int k = 0; k < n && k < WEFT_OPR_DEV_WAITS; k++) {
-    weft_gpu_lane *l = ((weft_gpu_opstate *)op->devwait[k]->exec_state)->lane;
+  int n = weft_exec_op_ndevwaits(op);
+  for (int k = 0; k < n; k++) {
+    weft_gpu_lane *l = ((weft_gpu_opstate *)weft_exec_op_state(weft_exec_op_devwait(op, k)))->lane;
     if (l->worker->kind == WEFT_GPU_COMPUTE)
       return l; /* behind its predecessor on the same stream */
   }
@@ -197,47 +205,61 @@ static weft_gpu_lane *choose_lane(weft_gpu_exec *x, weft_opr *op)
   return &d->compute[k % (unsigned)x->ncompute].lane[0];
 }
 
-/* Operators that could not be sent to a worker, finished by the outermost
- * x_submit on this thread: finishing one may make the next GPU operator of
- * a chain ready, whose submit fails the same way; a loop, not a recursion
- * as deep as the chain. Linked through op->link. */
-static _Thread_local weft_opr *failed_head, *failed_tail;
-static _Thread_local bool failed_draining;
-
-static void submit_failed(weft_opr *op, int rc)
+/* Sends op to a worker of its device, starting the device if needed;
+ * returns 0, or why it cannot (op is then untouched). */
+static int submit_one(weft_gpu_exec *x, weft_exec_op *op)
 {
-  op->status = rc;
-  op->link = NULL;
-  if (failed_tail)
-    failed_tail->link = op;
-  else
-    failed_head = op;
-  failed_tail = op;
-  if (failed_draining)
-    return;
-  failed_draining = true;
-  while (failed_head) {
-    weft_opr *o = failed_head;
-    failed_head = o->link;
-    if (!failed_head)
-      failed_tail = NULL;
-    weft_gpu_finish_unlaunched(o, o->status);
-  }
-  failed_draining = false;
+  int device = weft_exec_op_ctx(op).id;
+  int rc = device_ready(x, device);
+  if (rc)
+    return rc;
+  weft_gpu_opstate *st = state_get(x, device, &rc);
+  if (!st)
+    return rc;
+  WEFT_ASSERT(st->phase == WEFT_GPU_OP_FREE && !st->op && !st->in_lane);
+  st->phase = WEFT_GPU_OP_SUBMITTED;
+  st->op = op;
+  st->lane = choose_lane(x, op);
+  weft_exec_op_set_state(op, st);
+  weft_gpu_worker_push(st->lane->worker, op);
+  return 0;
 }
 
-static void x_submit(void *self, weft_opr *op)
+/* Failing an operator completes it, which may make the next GPU operator
+ * of a chain ready and submit it from inside the failure, whose submit may
+ * fail the same way: the outermost x_submit on this thread takes such
+ * operators in a loop, not a recursion as deep as the chain. While it
+ * does, a submit of the same executor on this thread that cannot go now is
+ * queued here (through weft_exec_op_node) and tried again in turn; it then
+ * fails with what that try finds. The thread's own. */
+static _Thread_local weft_gpu_exec *submitting; /* the executor whose loop runs, or NULL */
+static _Thread_local weft_fifo deferred;         /* its operators to try again */
+
+static void x_submit(void *self, weft_exec_op *op)
 {
   weft_gpu_exec *x = self;
-  int rc = device_ready(x, op->ctx.id);
-  weft_gpu_opstate *st = rc ? NULL : state_get(x, op->ctx.id, &rc);
-  if (!st) {
-    submit_failed(op, rc);
+  if (submitting == x) { /* inside the loop below */
+    if (submit_one(x, op))
+      weft_fifo_push(&deferred, weft_exec_op_node(op)); /* the loop tries it again */
     return;
   }
-  st->lane = choose_lane(x, op);
-  op->exec_state = st;
-  weft_gpu_worker_push(st->lane->worker, op);
+  /* Another executor's loop (a user operator run inline while it failed one
+   * pushed to this engine) is suspended, not joined: its queue waits. */
+  weft_gpu_exec *outer = submitting;
+  weft_fifo outer_deferred = deferred;
+  submitting = x;
+  weft_fifo_init(&deferred);
+  for (;;) {
+    int rc = submit_one(x, op);
+    if (rc) /* the cause, as submit_one saw it */
+      weft_exec_op_fail(op, rc);
+    weft_fifo_node *next = weft_fifo_pop(&deferred);
+    if (!next)
+      break;
+    op = weft_exec_op_of_node(next);
+  }
+  submitting = outer;
+  deferred = outer_deferred;
 }
 
 /* The device a naive GPU operator running on this thread is bound to, or
@@ -246,25 +268,26 @@ static _Thread_local int naive_device = -1;
 
 /* The naive engine: fn on the device's own stream, then wait for it. The
  * lock is recursive: fn may push another GPU operator, which runs here. */
-static int x_run_sync(void *self, const weft_opr *op)
+static int x_run_sync(void *self, weft_exec_op *op)
 {
   weft_gpu_exec *x = self;
-  weft_gpu_device *d = &x->dev[op->ctx.id];
+  weft_ctx ctx = weft_exec_op_ctx(op);
+  weft_gpu_device *d = &x->dev[ctx.id];
   pthread_mutex_lock(&d->sync_lock);
   int rc = 0, outer = naive_device;
   if (!d->sync_stream)
-    rc = weft_gpu_stream_create(x->b, op->ctx.id, &d->sync_stream);
+    rc = weft_gpu_stream_create(x->b, ctx.id, &d->sync_stream);
   if (!rc) /* fn launches from this thread (CUDA: its current device changes) */
-    rc = weft_gpu_bind_thread(x->b, op->ctx.id);
+    rc = weft_gpu_bind_thread(x->b, ctx.id);
   if (!rc) {
-    naive_device = op->ctx.id;
-    weft_run_ctx rctx = {op->ctx, weft_gpu_stream_native(x->b, d->sync_stream), -1};
-    rc = op->fn(&rctx, op->arg);
+    naive_device = ctx.id;
+    weft_run_ctx rctx = {ctx, weft_gpu_stream_native(x->b, d->sync_stream), -1};
+    rc = weft_exec_op_call(op, &rctx);
     int s = weft_gpu_stream_sync(x->b, d->sync_stream);
     if (!rc)
       rc = s;
     naive_device = outer;
-    if (outer >= 0 && outer != op->ctx.id) /* the outer fn goes on launching */
+    if (outer >= 0 && outer != ctx.id) /* the outer fn goes on launching */
       weft_gpu_bind_thread(x->b, outer);
   }
   pthread_mutex_unlock(&d->sync_lock);
@@ -286,6 +309,7 @@ static void x_close(void *self)
     }
   }
   weft_gpu_poller_stop(x); /* the engine drained: nothing is launched */
+  WEFT_ASSERT(x->nlaunched == 0);
   for (int i = 0; i < x->ndev; i++) {
     weft_gpu_device *d = &x->dev[i];
     if (d->sync_stream)
@@ -323,7 +347,7 @@ static int read_env(long *ncompute, long *ncopy, long *watchdog_ms)
   return rc < 0 ? rc : 0;
 }
 
-static int x_open(weft_engine *eng, void **self, int *num_devices)
+static int x_open(weft_pool *pool, void **self, int *num_devices)
 {
   long ncompute, ncopy, watchdog_ms;
   int rc = read_env(&ncompute, &ncopy, &watchdog_ms);
@@ -332,8 +356,7 @@ static int x_open(weft_engine *eng, void **self, int *num_devices)
   weft_gpu_exec *x = weft_calloc(1, sizeof *x);
   if (!x)
     return WEFT_ENOMEM;
-  x->eng = eng;
-  x->prof = weft_pool_prof(eng->pool);
+  x->prof = weft_pool_prof(pool);
   x->ncompute = (int)ncompute;
   x->ncopy = (int)ncopy;
   x->watchdog_ns = (int64_t)watchdog_ms * 1000000;

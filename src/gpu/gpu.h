@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "deps/engine.h"
-#include "deps/executor.h"
+#include "common/fifo.h"
 #include "common/prof.h"
+#include "deps/executor.h"
 #include "gpu/backend.h"
 
 struct weft_gpu_exec;
@@ -34,17 +34,37 @@ typedef struct weft_gpu_lane {
   weft_gpu_stream *stream;     /* immutable after open */
   void *native;                /* immutable: what operators receive as rc.stream */
   struct weft_gpu_worker *worker; /* immutable: the owner */
-  weft_opr *head, *tail;       /* under the executor's poll_lock: launched, not done */
+  weft_fifo launched;          /* under the executor's poll_lock: weft_gpu_opstate (lnode),
+                                  launched, not done */
+  long nlaunched;              /* under poll_lock: the length of launched */
   int64_t head_since_ns;       /* poller only: when the poller first saw head pending */
   weft_prof_track *track;      /* the stream's trace track (poller only), or NULL */
   int64_t last_end;            /* poller only: when its last traced operator completed */
 } weft_gpu_lane;
 
+/* An operator's life as the executor sees it; every step is asserted, so
+ * that an operator completes exactly once (to the engine: one
+ * weft_exec_op_fail or one launched + device_done). */
+typedef enum {
+  WEFT_GPU_OP_FREE = 0,   /* in the device's pool, or just made */
+  WEFT_GPU_OP_SUBMITTED,  /* attached to an operator, queued on its worker */
+  WEFT_GPU_OP_LAUNCHED,   /* its fn ran and its event is recorded: on its lane */
+  WEFT_GPU_OP_DONE,       /* reported to the engine (failed, or device done) */
+} weft_gpu_op_phase;
+
 typedef struct weft_gpu_opstate {
   weft_gpu_event *ev;          /* owned: recorded on lane's stream after fn */
+  /* The fields below are written by the thread that holds the operator at
+   * each step: the submitter, then its worker, then the poller; the
+   * hand-offs (the worker's queue lock, poll_lock, the engine's release of
+   * the block) order those writes. */
+  weft_exec_op *op;            /* the operator it belongs to (from submit to release) */
   weft_gpu_lane *lane;         /* set by the submitter: where it runs */
   int64_t launched;            /* profiling: when fn returned (weft_prof_now ticks) */
-  weft_opr *next_launched;     /* under poll_lock: lane FIFO link */
+  weft_gpu_op_phase phase;     /* see weft_gpu_op_phase */
+  bool in_lane;                /* under poll_lock: lnode is on lane->launched (release
+                                  reads it after the poller's removal, without it) */
+  weft_fifo_node lnode;        /* under poll_lock: lane->launched link */
   struct weft_gpu_opstate *next_free; /* under the device's pool lock while free */
 } weft_gpu_opstate;
 
@@ -61,7 +81,7 @@ typedef struct weft_gpu_worker {
   bool started;                /* creator only */
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  weft_opr *qhead, *qtail;     /* under lock: ready operators (linked through op->link) */
+  weft_fifo queue;             /* under lock: ready operators (weft_exec_op_node) */
   bool stop;                   /* under lock */
 } weft_gpu_worker;
 
@@ -85,7 +105,6 @@ typedef struct weft_gpu_device {
 } weft_gpu_device;
 
 typedef struct weft_gpu_exec {
-  weft_engine *eng;            /* immutable */
   weft_gpu_backend *b;         /* immutable, owned */
   weft_prof *prof;             /* immutable: the pool's trace recorder, or NULL */
   int ndev;                    /* immutable */
@@ -105,17 +124,18 @@ typedef struct weft_gpu_exec {
 /* stream_worker.c */
 int weft_gpu_worker_start(weft_gpu_worker *w);
 /* Queues a ready operator on w (never fails). */
-void weft_gpu_worker_push(weft_gpu_worker *w, weft_opr *op);
+void weft_gpu_worker_push(weft_gpu_worker *w, weft_exec_op *op);
 /* Stops w's thread once its queue is empty and joins it. */
 void weft_gpu_worker_stop(weft_gpu_worker *w);
-/* A device operator that will not launch: drops the device waits it holds
- * and finishes it now with status. */
-void weft_gpu_finish_unlaunched(weft_opr *op, int status);
+/* A submitted operator that will not launch: finishes it now with status
+ * (non-zero), dropping the device waits it holds. */
+void weft_gpu_fail_submitted(weft_exec_op *op, int status);
 
 /* poller.c */
 int weft_gpu_poller_start(weft_gpu_exec *x);
-/* Appends a launched operator to its lane (the poller takes it from there). */
-void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_opr *op);
+/* Appends a launched operator (its state) to its lane (the poller takes it
+ * from there). */
+void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate *st);
 void weft_gpu_poller_stop(weft_gpu_exec *x);
 
 /* executor.c */

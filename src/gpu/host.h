@@ -1,7 +1,8 @@
 /*
  * The host backend's internals (emulated devices): streams are FIFOs of
  * items served by one thread each (host_stream.c); events point at the
- * marker of their latest record (backend_host.c).
+ * marker of their latest record (backend_host.c), whose references
+ * host_stream.c counts.
  *
  * A marker is one record's capture: the stream thread completes it when it
  * reaches the record's place in the FIFO, i.e. after every item enqueued
@@ -20,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fifo.h"
 #include "gpu/backend.h"
 
 /* A marker's state. */
@@ -50,7 +52,7 @@ typedef enum {
 } weft_host_item_kind;
 
 typedef struct weft_host_item {
-  struct weft_host_item *next; /* the stream's FIFO link: under the stream's mu */
+  weft_fifo_node node;         /* the stream's FIFO link: under the stream's mu */
   weft_host_item_kind kind;    /* immutable once enqueued, as the fields below */
   void (*fn)(void *arg);
   void *arg;
@@ -75,8 +77,7 @@ typedef struct weft_host_stream {
   pthread_mutex_t mu;      /* guards everything below */
   pthread_cond_t work_cv;  /* the thread sleeps here while the FIFO is empty */
   pthread_cond_t idle_cv;  /* stream_sync sleeps here until executed catches up */
-  weft_host_item *head;    /* FIFO: enqueuers append at tail, the thread pops head */
-  weft_host_item *tail;
+  weft_fifo items;         /* weft_host_item (node): enqueuers push, the thread pops */
   uint64_t enqueued;       /* items ever enqueued */
   uint64_t executed;       /* items the thread finished (run or skipped) */
   int sync_waiters;        /* threads in stream_sync */
@@ -95,7 +96,7 @@ void weft_host_stream_push(weft_host_stream *s, weft_host_item *it);
  * stream failed, else 0. */
 int weft_host_stream_sync(weft_host_stream *s);
 
-/* Marker references (backend_host.c). */
+/* Drops a marker reference; the last one frees it. */
 void weft_host_marker_unref(weft_host_marker *m);
 
 /*

@@ -1,6 +1,7 @@
 /*
  * Host backend streams: a FIFO of items served by one thread, which sleeps
- * on a condition variable while the FIFO is empty. Also the public
+ * on a condition variable while the FIFO is empty; the markers' reference
+ * counting (their holders are items and events). Also the public
  * weft_gpu_host_enqueue and the device-error test hook.
  */
 #include <errno.h>
@@ -10,10 +11,19 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/error.h"
 #include "common/sync.h"
 #include "gpu/host.h"
 #include "weft/weft.h"
+
+void weft_host_marker_unref(weft_host_marker *m)
+{
+  /* acq_rel: the last holder sees every other holder's use of the marker
+   * before it frees it; pairs with the other holders' decrements. */
+  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    weft_free(m);
+}
 
 static void jitter(weft_host_stream *s)
 {
@@ -92,14 +102,12 @@ static void *stream_main(void *arg)
   weft_host_stream *s = arg;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while (!s->head && !s->closing)
+    while (weft_fifo_empty(&s->items) && !s->closing)
       pthread_cond_wait(&s->work_cv, &s->mu);
-    weft_host_item *it = s->head;
-    if (!it)
+    weft_fifo_node *node = weft_fifo_pop(&s->items);
+    if (!node)
       break; /* closing and drained */
-    s->head = it->next;
-    if (!s->head)
-      s->tail = NULL;
+    weft_host_item *it = weft_fifo_entry(node, weft_host_item, node);
     pthread_mutex_unlock(&s->mu);
 
     jitter(s);
@@ -144,13 +152,8 @@ int weft_host_stream_create(int device, unsigned jitter_us, weft_host_stream **o
 
 void weft_host_stream_push(weft_host_stream *s, weft_host_item *it)
 {
-  it->next = NULL;
   pthread_mutex_lock(&s->mu);
-  if (s->tail)
-    s->tail->next = it;
-  else
-    s->head = it;
-  s->tail = it;
+  weft_fifo_push(&s->items, &it->node);
   s->enqueued++;
   pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->mu);
@@ -176,6 +179,7 @@ void weft_host_stream_destroy(weft_host_stream *s)
   pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->thread, NULL);
+  WEFT_ASSERT(weft_fifo_empty(&s->items) && s->executed == s->enqueued); /* drained */
   s->magic = 0;
   pthread_cond_destroy(&s->idle_cv);
   pthread_cond_destroy(&s->work_cv);

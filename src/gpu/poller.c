@@ -17,21 +17,20 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/error.h"
 #include "common/sync.h"
 #include "common/tunables.h"
 #include "gpu/gpu.h"
 
-void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_opr *op)
+void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate *st)
 {
-  weft_gpu_opstate *st = op->exec_state;
-  st->next_launched = NULL;
   pthread_mutex_lock(&x->poll_lock);
-  if (lane->tail)
-    ((weft_gpu_opstate *)lane->tail->exec_state)->next_launched = op;
-  else
-    lane->head = op;
-  lane->tail = op;
+  WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED && !st->in_lane);
+  WEFT_ASSERT((lane->nlaunched == 0) == weft_fifo_empty(&lane->launched));
+  weft_fifo_push(&lane->launched, &st->lnode);
+  st->in_lane = true;
+  lane->nlaunched++;
   if (x->nlaunched++ == 0)
     pthread_cond_signal(&x->poll_cond);
   pthread_mutex_unlock(&x->poll_lock);
@@ -44,11 +43,12 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
   int done = 0;
   for (;;) {
     pthread_mutex_lock(&x->poll_lock);
-    weft_opr *op = lane->head;
+    weft_fifo_node *head = weft_fifo_peek(&lane->launched);
     pthread_mutex_unlock(&x->poll_lock);
-    if (!op)
+    if (!head)
       return done;
-    weft_gpu_opstate *st = op->exec_state;
+    weft_gpu_opstate *st = weft_fifo_entry(head, weft_gpu_opstate, lnode);
+    weft_exec_op *op = st->op;
     int q = weft_gpu_event_query(x->b, st->ev);
     /* acquire: pairs with the release stores of failed (a worker's or ours). */
     if (q == WEFT_GPU_EVENT_PENDING && atomic_load_explicit(&d->failed, memory_order_acquire))
@@ -64,7 +64,7 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
         return done;
       weft_log("GPU %d: operator %s did not complete within %" PRId64
                " ms (WEFT_GPU_WATCHDOG_MS); the device is failed",
-               device, op->name ? op->name : "(unnamed)", x->watchdog_ns / 1000000);
+               device, weft_exec_op_name(op), x->watchdog_ns / 1000000);
       q = WEFT_EDEVICE;
     }
     lane->head_since_ns = 0;
@@ -73,7 +73,7 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
        * completion, if later: the stream runs one operator at a time) to the
        * completion seen here. */
       int64_t t1 = weft_prof_now(), t0 = st->launched > lane->last_end ? st->launched : lane->last_end;
-      weft_prof_span(lane->track, op->name ? op->name : "op", t0 < t1 ? t0 : t1, t1);
+      weft_prof_span(lane->track, weft_exec_op_name(op), t0 < t1 ? t0 : t1, t1);
       lane->last_end = t1;
     }
     if (q != WEFT_GPU_EVENT_COMPLETE) /* release: pairs with the workers' acquire loads */
@@ -82,12 +82,16 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
      * failure succeeded (operators launched after it fail at the worker). */
     int status = q == WEFT_GPU_EVENT_COMPLETE ? 0 : WEFT_EDEVICE;
     pthread_mutex_lock(&x->poll_lock);
-    lane->head = st->next_launched;
-    if (!lane->head)
-      lane->tail = NULL;
+    WEFT_ASSERT(weft_fifo_peek(&lane->launched) == head && lane->nlaunched > 0 && x->nlaunched > 0);
+    weft_fifo_pop(&lane->launched);
+    st->in_lane = false;
+    lane->nlaunched--;
     x->nlaunched--;
+    WEFT_ASSERT((lane->nlaunched == 0) == weft_fifo_empty(&lane->launched));
     pthread_mutex_unlock(&x->poll_lock);
-    weft_opr_device_done(op, status);
+    WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED); /* device done once per launch */
+    st->phase = WEFT_GPU_OP_DONE;
+    weft_exec_op_device_done(op, status);
     done++;
   }
 }

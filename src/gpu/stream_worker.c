@@ -9,16 +9,17 @@
 #include <stdio.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/error.h"
 #include "gpu/gpu.h"
 
-void weft_gpu_finish_unlaunched(weft_opr *op, int status)
+void weft_gpu_fail_submitted(weft_exec_op *op, int status)
 {
-  int n = atomic_load_explicit(&op->ndevwaits, memory_order_relaxed);
-  for (int k = 0; k < n && k < WEFT_OPR_DEV_WAITS; k++)
-    weft_opr_fence_unref(op->devwait[k]);
-  atomic_store_explicit(&op->ndevwaits, 0, memory_order_relaxed);
-  weft_opr_complete(op, status, false);
+  weft_gpu_opstate *st = weft_exec_op_state(op);
+  WEFT_ASSERT(st->op == op);
+  WEFT_ASSERT(st->phase == WEFT_GPU_OP_SUBMITTED); /* completes once, never launched */
+  st->phase = WEFT_GPU_OP_DONE;
+  weft_exec_op_fail(op, status);
 }
 
 static void device_failed(weft_gpu_device *d)
@@ -28,47 +29,45 @@ static void device_failed(weft_gpu_device *d)
   atomic_store_explicit(&d->failed, 1, memory_order_release);
 }
 
-static void run_one(weft_gpu_worker *w, weft_opr *op)
+static void run_one(weft_gpu_worker *w, weft_exec_op *op)
 {
   weft_gpu_exec *x = w->x;
   weft_gpu_device *d = &x->dev[w->device];
-  weft_gpu_opstate *st = op->exec_state;
+  weft_gpu_opstate *st = weft_exec_op_state(op);
   weft_gpu_lane *lane = st->lane;
+  WEFT_ASSERT(lane->worker == w); /* queued on the worker that owns its lane */
 
   /* acquire: pairs with device_failed / the poller's store. */
   int status = atomic_load_explicit(&d->failed, memory_order_acquire) ? WEFT_EDEVICE
-                                                                       : weft_opr_skip_status(op);
+                                                                       : weft_exec_op_skip_status(op);
   if (status) {
-    weft_gpu_finish_unlaunched(op, status);
+    weft_gpu_fail_submitted(op, status);
     return;
   }
   /* Device-side waits for predecessors on other streams of this device;
    * those on this stream are ordered by the stream itself. */
-  int n = atomic_load_explicit(&op->ndevwaits, memory_order_relaxed);
-  for (int k = 0; k < n && k < WEFT_OPR_DEV_WAITS; k++) {
-    weft_opr *fo = op->devwait[k];
-    weft_gpu_opstate *fst = fo->exec_state;
-    if (!status && fst->lane != lane)
+  int n = weft_exec_op_ndevwaits(op);
+  for (int k = 0; k < n && !status; k++) {
+    weft_gpu_opstate *fst = weft_exec_op_state(weft_exec_op_devwait(op, k));
+    if (fst->lane != lane)
       status = weft_gpu_stream_wait_event(x->b, lane->stream, fst->ev);
-    weft_opr_fence_unref(fo); /* the wait is issued (or will never be) */
   }
-  atomic_store_explicit(&op->ndevwaits, 0, memory_order_relaxed);
+  weft_exec_op_devwaits_done(op); /* the waits are issued (or never will be) */
   if (status) {
     if (status == WEFT_EDEVICE) /* not for a mere WEFT_ENOMEM */
       device_failed(d);
-    weft_opr_complete(op, status, false);
+    weft_gpu_fail_submitted(op, status);
     return;
   }
-  weft_run_ctx rc = {op->ctx, lane->native, -1};
-  weft_opr *prev = weft_tls_opr;
-  weft_tls_opr = op;
+  weft_run_ctx rc = {weft_exec_op_ctx(op), lane->native, -1};
   weft_prof_mark pm = weft_prof_op_begin(true); /* fn's span on the worker's track */
-  status = op->fn(&rc, op->arg);
-  weft_prof_op_end(pm, op->name);
-  weft_tls_opr = prev;
+  status = weft_exec_op_call(op, &rc);
+  weft_prof_op_end(pm, weft_exec_op_name(op));
   if (w->track)
     st->launched = weft_prof_now();
   int rec = weft_gpu_event_record(x->b, st->ev, lane->stream);
+  WEFT_ASSERT(st->phase == WEFT_GPU_OP_SUBMITTED);
+  st->phase = WEFT_GPU_OP_LAUNCHED;
   if (rec) {
     /* Its work cannot be tracked by an event: wait for the stream instead
      * (this error path only), so that nothing after the operator runs
@@ -76,12 +75,13 @@ static void run_one(weft_gpu_worker *w, weft_opr *op)
      * be synchronised either leaves the device unusable from now on. */
     if (weft_gpu_stream_sync(x->b, lane->stream))
       device_failed(d);
-    weft_opr_launched(op, status ? status : rec);
-    weft_opr_device_done(op, rec);
+    weft_exec_op_launched(op, status ? status : rec);
+    st->phase = WEFT_GPU_OP_DONE; /* before the block (and st) may be recycled */
+    weft_exec_op_device_done(op, rec);
     return;
   }
-  weft_opr_launched(op, status);
-  weft_gpu_poller_add(x, lane, op);
+  weft_exec_op_launched(op, status);
+  weft_gpu_poller_add(x, lane, st);
 }
 
 static void *worker_main(void *arg)
@@ -98,19 +98,15 @@ static void *worker_main(void *arg)
   weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {
     pthread_mutex_lock(&w->lock);
-    while (!w->qhead && !w->stop)
+    while (weft_fifo_empty(&w->queue) && !w->stop)
       pthread_cond_wait(&w->cond, &w->lock);
-    weft_opr *op = w->qhead;
-    if (!op) { /* stopped, queue empty */
-      pthread_mutex_unlock(&w->lock);
-      return NULL;
-    }
-    w->qhead = op->link;
-    if (!w->qhead)
-      w->qtail = NULL;
+    weft_fifo_node *node = weft_fifo_pop(&w->queue);
     pthread_mutex_unlock(&w->lock);
+    if (!node) /* stopped, queue empty */
+      return NULL;
+    weft_exec_op *op = weft_exec_op_of_node(node);
     if (bound)
-      weft_gpu_finish_unlaunched(op, bound);
+      weft_gpu_fail_submitted(op, bound);
     else
       run_one(w, op);
   }
@@ -125,15 +121,10 @@ int weft_gpu_worker_start(weft_gpu_worker *w)
   return 0;
 }
 
-void weft_gpu_worker_push(weft_gpu_worker *w, weft_opr *op)
+void weft_gpu_worker_push(weft_gpu_worker *w, weft_exec_op *op)
 {
-  op->link = NULL;
   pthread_mutex_lock(&w->lock);
-  if (w->qtail)
-    w->qtail->link = op;
-  else
-    w->qhead = op;
-  w->qtail = op;
+  weft_fifo_push(&w->queue, weft_exec_op_node(op));
   pthread_cond_signal(&w->cond);
   pthread_mutex_unlock(&w->lock);
 }
@@ -148,4 +139,5 @@ void weft_gpu_worker_stop(weft_gpu_worker *w)
   pthread_mutex_unlock(&w->lock);
   pthread_join(w->thread, NULL);
   w->started = false;
+  WEFT_ASSERT(weft_fifo_empty(&w->queue)); /* it stops only once its queue is empty */
 }
