@@ -1,14 +1,15 @@
 /*
  * The composition root: the one place that knows every layer. The engine
- * (src/deps/) defines the executor interface and asks here for the device
- * executor; the GPU layer (src/gpu/) provides it. Keeping this outside both
- * layers keeps src/deps/ free of any reference to src/gpu/ (design.md §1),
- * and a static link pulls the GPU layer in through this file.
+ * (src/deps/) defines the executor interface; the GPU layer (src/gpu/)
+ * provides one; here the public weft_engine_create hands it to each engine.
+ * Keeping this above both layers keeps src/deps/ free of any reference to
+ * src/gpu/ (design.md §1) with every call running downward, and a static
+ * link pulls the GPU layer in through this file.
  */
 #include "deps/executor.h"
 #include "gpu/gpu.h"
 
-const weft_executor_ops *weft_engine_device_executor(void)
+int weft_engine_create(weft_engine **out, const weft_engine_config *cfg)
 {
-  return &weft_gpu_executor_ops;
+  return weft_engine_create_with(out, cfg, &weft_gpu_executor_ops);
 }

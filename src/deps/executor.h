@@ -3,9 +3,10 @@
  *
  * The engine defines this interface and knows nothing of what implements it
  * (design.md §1): the GPU layer (src/gpu/) fills a weft_executor_ops, and the
- * library's composition root (src/layers.c) hands it to the engine through
- * weft_engine_device_executor(). An executor receives ready device operators
- * and reports back through the entry points below.
+ * library's composition root (src/layers.c, whose weft_engine_create calls
+ * weft_engine_create_with) hands it to each engine it creates. An executor
+ * receives ready device operators and reports back through the entry points
+ * below.
  *
  * A device operator's life:
  *   1. ready (every grant in): the engine calls submit(); the executor queues
@@ -66,8 +67,12 @@ typedef struct weft_executor_ops {
   void (*close)(void *self);
 } weft_executor_ops;
 
-/* The device executor the library was built with, or NULL (src/layers.c). */
-const weft_executor_ops *weft_engine_device_executor(void);
+/* weft_engine_create with the device executor exec (NULL: none, so no
+ * device: GPU operators are refused with WEFT_ENODEV). The public
+ * weft_engine_create is the composition root's (src/layers.c): the engine
+ * never calls up for its executor. */
+int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg,
+                            const weft_executor_ops *exec);
 
 /* ------------------------------------------------ what an operator says */
 

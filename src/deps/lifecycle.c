@@ -203,7 +203,8 @@ static void free_engine(weft_engine *eng)
   weft_free(eng);
 }
 
-int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
+int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
+                            const weft_executor_ops *exec)
 {
   if (!out)
     return WEFT_EINVAL;
@@ -280,7 +281,6 @@ int weft_engine_create(weft_engine **out, const weft_engine_config *cfg_in)
     free_engine(eng);
     return WEFT_ENOMEM;
   }
-  const weft_executor_ops *exec = weft_engine_device_executor();
   if (exec) {
     rc = exec->open(eng->pool, &eng->exec_self, &eng->num_devices);
     if (rc) {
