@@ -13,6 +13,7 @@
 #include "common/alloc.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "common/fifo.h"
 #include "common/prof.h"
 #include "common/tunables.h"
 #include "weft/weft.h"
@@ -31,7 +32,7 @@ typedef struct prof_event {
 } prof_event;
 
 typedef struct prof_chunk {
-  struct prof_chunk *next;
+  weft_fifo_node link; /* the track's chunks, oldest first */
   uint32_t n;
   prof_event ev[WEFT_PROF_CHUNK_EVENTS];
 } prof_chunk;
@@ -45,13 +46,13 @@ typedef struct name_slot {
 
 struct weft_prof_track {
   weft_prof *prof;          /* immutable */
-  weft_prof_track *next;    /* under prof->lock */
+  weft_fifo_node link;      /* under prof->lock: the recorder's tracks */
   int tid;                  /* immutable: index in creation order */
   bool thread_owned;        /* immutable: made by weft_prof_thread_track */
   pthread_t owner;          /* immutable: the owner, when thread_owned */
   char name[64];            /* immutable */
   /* Owner only (then the writer, after the owner stopped). */
-  prof_chunk *head, *tail;
+  weft_fifo chunks;         /* of prof_chunk, oldest first */
   uint64_t nevents, dropped;
   name_slot *slots;         /* open addressing, power-of-two size */
   uint32_t slot_cap, slot_used;
@@ -67,7 +68,7 @@ struct weft_prof {
   int64_t tick0;          /* immutable: weft_prof_now() at t0 */
   uint64_t max_events;    /* immutable: per track */
   pthread_mutex_t lock;   /* guards the track list and the counts below */
-  weft_prof_track *tracks, *tracks_tail;
+  weft_fifo tracks;       /* of weft_prof_track, in creation order */
   int ntracks, nthread_tracks;
 };
 
@@ -131,11 +132,8 @@ int weft_prof_open(weft_prof **out, const char *cfg_path, const char *process_na
 
 static void track_free(weft_prof_track *t)
 {
-  for (prof_chunk *c = t->head; c;) {
-    prof_chunk *n = c->next;
-    weft_free(c);
-    c = n;
-  }
+  for (weft_fifo_node *n; (n = weft_fifo_pop(&t->chunks));)
+    weft_free(weft_fifo_entry(n, prof_chunk, link));
   for (uint32_t i = 0; i < t->nnames; i++)
     weft_free(t->names[i]);
   weft_free(t->names);
@@ -147,11 +145,8 @@ void weft_prof_destroy(weft_prof *p)
 {
   if (!p)
     return;
-  for (weft_prof_track *t = p->tracks; t;) {
-    weft_prof_track *n = t->next;
-    track_free(t);
-    t = n;
-  }
+  for (weft_fifo_node *n; (n = weft_fifo_pop(&p->tracks));)
+    track_free(weft_fifo_entry(n, weft_prof_track, link));
   pthread_mutex_destroy(&p->lock);
   weft_free(p->path);
   weft_free(p->process_name);
@@ -179,11 +174,7 @@ static weft_prof_track *track_make(weft_prof *p, const char *name)
   t->prof = p;
   t->tid = p->ntracks++;
   snprintf(t->name, sizeof t->name, "%s", name);
-  if (p->tracks_tail)
-    p->tracks_tail->next = t;
-  else
-    p->tracks = t;
-  p->tracks_tail = t;
+  weft_fifo_push(&p->tracks, &t->link);
   return t;
 }
 
@@ -205,9 +196,12 @@ weft_prof_track *weft_prof_thread_track(weft_prof *p, const char *prefix)
     return thread_cache.track;
   pthread_t self = pthread_self();
   pthread_mutex_lock(&p->lock);
-  weft_prof_track *t = p->tracks;
-  while (t && !(t->thread_owned && pthread_equal(t->owner, self)))
-    t = t->next;
+  weft_prof_track *t = NULL;
+  for (weft_fifo_node *n = weft_fifo_peek(&p->tracks); n && !t; n = n->next) {
+    weft_prof_track *c = weft_fifo_entry(n, weft_prof_track, link);
+    if (c->thread_owned && pthread_equal(c->owner, self))
+      t = c;
+  }
   if (!t) {
     char name[64];
     snprintf(name, sizeof name, "%s %d", prefix, p->nthread_tracks);
@@ -302,20 +296,15 @@ static prof_event *slot_next(weft_prof_track *t)
     t->dropped++;
     return NULL;
   }
-  prof_chunk *c = t->tail;
+  prof_chunk *c = t->chunks.tail ? weft_fifo_entry(t->chunks.tail, prof_chunk, link) : NULL;
   if (!c || c->n == WEFT_PROF_CHUNK_EVENTS) {
     c = weft_malloc(sizeof *c);
     if (!c) {
       t->dropped++;
       return NULL;
     }
-    c->next = NULL;
     c->n = 0;
-    if (t->tail)
-      t->tail->next = c;
-    else
-      t->head = c;
-    t->tail = c;
+    weft_fifo_push(&t->chunks, &c->link);
   }
   return &c->ev[c->n];
 }
@@ -329,7 +318,7 @@ static inline void slot_commit(weft_prof_track *t, prof_event *e, uint32_t name,
   e->t0 = t0;
   e->t1 = t1;
   e->arg = arg;
-  t->tail->n++;
+  weft_fifo_entry(t->chunks.tail, prof_chunk, link)->n++; /* e's chunk (slot_next) */
   t->nevents++;
 }
 
@@ -424,7 +413,8 @@ static int64_t tick_ns(const tick_map *m, int64_t tick)
 
 static void write_events(FILE *f, const tick_map *m, const weft_prof_track *t, long pid)
 {
-  for (const prof_chunk *c = t->head; c; c = c->next) {
+  for (const weft_fifo_node *n = weft_fifo_peek(&t->chunks); n; n = n->next) {
+    const prof_chunk *c = weft_fifo_entry(n, prof_chunk, link);
     for (uint32_t i = 0; i < c->n; i++) {
       const prof_event *e = &c->ev[i];
       bool instant = e->name & EV_INSTANT;
@@ -471,7 +461,8 @@ int weft_prof_write(weft_prof *p)
           pid);
   put_str(f, p->process_name);
   fputs("}}", f);
-  for (const weft_prof_track *t = p->tracks; t; t = t->next) {
+  for (const weft_fifo_node *n = weft_fifo_peek(&p->tracks); n; n = n->next) {
+    const weft_prof_track *t = weft_fifo_entry(n, weft_prof_track, link);
     fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%d,\"args\":{\"name\":",
             pid, t->tid);
     put_str(f, t->name);
@@ -482,8 +473,8 @@ int weft_prof_write(weft_prof *p)
             pid, t->tid, t->tid);
     dropped += t->dropped;
   }
-  for (const weft_prof_track *t = p->tracks; t; t = t->next)
-    write_events(f, &m, t, pid);
+  for (const weft_fifo_node *n = weft_fifo_peek(&p->tracks); n; n = n->next)
+    write_events(f, &m, weft_fifo_entry(n, weft_prof_track, link), pid);
   fprintf(f,
           "\n],\"otherData\":{\"weft_version\":\"%s\",\"max_events_per_track\":%" PRIu64
           ",\"dropped_events\":%" PRIu64 "}}\n",
