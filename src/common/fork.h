@@ -18,7 +18,7 @@
 
 /* The slots, in lock order. */
 enum {
-  WEFT_FORK_ENGINE_SYNC = 0, /* deps/engine.c: the free list of sync blocks */
+  WEFT_FORK_ENGINE_SYNC = 0, /* deps/inflight.c: the free list of sync blocks */
   WEFT_FORK_DONE_TOKENS,     /* deps/done.c: the async completion-token table */
   WEFT_FORK_NSLOTS
 };

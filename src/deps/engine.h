@@ -3,16 +3,20 @@
  * reads, and the few things that belong to the object itself: the thread's
  * current operator and the record of the first failure.
  *
- * Where the rest lives (src/deps/):
- *   opr.h        the op block: an operator in flight, its requests
- *   var.h        the var block (its queue: var_queue.h) and failed state
- *   inflight.h   operators counted by epoch; drains; wake-ups
- *   fence.h      device fences checked when a request is granted
- *   complete.h   the completion path: a finished op releases its vars
- *   dispatch.h   the release policy: where a ready op runs; running it
- *   help.h       waiting by helping; pacing
- *   push.h       registering an operator on its vars
- *   done.c       async completion tokens; executor.h + device.c: device ops
+ * Where the rest lives (src/deps/), each file calling only those above it
+ * in this list:
+ *   handles.h     generation-tagged handle tables (vars, reusable ops)
+ *   var_queue.h   a var's FIFO of requests: reads together, writes alone
+ *   opr.h         the op block: an operator in flight, its requests, its life
+ *   var.h         the var block (its queue) and its failed state
+ *   inflight.h    operators counted by epoch; drains; wake-ups
+ *   fence.h       device fences checked when a request is granted
+ *   complete.h    the completion path: a finished op releases its vars
+ *   done.h        async completion tokens
+ *   dispatch.h    the release policy: where a ready op runs; running it
+ *   help.h        waiting by helping; pacing
+ *   executor.h    the executor interface; device.c, its engine side
+ *   push.h        registering an operator on its vars; the shutdown gate
  *   var_api.c, op_api.c, lifecycle.c: the public calls
  */
 #ifndef WEFT_DEPS_ENGINE_H

@@ -21,7 +21,7 @@
  * and a store, no read-modify-write, on a line of its own), and a shared
  * one, updated by RMW, for every other thread. A slot is drained when the
  * sum of its finished counts equals the sum of its pushed counts, read in
- * that order (engine.c, tally_drained). */
+ * that order (inflight.c, tally_drained). */
 typedef struct weft_engine_tally {
   _Alignas(64) _Atomic uint64_t pushed[2];
   _Atomic uint64_t done[2];

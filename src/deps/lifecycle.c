@@ -305,7 +305,8 @@ int weft_engine_destroy(weft_engine *eng)
     return WEFT_EINVAL;
   if (weft_fork_stale(eng->fork_gen))
     return WEFT_ESHUTDOWN; /* a fork child's copy: frees nothing, waits for nothing */
-  if (weft_engine_inside_op(eng) || weft_tls_executor || (eng->own_pool && weft_pool_in_task(eng->pool)))
+  if (weft_engine_inside_op(eng) || weft_tls_executor ||
+      (eng->own_pool && weft_pool_in_task(eng->pool)))
     return WEFT_EDEADLK;
   /* seq_cst: pairs with the pushers' increment of nsubmitting. */
   atomic_store_explicit(&eng->state, WEFT_ENGINE_DRAINING, memory_order_seq_cst);

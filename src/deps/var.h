@@ -35,7 +35,7 @@ struct weft_var_impl {
   struct weft_var_impl *failed_next; /* the list's link (under fail_lock while listed) */
   weft_var_req *fwaiters; /* under q.lock: granted requests waiting for fences on the host */
   /* The second line: the queue, written by every push and completion. A
-   * var's slot is a line-aligned 128 bytes (engine.c), so no other var's
+   * var's slot is a line-aligned 128 bytes (lifecycle.c), so no other var's
    * fields share these lines. */
   _Alignas(WEFT_CACHE_LINE) weft_varq q; /* the queue and its lock */
   weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */

@@ -9,7 +9,7 @@
 #include "../common/testutil.h"
 #include "common/assert.h"
 
-Test(assert, live_in_test_builds)
+Test(assert, live_in_test_builds, .timeout = 30)
 {
   /* The suites check invariants through WEFT_ASSERT: a test build with
    * NDEBUG (assertions compiled out) would check nothing. */
@@ -32,7 +32,7 @@ static int count_evaluation(void)
   return ++evaluations;
 }
 
-Test(assert, a_failed_assertion_names_the_place_and_aborts)
+Test(assert, a_failed_assertion_names_the_place_and_aborts, .timeout = 30)
 {
   int fds[2];
   cr_assert_eq(pipe(fds), 0);
@@ -62,7 +62,7 @@ Test(assert, a_failed_assertion_names_the_place_and_aborts)
   cr_assert(strstr(buf, where) != NULL, "expected \"%s\" in: %s", where, buf);
 }
 
-Test(assert, a_holding_assertion_evaluates_once_and_goes_on)
+Test(assert, a_holding_assertion_evaluates_once_and_goes_on, .timeout = 30)
 {
   evaluations = 0;
   WEFT_ASSERT(count_evaluation() == 1);

@@ -520,7 +520,7 @@ Test(memory, steady_state_with_back_pressure, .init = setup, .timeout = TU_TIMEO
 /* ------------------------------------------------------- drain checks */
 
 /* A worker in its main loop leaves the drain check of a finish for later
- * (src/deps/engine.c, weft_engine_count_done_op): before it runs anything
+ * (src/deps/inflight.c, weft_engine_count_done_op): before it runs anything
  * not counted in that epoch, or goes idle. Here the finish of a (epoch 0,
  * waited for by a thread in weft_wait_all) hands var v to b, a later epoch's
  * operator that the same worker runs next, and b waits for that wait_all to

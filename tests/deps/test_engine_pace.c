@@ -1,5 +1,5 @@
 /*
- * Pacing (src/deps/engine.c, weft_engine_pace): an operator that pushes
+ * Pacing (src/deps/help.c, weft_engine_pace): an operator that pushes
  * operators stops, past WEFT_PACE_OPS pushed and not finished, to let the
  * pool catch up (helping), so the blocks it pushed are still in cache when
  * they run; and never waits for operators that wait for it.

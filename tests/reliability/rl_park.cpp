@@ -1,6 +1,6 @@
 /*
  * relacy harness: the parking protocol of src/pool/park.c (the eventcount)
- * as the workers of src/pool/worker.c use it, with the searching-worker
+ * as the workers of src/pool/idle.c use it, with the searching-worker
  * accounting (nsearching, wake_pending) and the submitter's side
  * (weft_pool_wake_exact after an injection-queue push, pool.c) and the
  * shutdown's (stop_workers, pool.c). Same memory orders as the C source.
@@ -25,7 +25,7 @@
  * futex_wait (and they multiply the context-bound search).
  *
  * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
- *   1  worker's fence before the re-check -> acq_rel   (worker.c, idle)
+ *   1  worker's fence before the re-check -> acq_rel   (idle.c, park)
  *   2  weft_pool_wake_exact's fence -> acq_rel          (worker.c)
  *   3  stop_searching's fence -> acq_rel                (worker.c)
  *   4  stop_workers' fence -> acq_rel                   (pool.c)
