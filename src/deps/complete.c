@@ -89,7 +89,11 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
   uint64_t epoch = op->epoch;
   weft_opr_retire(eng, op);
   weft_opr_free(eng, op);
-  if (next && next->slot == slot) /* next is counted in slot: not drained */
+  /* Not drained, so no check: next, about to run here, is counted in slot;
+   * or this thread is inside an operator counted in slot (op ran while it
+   * helps or waits), whose own finish checks. */
+  const weft_opr *cur = weft_tls_opr;
+  if ((next && next->slot == slot) || (cur && cur->eng == eng && cur->slot == slot))
     weft_engine_count_done_busy(eng, slot);
   else
     weft_engine_count_done_op(eng, epoch, hook);

@@ -23,21 +23,20 @@
  * inline operators runs in a loop, not in ever deeper recursion. */
 static _Thread_local weft_fifo inline_q __attribute__((tls_model("initial-exec")));
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
-/* Whether this thread is in run_task, the pool task that runs operators:
- * only a finish there may leave its drain check for later (the pool calls
- * weft_engine_between once run_task returns). A finish anywhere else (a
- * weft_done_signal from a user's pool task, an inline operator run inside
- * one) checks at once: that task may go on to wait for the thread that
- * waits for the drain. */
-static _Thread_local bool in_run_task __attribute__((tls_model("initial-exec")));
+static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
+static void weft_engine_between(weft_task *next);
 
+/* The pool task that runs operators: an operator and the successors each
+ * one keeps for this thread. Only a finish here, straight from a worker's
+ * main loop, may leave its drain check for later (the pool calls
+ * weft_engine_between before the worker runs anything else). A finish
+ * anywhere else (a weft_done_signal from a user's pool task, an inline
+ * operator run inside one) checks at once: that task may go on to wait for
+ * the thread that waits for the drain. */
 static int run_task(void *arg)
 {
-  bool outer = in_run_task;
-  in_run_task = true;
   for (weft_opr *op = arg; op;)
-    op = weft_opr_run(op);
-  in_run_task = outer;
+    op = run_op(op, weft_engine_between);
   return 0;
 }
 
@@ -52,14 +51,20 @@ static void weft_engine_between(weft_task *next)
   }
 }
 
-weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
+/* Finishes op and dispatches what that makes ready (hook: see
+ * weft_engine_count_done_op). */
+static weft_opr *finish(weft_opr *op, int status, bool keep_one, weft_between_fn hook)
 {
   weft_fifo ready = WEFT_FIFO_INIT;
-  /* In run_task, between operators (not inside one's fn): the check may wait. */
-  weft_between_fn hook = in_run_task && !weft_tls_opr ? weft_engine_between : NULL;
   weft_opr *next = weft_opr_finish_vars(op, status, keep_one, &ready, hook);
-  weft_opr_ready_list(&ready);
+  if (!weft_fifo_empty(&ready))
+    weft_opr_ready_list(&ready);
   return next;
+}
+
+weft_opr *weft_opr_complete(weft_opr *op, int status, bool keep_one)
+{
+  return finish(op, status, keep_one, NULL);
 }
 
 void weft_opr_ready_list(weft_fifo *ready)
@@ -126,32 +131,36 @@ int weft_opr_skip_status(const weft_opr *op)
   return status;
 }
 
-weft_opr *weft_opr_run(weft_opr *op)
+/* hook: run_task's, for a finish that may leave its drain check for later
+ * (dropped when op runs nested inside another operator), or NULL. */
+static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
 {
+  weft_opr *prev = weft_tls_opr;
+  if (prev)
+    hook = NULL;
   int status = 0;
   if (op->internal == WEFT_OPR_USER) {
     /* Skip an operator that uses a failed var; it passes the status on. */
     status = weft_opr_skip_status(op);
     if (status)
-      return weft_opr_complete(op, status, true);
+      return finish(op, status, true, hook);
   }
   if (weft_tls_between) /* a drain check left for later: now, unless op keeps it */
     weft_engine_drain_before(op->eng, op->epoch);
   WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
-  weft_opr *prev = weft_tls_opr;
   weft_tls_opr = op;
   weft_prof_mark pm = weft_prof_op_begin(op->internal == WEFT_OPR_USER); /* trace span */
   if (op->fn) {
     status = op->fn(&rc, op->arg);
     weft_prof_op_end(pm, op->name);
     weft_tls_opr = prev;
-    return weft_opr_complete(op, status, true);
+    return finish(op, status, true, hook);
   }
   weft_done *done = weft_done_token(op);
   if (!done) {
     weft_tls_opr = prev;
-    return weft_opr_complete(op, WEFT_ENOMEM, true);
+    return finish(op, WEFT_ENOMEM, true, hook);
   }
   atomic_init(&op->async_refs, 2);
   op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */
@@ -160,8 +169,13 @@ weft_opr *weft_opr_run(weft_opr *op)
   /* acq_rel: the second of (signal, return) finishes the op and must see
    * the status the signal stored. */
   if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1)
-    return weft_opr_complete(op, op->status, true);
+    return finish(op, op->status, true, hook);
   return NULL;
+}
+
+weft_opr *weft_opr_run(weft_opr *op)
+{
+  return run_op(op, NULL);
 }
 
 

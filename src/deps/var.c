@@ -1,13 +1,8 @@
 /* The var block: looking a handle up, and its failed state. */
 #include "deps/var.h"
 
-void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch)
+void weft_var_set_failed_slow(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch)
 {
-  if (!status) { /* the common case: a store only when it changes */
-    if (weft_var_failed(v))
-      weft_var_failed_store(v, 0);
-    return;
-  }
   weft_var_failed_store(v, status);
   v->failed_epoch = epoch;
   if (!v->failed_listed) {

@@ -58,8 +58,18 @@ static inline weft_var_impl *weft_var_lookup(weft_engine *eng, weft_var *var)
 {
   return (weft_var_impl *)weft_handles_get(&eng->vars, (uintptr_t)var);
 }
+/* The failing case of weft_var_set_failed (var.c). */
+void weft_var_set_failed_slow(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch);
+
 /* Under v's lock: v's failed state becomes status (0: fine again), of the
  * operator pushed in epoch; a failed var is listed for weft_wait_all. */
-void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status, uint64_t epoch);
+static inline void weft_var_set_failed(weft_engine *eng, weft_var_impl *v, int status,
+                                       uint64_t epoch)
+{
+  if (status)
+    weft_var_set_failed_slow(eng, v, status, epoch);
+  else if (weft_var_failed(v)) /* the common case: a store only when it changes */
+    weft_var_failed_store(v, 0);
+}
 
 #endif /* WEFT_DEPS_VAR_H */
