@@ -6,12 +6,10 @@
 #include "deps/opr.h"
 #include "deps/push.h"
 
-
 static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
 {
   return (weft_op_impl *)weft_handles_get(&eng->ops, (uintptr_t)op);
 }
-
 
 static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
 
@@ -20,13 +18,7 @@ int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
-  bool guest;
-  int rc = weft_engine_enter(eng, &guest);
-  if (rc)
-    return rc;
-  rc = op_new(eng, desc, out);
-  weft_engine_leave(eng, guest);
-  return rc;
+  WEFT_GUARDED(guest, op_new(eng, desc, out));
 }
 
 static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
@@ -67,13 +59,7 @@ int weft_op_push(weft_engine *eng, weft_op *op)
 {
   if (!eng)
     return WEFT_EINVAL;
-  bool out; /* registered before the engine's tables are read */
-  int rc = weft_engine_enter(eng, &out);
-  if (rc)
-    return rc;
-  rc = op_push(eng, op, out);
-  weft_engine_leave(eng, out);
-  return rc;
+  WEFT_GUARDED(out, op_push(eng, op, out)); /* registered before the tables are read */
 }
 
 static int op_push(weft_engine *eng, weft_op *op, bool out)
@@ -100,19 +86,18 @@ static int op_push(weft_engine *eng, weft_op *op, bool out)
   return rc;
 }
 
+static int op_delete(weft_engine *eng, weft_op *op)
+{
+  weft_op_impl *t = op_lookup(eng, op);
+  if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
+    return WEFT_EINVAL;
+  weft_op_tmpl_release(eng, t); /* the handle's reference; pushes in flight hold theirs */
+  return 0;
+}
+
 int weft_op_delete(weft_engine *eng, weft_op *op)
 {
   if (!eng)
     return WEFT_EINVAL;
-  bool guest;
-  int rc = weft_engine_enter(eng, &guest);
-  if (rc)
-    return rc;
-  weft_op_impl *t = op_lookup(eng, op);
-  if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
-    rc = WEFT_EINVAL;
-  else
-    weft_op_tmpl_release(eng, t); /* the handle's reference; pushes in flight hold theirs */
-  weft_engine_leave(eng, guest);
-  return rc;
+  WEFT_GUARDED(guest, op_delete(eng, op));
 }

@@ -37,4 +37,17 @@ bool weft_engine_inside_op(const weft_engine *eng);
 int weft_engine_enter(weft_engine *eng, bool *guest);
 void weft_engine_leave(weft_engine *eng, bool guest);
 
+/* The body of a public call on eng: enters the engine, returns call's
+ * value (call may use guest: whether it came from outside), leaves. */
+#define WEFT_GUARDED(guest, call)                 \
+  do {                                            \
+    bool guest;                                   \
+    int rc_ = weft_engine_enter(eng, &guest);     \
+    if (rc_)                                      \
+      return rc_;                                 \
+    rc_ = (call);                                 \
+    weft_engine_leave(eng, guest);                \
+    return rc_;                                   \
+  } while (0)
+
 #endif /* WEFT_DEPS_PUSH_H */

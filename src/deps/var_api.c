@@ -11,38 +11,26 @@ static int var_new(weft_engine *eng, weft_var **out);
 static int var_delete(weft_engine *eng, weft_var *var);
 static int var_wait(weft_engine *eng, weft_var *var);
 
-/* The public calls: registered with destroy when made from outside. */
-#define WEFT_GUARDED(call)                      \
-  do {                                          \
-    bool guest_;                                \
-    int rc_ = weft_engine_enter(eng, &guest_); \
-    if (rc_)                                    \
-      return rc_;                               \
-    rc_ = (call);                               \
-    weft_engine_leave(eng, guest_);             \
-    return rc_;                                 \
-  } while (0)
-
 int weft_var_new(weft_engine *eng, weft_var **out)
 {
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
-  WEFT_GUARDED(var_new(eng, out));
+  WEFT_GUARDED(guest, var_new(eng, out));
 }
 
 int weft_var_delete(weft_engine *eng, weft_var *var)
 {
   if (!eng)
     return WEFT_EINVAL;
-  WEFT_GUARDED(var_delete(eng, var));
+  WEFT_GUARDED(guest, var_delete(eng, var));
 }
 
 int weft_var_wait(weft_engine *eng, weft_var *var)
 {
   if (!eng)
     return WEFT_EINVAL;
-  WEFT_GUARDED(var_wait(eng, var));
+  WEFT_GUARDED(guest, var_wait(eng, var));
 }
 
 static int var_new(weft_engine *eng, weft_var **out)
