@@ -28,9 +28,10 @@
  *           middle of the run took a worker's CPU for a time slice.)
  * TIMED: from just before the first push of an op to weft_wait_all's return
  * in main (driver: the clock starts inside the driver op, before its first
- * push). The headline figure is the mode with the lower median, except at
- * one thread, where it is the driver mode (one thread in all, as the peers);
- * the other's samples are in the JSON ("other_samples") and the table's notes.
+ * push). The headline figure is the main mode at every thread count: a
+ * user's own thread pushing is how the engine is driven (MXNet's front end,
+ * a serving loop); the driver mode's samples are in the JSON
+ * ("other_samples") and the table's notes.
  * BENCH_WEFT_PUSH=main or =driver in the environment runs that mode alone
  * (for profiling); the JSON then has no "other_samples". The JSON also has
  * the pool's counters per op pushed for each mode ("pool_main",
@@ -345,27 +346,6 @@ static weft_worker_stats pool_totals(void) {
   return t;
 }
 
-static double median_sorted_copy(const bench_series *s) {
-  if (s->n == 0)
-    return 1e300;
-  double *v = (double *)malloc(sizeof(double) * (size_t)s->n);
-  if (!v)
-    return 1e300;
-  memcpy(v, s->v, sizeof(double) * (size_t)s->n);
-  for (int i = 1; i < s->n; i++) { /* insertion sort: a few samples */
-    double x = v[i];
-    int j = i - 1;
-    while (j >= 0 && v[j] > x) {
-      v[j + 1] = v[j];
-      j--;
-    }
-    v[j + 1] = x;
-  }
-  double m = s->n % 2 ? v[s->n / 2] : 0.5 * (v[s->n / 2 - 1] + v[s->n / 2]);
-  free(v);
-  return m;
-}
-
 static void bench_dep(const bench_args *a) {
   weft_engine_config ec;
   weft_engine_config_default(&ec);
@@ -422,13 +402,9 @@ static void bench_dep(const bench_args *a) {
              (double)(after.wakeups - before.wakeups) / nops,
              (double)(after.failed_steal_rounds - before.failed_steal_rounds) / nops);
   }
-  double med[2] = {median_sorted_copy(&s[0]), median_sorted_copy(&s[1])};
-  /* At one thread the headline is the driver mode: one thread in all, as
-   * the peers' one-thread runs (the main mode keeps a second core busy). */
-  int best = a->threads == 1 ? 1 : med[1] < med[0] ? 1 : 0;
+  /* The headline: main (a user's thread pushing), unless one mode ran alone. */
+  int best = only_mode >= 0 ? only_mode : 0;
   char extra[2048];
-  if (only_mode >= 0)
-    best = only_mode;
   int len = snprintf(extra, sizeof extra, ",\"push_from\":\"%s\"", mode_name[best]);
   if (only_mode < 0) {
     len += snprintf(extra + len, sizeof extra - (size_t)len,
