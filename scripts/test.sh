@@ -33,6 +33,7 @@ ninja -C "$builddir" ${WEFT_BUILD_JOBS:+-j "$WEFT_BUILD_JOBS"} >/dev/null || giv
 # The logs of an earlier run must not stand in for this one.
 rm -f "$builddir/meson-logs/testlog.json" "$builddir/meson-logs/testlog.junit.xml"
 rc=0
+export WEFT_TEST_REQUIRE_ASSERTS=1 # tests/api/test_assert.c: fail, not skip, without WEFT_ASSERT
 meson test -C "$builddir" --print-errorlogs --num-processes "${WEFT_TEST_JOBS:-2}" || rc=$?
 
 python3 - "$builddir" <<'EOF' || rc=1

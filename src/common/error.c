@@ -94,16 +94,22 @@ static log_sink log_sinks[2]; /* zero: stderr */
 static _Atomic(log_sink *) log_cur = &log_sinks[0];
 /* atomic: 1 while a setter is switching records; setters take turns. */
 static atomic_int log_setting;
+/* The record this thread has entered (its weft_log is inside that record's
+ * fn), or NULL: what a fork inside a callback carries into the child. */
+static _Thread_local log_sink *log_in;
 
 /* fork(): the child has only the forking thread, so the counts of loggers
  * that were on other threads, and a setter's turn held by another thread,
- * would stay forever and hang the child's first weft_set_log_callback.
- * log_cur names a complete record at every instant, so it needs nothing. */
+ * would stay forever and hang the child's first weft_set_log_callback. The
+ * forking thread itself may be inside a callback (it forked from there): it
+ * stays counted in its record, and its own decrement comes when the callback
+ * returns. log_cur names a complete record at every instant, so it needs
+ * nothing. */
 static void log_atfork_child(void)
 {
   /* relaxed: the child has one thread. */
-  atomic_store_explicit(&log_sinks[0].users, 0, memory_order_relaxed);
-  atomic_store_explicit(&log_sinks[1].users, 0, memory_order_relaxed);
+  for (int k = 0; k < 2; k++)
+    atomic_store_explicit(&log_sinks[k].users, log_in == &log_sinks[k], memory_order_relaxed);
   atomic_store_explicit(&log_setting, 0, memory_order_relaxed);
 }
 
@@ -155,9 +161,7 @@ void weft_set_log_callback(weft_log_fn fn, void *arg)
    * acquire half also pairs with the release decrement of the last logger
    * leaving old, so its call to the old fn happened before we return. */
   round = 0;
-  /* > 0, not != 0: a callback that forks leaves its thread's decrement to
-   * come after the child handler zeroed the count (the only way below 0). */
-  while (atomic_load_explicit(&old->users, memory_order_seq_cst) > 0)
+  while (atomic_load_explicit(&old->users, memory_order_seq_cst) != 0)
     log_pause(&round);
   /* release: hands the records as written here to the next setter (its
    * acquire CAS above). */
@@ -187,11 +191,15 @@ void weft_log(const char *fmt, ...)
     /* relaxed: we read nothing from s, so there is nothing to publish. */
     atomic_fetch_sub_explicit(&s->users, 1, memory_order_relaxed);
   }
-  if (s->fn)
+  if (s->fn) {
+    log_sink *outer = log_in; /* a callback may log in turn (it should not) */
+    log_in = s;
     s->fn(s->arg, line);
-  else
+    log_in = outer;
+  } else {
     /* One write per line so lines from several threads do not interleave. */
     fprintf(stderr, "weft: %s\n", line);
+  }
   /* release: our reads of s and the call to its fn happen before a setter
    * that sees the count drop (its seq_cst load) rewrites s or returns. */
   atomic_fetch_sub_explicit(&s->users, 1, memory_order_release);

@@ -12,6 +12,7 @@
 #include "../common/testutil.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define BAD_VAR "WEFT_NUM_THREADS"
 #define BAD_VALUE "abc"
@@ -307,4 +308,74 @@ Test(log, swapped_while_others_log, .init = setup, .fini = teardown, .timeout = 
                 TU_DEADLINE_S);
   cr_log_info("%ld swaps, %ld messages: %ld + %ld to the callbacks, %ld to stderr", swaps, total,
               sinks[0].calls, sinks[1].calls, on_stderr);
+}
+
+/* --------------------------------------------- a callback that forks */
+
+/* In the child of a fork made inside a callback, the forking thread is
+ * still counted in its record until the callback returns: a setter that
+ * later switches away from that record must still wait for a logger inside
+ * it (the child handler once zeroed the count, and the callback's own
+ * decrement then left it at -1, so the next logger's entry read 0). */
+
+static atomic_int slow_running;
+
+static void slow_fn(void *arg, const char *msg)
+{
+  (void)arg;
+  (void)msg;
+  atomic_store(&slow_running, 1);
+  tu_sleep_us(200 * 1000);
+  atomic_store(&slow_running, 0);
+}
+
+static void *slow_logger(void *arg)
+{
+  (void)arg;
+  bad_create(); /* logs into slow_fn */
+  return NULL;
+}
+
+static pid_t child_pid = -1;
+
+static void forking_fn(void *arg, const char *msg)
+{
+  (void)arg;
+  (void)msg;
+  child_pid = fork(); /* the child goes on from here, inside this callback */
+}
+
+/* In the child: 0 if the setter waited for the logger inside the old record. */
+static int child_checks(void)
+{
+  alarm((unsigned)TU_TIMEOUT(20)); /* a hung setter is a failure too */
+  weft_set_log_callback(slow_fn, NULL); /* into the other record */
+  weft_set_log_callback(slow_fn, NULL); /* back into the forking one */
+  pthread_t t;
+  if (pthread_create(&t, NULL, slow_logger, NULL))
+    return 2;
+  if (!TU_WAIT_UNTIL(atomic_load(&slow_running), TU_TIMEOUT(10)))
+    return 3;
+  weft_set_log_callback(NULL, NULL); /* must wait until slow_fn returned */
+  int early = atomic_load(&slow_running);
+  pthread_join(t, NULL);
+  return early ? 1 : 0;
+}
+
+Test(log, fork_inside_a_callback_keeps_the_setter_waiting, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(60))
+{
+  weft_set_log_callback(forking_fn, NULL);
+  bad_create();
+  if (child_pid == 0) /* the child, back from the callback */
+    _exit(child_checks());
+  cr_assert_gt(child_pid, 0, "fork failed");
+  int st = 0;
+  cr_assert_eq(waitpid(child_pid, &st, 0), child_pid);
+  cr_assert(WIFEXITED(st), "the child did not exit (status %#x: a hung setter?)", st);
+  cr_assert_eq(WEXITSTATUS(st), 0,
+               "child check %d: 1 = weft_set_log_callback returned while the old callback "
+               "still ran",
+               WEXITSTATUS(st));
+  tu_assert_no_errors();
 }
