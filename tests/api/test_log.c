@@ -365,6 +365,13 @@ static int child_checks(void)
 Test(log, fork_inside_a_callback_keeps_the_setter_waiting, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(60))
 {
+  /* ThreadSanitizer kills a child of a multi-threaded process that starts a
+   * thread (die_after_fork) and, past that, reports jemalloc's own mutexes,
+   * taken by its fork handlers, as locked twice in the child: no model of
+   * this test there. The plain and ASan+UBSan builds run it. */
+  const char *san = getenv("WEFT_TEST_SANITIZE");
+  if (san && strstr(san, "thread"))
+    cr_skip_test("fork() with threads is not modelled under ThreadSanitizer");
   weft_set_log_callback(forking_fn, NULL);
   bad_create();
   if (child_pid == 0) /* the child, back from the callback */
