@@ -63,6 +63,17 @@ static int nop_fn(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
+/* A CPU operator on var, waited for: the engine's blocks and caches are
+ * warm, so the pushes that follow need no new memory. */
+static void warm_up(weft_engine *eng, weft_var *var)
+{
+  weft_op_desc warm = te_desc(nop_fn, NULL);
+  warm.writes = &var;
+  warm.num_writes = 1;
+  cr_assert_eq(weft_push(eng, &warm), 0);
+  cr_assert_eq(weft_var_wait(eng, var), 0);
+}
+
 typedef enum { FAULT_ALLOC, FAULT_THREAD, FAULT_CREATE } fault_kind;
 
 static void arm(fault_kind kind, long k, int code)
@@ -88,11 +99,7 @@ static int round_at(fault_kind kind, long k, int code, int cause)
 {
   te t = te_new(NULL, 2, 0);
   weft_var *w = te_var(t.eng), *v = te_var(t.eng);
-  weft_op_desc warm = te_desc(nop_fn, NULL);
-  warm.writes = &w;
-  warm.num_writes = 1;
-  cr_assert_eq(weft_push(t.eng, &warm), 0);
-  cr_assert_eq(weft_var_wait(t.eng, w), 0);
+  warm_up(t.eng, w);
 
   gated g;
   atomic_init(&g.open, 0);
@@ -207,11 +214,7 @@ Test(gpu_submit_faults, a_state_allocation_failure_on_a_running_device, .init = 
     d.num_writes = 1;
     cr_assert_eq(weft_push(t.eng, &d), 0);
     cr_assert(TU_WAIT_UNTIL(atomic_load(&first.ran), TU_DEADLINE_S));
-    weft_op_desc warm = te_desc(nop_fn, NULL); /* the push needs no new memory */
-    warm.writes = &u;
-    warm.num_writes = 1;
-    cr_assert_eq(weft_push(t.eng, &warm), 0);
-    cr_assert_eq(weft_var_wait(t.eng, u), 0);
+    warm_up(t.eng, u); /* the push needs no new memory */
 
     gated second;
     atomic_init(&second.open, 0);
