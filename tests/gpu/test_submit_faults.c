@@ -63,6 +63,19 @@ static int nop_fn(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
+/* A gated GPU operator on device that writes *var (g closed, not run). */
+static weft_op_desc gated_gpu_desc(gated *g, int device, weft_var **var)
+{
+  atomic_init(&g->open, 0);
+  atomic_init(&g->ran, 0);
+  weft_op_desc d = te_desc(gated_fn, g);
+  d.ctx.type = WEFT_DEV_GPU;
+  d.ctx.id = device;
+  d.writes = var;
+  d.num_writes = 1;
+  return d;
+}
+
 /* A CPU operator on var, waited for: the engine's blocks and caches are
  * warm, so the pushes that follow need no new memory. */
 static void warm_up(weft_engine *eng, weft_var *var)
@@ -102,13 +115,7 @@ static int round_at(fault_kind kind, long k, int code, int cause)
   warm_up(t.eng, w);
 
   gated g;
-  atomic_init(&g.open, 0);
-  atomic_init(&g.ran, 0);
-  weft_op_desc d = te_desc(gated_fn, &g);
-  d.ctx.type = WEFT_DEV_GPU;
-  d.ctx.id = 1;
-  d.writes = &v;
-  d.num_writes = 1;
+  weft_op_desc d = gated_gpu_desc(&g, 1, &v);
   arm(kind, k, code);
   int rc = weft_push(t.eng, &d); /* ready at once: submitted in here */
   arm(kind, 0, 0);
@@ -205,22 +212,13 @@ Test(gpu_submit_faults, a_state_allocation_failure_on_a_running_device, .init = 
     te t = te_new(NULL, 2, 0);
     weft_var *v = te_var(t.eng), *u = te_var(t.eng), *w = te_var(t.eng);
     gated first;
-    atomic_init(&first.open, 0);
-    atomic_init(&first.ran, 0);
-    weft_op_desc d = te_desc(gated_fn, &first);
-    d.ctx.type = WEFT_DEV_GPU;
-    d.ctx.id = 0;
-    d.writes = &v;
-    d.num_writes = 1;
+    weft_op_desc d = gated_gpu_desc(&first, 0, &v);
     cr_assert_eq(weft_push(t.eng, &d), 0);
     cr_assert(TU_WAIT_UNTIL(atomic_load(&first.ran), TU_DEADLINE_S));
     warm_up(t.eng, u); /* the push needs no new memory */
 
     gated second;
-    atomic_init(&second.open, 0);
-    atomic_init(&second.ran, 0);
-    d.arg = &second;
-    d.writes = &w; /* never used: ready at once */
+    d = gated_gpu_desc(&second, 0, &w); /* w never used before: ready at once */
     weft_test_fail_alloc_at(k);
     int rc = weft_push(t.eng, &d);
     weft_test_fail_alloc_at(0);
