@@ -123,6 +123,19 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
   }
   for (int k = 0; k < n; k++)
     op->var[k] = uses[k].var; /* still live: checked below, under its lock */
+  int rc = weft_push_register(eng, op, uses, n, admitted);
+  if (rc) {
+    int slot = op->slot;
+    weft_opr_free(eng, op);
+    weft_engine_count_done(eng, slot);
+  }
+  return rc;
+}
+
+int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n,
+                       bool admitted)
+{
+  int internal = op->internal;
   atomic_init(&op->wait, n + 1);
   op->epoch = weft_engine_count_push(eng); /* before it can complete */
   op->slot = (int)(op->epoch & 1);
@@ -138,9 +151,6 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
       ok = weft_slot_kill(&op->var[k]->slot, gen);
     if (!ok) {
       unlock_vars(op, n);
-      int slot = op->slot;
-      weft_opr_free(eng, op);
-      weft_engine_count_done(eng, slot);
       return WEFT_EINVAL;
     }
   }
@@ -290,7 +300,7 @@ static bool below_cap(weft_engine *eng, void *arg)
 /* Takes a place under max_inflight: an outside pusher waits for one; from
  * inside the engine's work it helps run operators while over the cap, and
  * then goes over it rather than block. */
-static void admit(weft_engine *eng, bool out)
+void weft_push_admit(weft_engine *eng, bool out)
 {
   for (;;) {
     /* seq_cst: pairs with below_cap's load and the completion's decrement. */
@@ -316,41 +326,19 @@ int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *
     return naive_push(eng, d, uses, n, tmpl);
   bool capped = eng->max_inflight > 0;
   if (capped)
-    admit(eng, out);
+    weft_push_admit(eng, out);
   else if (!out && ++pace_count % WEFT_PACE_EVERY == 0 && weft_pool_worker_index(eng->pool) >= 0)
     weft_engine_pace(eng);
   int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
-  if (rc && capped) { /* seq_cst: as in admit */
-    atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
-      weft_engine_notify(eng);
-  }
+  if (rc && capped)
+    weft_push_unadmit(eng);
   return rc;
 }
 
-int weft_push(weft_engine *eng, const weft_op_desc *desc)
+void weft_push_unadmit(weft_engine *eng)
 {
-  if (!eng)
-    return WEFT_EINVAL;
-  int rc = weft_push_check_desc(eng, desc);
-  if (rc)
-    return rc;
-  bool out; /* registered before the engine's tables are read */
-  rc = weft_engine_enter(eng, &out);
-  if (rc)
-    return rc;
-  size_t cap = desc->num_reads + desc->num_writes;
-  weft_var_use local[2 * WEFT_OPR_BIG_VARS]; /* no allocation for ordinary ops */
-  weft_var_use *uses = cap <= 2 * WEFT_OPR_BIG_VARS ? local : weft_malloc(sizeof *uses * cap);
-  if (!uses) {
-    rc = WEFT_ENOMEM;
-  } else {
-    int n = weft_push_normalize(eng, desc, uses);
-    rc = n < 0 ? n : weft_push_uses(eng, desc, uses, n, NULL, out);
-    if (uses != local)
-      weft_free(uses);
-  }
-  weft_engine_leave(eng, out);
-  return rc;
+  /* seq_cst (both): as in weft_push_admit. */
+  atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
+    weft_engine_notify(eng);
 }
-

@@ -24,6 +24,19 @@ int weft_push_normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *o
  * completion; on failure the caller gives it back). */
 int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses, int nuses,
                   int internal, weft_op_impl *tmpl, bool admitted);
+/* Registers op (filled in, op->var[k] == uses[k].var) on its vars: counts
+ * it in the current epoch, appends a request to each var under all their
+ * locks, and dispatches it if every one is granted at once. WEFT_EINVAL if
+ * a var died: then nothing is appended, and the caller frees op and
+ * uncounts it (weft_engine_count_done of op->slot). */
+int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n,
+                       bool admitted);
+/* Takes a place under max_inflight (when it is set) before a push: an
+ * outside pusher waits for one; inside the engine's work it helps while
+ * over the cap, then goes over it. weft_push_unadmit gives it back (a push
+ * that failed). */
+void weft_push_admit(weft_engine *eng, bool out);
+void weft_push_unadmit(weft_engine *eng);
 /* A user push of normalised uses, with back pressure (or the naive path);
  * the caller has entered the engine (out: from outside its work). */
 int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
