@@ -47,14 +47,16 @@ extern "C" {
   XX(ESHUTDOWN, -1004, "shutting down: the pool or engine is being destroyed")          \
   XX(EDEADLK, -1005, "the wait would deadlock")                                         \
   XX(ENODEV, -1006, "no such device")                                                   \
-  XX(EDEVICE, -1007, "device failure")
+  XX(EDEVICE, -1007, "device failure")                                                  \
+  XX(EBUSY, -1008, "busy: a graph launch still running, or a call not allowed while "   \
+                   "capturing")
 
 typedef enum weft_errno {
 #define WEFT_ERRNO_ENUM_(name, code, msg) WEFT_##name = (code),
   WEFT_ERRNO_MAP(WEFT_ERRNO_ENUM_)
 #undef WEFT_ERRNO_ENUM_
   WEFT_ERRNO_FIRST_ = -1001, /* the range the codes occupy, for tests and bindings */
-  WEFT_ERRNO_LAST_ = -1007
+  WEFT_ERRNO_LAST_ = -1008
 } weft_errno;
 
 /* A static, human-readable message for code, ending in its name in
@@ -338,6 +340,59 @@ WEFT_API int weft_gpu_count(const weft_engine *eng);
  * not a live host-backend stream: e.g. NULL or a cudaStream_t), or
  * WEFT_ENOMEM. */
 WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *arg);
+
+/* ------------------------------------------------------------------ graphs */
+
+/*
+ * Captured graphs (CUDA graphs, Taskflow's taskflow, oneTBB's reused flow
+ * graph): the pushes a thread makes to an engine between
+ * weft_graph_begin_capture and weft_graph_end_capture are recorded, not
+ * run. Their dependencies are resolved once, at the end of the capture;
+ * weft_graph_launch then runs the recorded operators again, any number of
+ * times, without registering them on their vars one by one.
+ *
+ * Ordering: a launch is ordered with everything else on the engine as if it
+ * were one operator that writes every var the graph writes and reads every
+ * var it only reads: it starts after every operator pushed before it on
+ * those vars has finished, and operators pushed after it on them (and
+ * weft_var_wait) wait for the whole launch. Inside a launch the recorded
+ * operators run in the order their pushes prescribe, as pushed ones would.
+ * Each keeps every semantic of a pushed operator: failures mark the vars it
+ * writes and skip the operators that use them (WEFT_OP_NOSKIP as usual),
+ * weft_wait_all reports them, async operators complete with their
+ * weft_done_signal, priorities and GPU operators go where they would go.
+ *
+ * A graph belongs to the engine it was captured on; destroy it before the
+ * engine. If the engine is destroyed first, the graph's operators are gone:
+ * weft_graph_launch returns WEFT_ESHUTDOWN, and weft_graph_destroy frees
+ * what is left.
+ */
+typedef struct weft_graph weft_graph;
+
+/* The calling thread's pushes to eng (weft_push, weft_op_push) are recorded
+ * from now on, not run: each returns 0, or the error its push would return
+ * (the descriptor is checked and its vars must be live). Meanwhile, on this
+ * thread and engine, weft_var_delete, weft_var_wait, weft_wait_all and
+ * weft_engine_destroy return WEFT_EBUSY and do nothing; other threads and
+ * engines are not affected. WEFT_EBUSY if this thread is already
+ * capturing; WEFT_EINVAL from inside one of eng's operators. */
+WEFT_API int weft_graph_begin_capture(weft_engine *eng);
+/* Ends the calling thread's capture on eng and makes its graph (*out; a
+ * capture of nothing makes an empty graph, whose launch does nothing).
+ * WEFT_EINVAL if this thread is not capturing on eng; WEFT_ENOMEM (the
+ * capture ends all the same, *out NULL). */
+WEFT_API int weft_graph_end_capture(weft_engine *eng, weft_graph **out);
+/* Runs the graph's operators once more (see above) and returns without
+ * waiting for them. WEFT_EBUSY while an earlier launch of it still runs
+ * (nothing happens: wait for it, e.g. with weft_var_wait on a var it
+ * writes, or weft_wait_all); WEFT_EINVAL if a var it uses has been deleted
+ * (nothing runs; a message names the operator and the var); WEFT_ESHUTDOWN
+ * once its engine's destroy began. With max_inflight, a launch takes one
+ * place. May be called from inside operators, as weft_push. */
+WEFT_API int weft_graph_launch(weft_graph *graph);
+/* Frees the graph. WEFT_EBUSY while a launch of it runs (nothing happens);
+ * NULL: WEFT_EINVAL. */
+WEFT_API int weft_graph_destroy(weft_graph *graph);
 
 #ifdef __cplusplus
 }

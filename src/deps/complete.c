@@ -9,6 +9,7 @@
 #include "deps/complete.h"
 #include "deps/engine.h"
 #include "deps/fence.h"
+#include "deps/graph.h"
 #include "deps/inflight.h"
 #include "deps/var.h"
 
@@ -88,7 +89,10 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
   int slot = op->slot;
   uint64_t epoch = op->epoch;
   weft_opr_retire(eng, op);
-  weft_opr_free(eng, op);
+  if (op->internal == WEFT_OPR_GATE)
+    weft_gate_put(op); /* a graph launch's: back to its graph */
+  else
+    weft_opr_free(eng, op);
   /* Not drained, so no check: next, about to run here, is counted in slot;
    * or this thread is inside an operator counted in slot (op ran while it
    * helps or waits), whose own finish checks. */

@@ -15,6 +15,7 @@
 #include "deps/engine.h"
 #include "deps/executor.h"
 #include "deps/inflight.h"
+#include "deps/replay.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
 
@@ -51,12 +52,22 @@ static void weft_engine_between(weft_task *next)
   }
 }
 
+/* Releases the roots a starting root of a graph launch passes on. */
+static void fanout(weft_opr *op)
+{
+  weft_fifo ready = WEFT_FIFO_INIT;
+  weft_gnode_fanout(op, &ready);
+  weft_opr_ready_list(&ready);
+}
+
 /* Finishes op and dispatches what that makes ready (hook: see
  * weft_engine_count_done_op). */
 static weft_opr *finish(weft_opr *op, int status, bool keep_one, weft_between_fn hook)
 {
   weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_opr_finish_vars(op, status, keep_one, &ready, hook);
+  weft_opr *next = op->internal == WEFT_OPR_GNODE
+                       ? weft_gnode_finish(op, status, keep_one, &ready, hook)
+                       : weft_opr_finish_vars(op, status, keep_one, &ready, hook);
   if (!weft_fifo_empty(&ready))
     weft_opr_ready_list(&ready);
   return next;
@@ -77,15 +88,18 @@ void weft_opr_ready(weft_opr *op)
 {
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || !WEFT_ASSERTS_ON);
   WEFT_ASSERT(atomic_load_explicit(&op->wait, memory_order_relaxed) == 0);
-  if (op->internal != WEFT_OPR_USER) {
-    /* A var wait or deletion: trivial, and never queued behind the inline
-     * operator that may be the one waiting (weft_var_wait inside it). */
+  if (op->internal != WEFT_OPR_USER && op->internal != WEFT_OPR_GNODE) {
+    /* A var wait or deletion, a graph launch's gate: trivial, and never
+     * queued behind the inline operator that may be the one waiting
+     * (weft_var_wait inside it). */
     weft_opr *next = weft_opr_run(op);
     if (next)
       weft_opr_ready(next); /* a successor it kept: queue it as usual */
     return;
   }
   if (op->ctx.type == WEFT_DEV_GPU) {
+    if (op->internal == WEFT_OPR_GNODE) /* a root releases the next ones as it starts */
+      fanout(op);
     op->eng->exec->submit(op->eng->exec_self, op);
     return;
   }
@@ -96,6 +110,8 @@ void weft_opr_ready(weft_opr *op)
     if (weft_pool_submit_embedded(op->eng->pool, &op->task, prio, prio ? op->priority : 0) == 0)
       return;
     if (weft_tls_executor) { /* never inline here: a pool task cannot fail this way */
+      if (op->internal == WEFT_OPR_GNODE) /* it never starts: release the next roots now */
+        fanout(op);
       weft_opr_complete(op, WEFT_ENOMEM, false);
       return;
     }
@@ -135,11 +151,20 @@ int weft_opr_skip_status(const weft_opr *op)
  * (dropped when op runs nested inside another operator), or NULL. */
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
 {
+  if (op->internal == WEFT_OPR_GATE) { /* it holds the vars: the launch begins */
+    weft_fifo ready = WEFT_FIFO_INIT;
+    weft_graph_start(op, &ready);
+    weft_opr_ready_list(&ready);
+    return NULL;
+  }
   weft_opr *prev = weft_tls_opr;
   if (prev)
     hook = NULL;
   int status = 0;
-  if (op->internal == WEFT_OPR_USER) {
+  bool user = op->internal == WEFT_OPR_USER || op->internal == WEFT_OPR_GNODE;
+  if (op->internal == WEFT_OPR_GNODE) /* a root releases the next ones as it starts */
+    fanout(op);
+  if (user) {
     /* Skip an operator that uses a failed var; it passes the status on. */
     status = weft_opr_skip_status(op);
     if (status)
@@ -150,7 +175,7 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
   WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
   weft_tls_opr = op;
-  weft_prof_mark pm = weft_prof_op_begin(op->internal == WEFT_OPR_USER); /* trace span */
+  weft_prof_mark pm = weft_prof_op_begin(user); /* trace span */
   if (op->fn) {
     status = op->fn(&rc, op->arg);
     weft_prof_op_end(pm, op->name);

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/fork.h"
 #include "common/spinlock.h"
+#include "deps/capture.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
 #include "deps/help.h"
@@ -92,6 +93,8 @@ int weft_wait_all(weft_engine *eng)
     return WEFT_EINVAL;
   if (weft_engine_inside_op(eng) || weft_tls_executor)
     return WEFT_EDEADLK; /* the calling operator is one of those waited for */
+  if (weft_capturing(eng))
+    return WEFT_EBUSY; /* what it would wait for is recorded, not pushed */
   bool guest;
   int rc = weft_engine_enter(eng, &guest);
   if (rc)
@@ -308,6 +311,8 @@ int weft_engine_destroy(weft_engine *eng)
   if (weft_engine_inside_op(eng) || weft_tls_executor ||
       (eng->own_pool && weft_pool_in_task(eng->pool)))
     return WEFT_EDEADLK;
+  if (weft_capturing(eng))
+    return WEFT_EBUSY; /* end the capture first */
   /* seq_cst: pairs with the pushers' increment of nsubmitting. */
   atomic_store_explicit(&eng->state, WEFT_ENGINE_DRAINING, memory_order_seq_cst);
   while (atomic_load_explicit(&eng->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
@@ -319,6 +324,7 @@ int weft_engine_destroy(weft_engine *eng)
     wait_drained(eng, NULL);
   }
   int rc = weft_engine_take_failure(eng);
+  weft_graph_orphan_all(eng); /* drained: no launch runs */
   free_engine(eng);
   return rc;
 }

@@ -1,10 +1,44 @@
-/* The public calls on reusable operators (weft_op_new, weft_op_push,
- * weft_op_delete): a template of a normalised descriptor, reference
- * counted by its handle and by each push in flight (opr.c). */
+/* The public calls that push: weft_push, and those on reusable operators
+ * (weft_op_new, weft_op_push, weft_op_delete): a template of a normalised
+ * descriptor, reference counted by its handle and by each push in flight
+ * (opr.c). While the calling thread captures a graph on the engine, its
+ * pushes are recorded instead (capture.h). */
 #include "common/alloc.h"
+#include "deps/capture.h"
 #include "deps/engine.h"
 #include "deps/opr.h"
 #include "deps/push.h"
+
+int weft_push(weft_engine *eng, const weft_op_desc *desc)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  int rc = weft_push_check_desc(eng, desc);
+  if (rc)
+    return rc;
+  bool out; /* registered before the engine's tables are read */
+  rc = weft_engine_enter(eng, &out);
+  if (rc)
+    return rc;
+  size_t cap = desc->num_reads + desc->num_writes;
+  weft_var_use local[2 * WEFT_OPR_BIG_VARS]; /* no allocation for ordinary ops */
+  weft_var_use *uses = cap <= 2 * WEFT_OPR_BIG_VARS ? local : weft_malloc(sizeof *uses * cap);
+  if (!uses) {
+    rc = WEFT_ENOMEM;
+  } else {
+    int n = weft_push_normalize(eng, desc, uses);
+    if (n < 0)
+      rc = n;
+    else if (weft_capturing(eng))
+      rc = weft_capture_push(weft_tls_capture, desc, uses, n);
+    else
+      rc = weft_push_uses(eng, desc, uses, n, NULL, out);
+    if (uses != local)
+      weft_free(uses);
+  }
+  weft_engine_leave(eng, out);
+  return rc;
+}
 
 static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
 {
@@ -55,6 +89,17 @@ static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
 
 static int op_push(weft_engine *eng, weft_op *op, bool out);
 
+/* Records a push of template t (a reference held): its vars must be live
+ * now, as a push's would be. */
+static int capture_tmpl(weft_engine *eng, const weft_op_impl *t)
+{
+  (void)eng;
+  for (int k = 0; k < t->nuses; k++)
+    if (!weft_slot_live(&t->uses[k].var->slot, weft_handle_gen(t->uses[k].handle)))
+      return WEFT_EINVAL;
+  return weft_capture_push(weft_tls_capture, &t->desc, t->uses, t->nuses);
+}
+
 int weft_op_push(weft_engine *eng, weft_op *op)
 {
   if (!eng)
@@ -67,6 +112,7 @@ static int op_push(weft_engine *eng, weft_op *op, bool out)
   weft_op_impl *t = op_lookup(eng, op);
   if (!t)
     return WEFT_EINVAL;
+
   /* Take a reference only while the template is alive (refs > 0)... */
   int r = atomic_load_explicit(&t->refs, memory_order_relaxed);
   do {
@@ -79,6 +125,11 @@ static int op_push(weft_engine *eng, weft_op *op, bool out)
   if (!weft_slot_live(&t->slot, weft_handle_gen((uintptr_t)op))) {
     weft_op_tmpl_release(eng, t);
     return WEFT_EINVAL;
+  }
+  if (weft_capturing(eng)) { /* recorded: the graph copies the template */
+    int rc = capture_tmpl(eng, t);
+    weft_op_tmpl_release(eng, t);
+    return rc;
   }
   int rc = weft_push_uses(eng, &t->desc, t->uses, t->nuses, t, out);
   if (rc || eng->naive)

@@ -54,8 +54,10 @@ typedef struct weft_op_impl {
   _Atomic int refs;   /* the live handle + one per push in flight */
 } weft_op_impl;
 
-/* Internal operator kinds (opr.internal). */
-enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE };
+/* Internal operator kinds (opr.internal): a pushed user operator, a var
+ * wait, a var deletion; a node of a captured graph (a user operator too,
+ * replayed: graph.h) and a graph launch's gate. */
+enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE, WEFT_OPR_GNODE, WEFT_OPR_GATE };
 
 typedef struct weft_opr {
   /* The first lines: what the pusher writes for every operator (the block
@@ -93,6 +95,7 @@ typedef struct weft_opr {
   _Atomic int async_refs;
   _Atomic uint32_t async_done; /* naive engine (a block on the pusher's stack): set at the signal */
   int priority;               /* WEFT_PROP_PRIORITIZED: higher runs first */
+  struct weft_gnode *gnode;   /* immutable: a graph node's place (graph.h), else unused */
   /* A queue node (common/fifo.h): inline operators queued on a thread
    * (dispatch.c), device operators in their executor's queues. */
   weft_fifo_node node;

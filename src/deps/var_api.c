@@ -1,6 +1,7 @@
 /* The public calls on vars: creation, deferred deletion, and waiting for a
  * var (both internal operators on the var's queue). */
 #include "common/sync.h"
+#include "deps/capture.h"
 #include "deps/engine.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
@@ -23,6 +24,8 @@ int weft_var_delete(weft_engine *eng, weft_var *var)
 {
   if (!eng)
     return WEFT_EINVAL;
+  if (weft_capturing(eng))
+    return WEFT_EBUSY; /* a capture records pushes only */
   WEFT_GUARDED(guest, var_delete(eng, var));
 }
 
@@ -30,6 +33,8 @@ int weft_var_wait(weft_engine *eng, weft_var *var)
 {
   if (!eng)
     return WEFT_EINVAL;
+  if (weft_capturing(eng))
+    return WEFT_EBUSY; /* what it would wait for is recorded, not pushed */
   WEFT_GUARDED(guest, var_wait(eng, var));
 }
 
@@ -126,6 +131,8 @@ static int var_wait(weft_engine *eng, weft_var *var)
     for (int k = 0; k < cur->nvars; k++)
       if (cur->var[k] == v)
         return WEFT_EDEADLK; /* it waits for the calling operator itself */
+  if (cur && cur->eng == eng && weft_graph_holds(cur, v))
+    return WEFT_EDEADLK; /* it waits for the launch the calling operator belongs to */
   if (weft_tls_executor)
     return WEFT_EDEADLK; /* a device worker or poller: it completes device work */
   if (eng->naive) {

@@ -1,0 +1,318 @@
+/*
+ * Resolving a capture into a graph (capture.h): the dependencies between
+ * the recorded pushes are those the var queues would have enforced, found
+ * once: a write follows the reads of its var since the last write (or, if
+ * none, that write); a read follows the last write. Duplicate edges are
+ * merged. Then the node blocks, the roots (no predecessor) and the sink
+ * counter tree (graph.h).
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "deps/capture.h"
+
+/* The scratch space of one build, all freed at its end. */
+typedef struct build {
+  const weft_capture *c;
+  int n;             /* nodes */
+  size_t u;          /* uses */
+  int nv;            /* distinct handles */
+  int *use_gv;       /* [u]: the graph var of each use */
+  uintptr_t *gv_handle; /* [nv] */
+  bool *gv_write;    /* [nv] */
+  weft_var_impl **gv_var; /* [nv] */
+  int *npred, *nsucc; /* [n] */
+  int (*edge)[2];    /* [nedges]: (pred, succ) */
+  size_t nedges;
+} build;
+
+/* A hash of handles to graph var numbers (open addressing). */
+static int map_vars(build *b)
+{
+  size_t cap = 16;
+  while (cap < 2 * b->u)
+    cap *= 2;
+  uintptr_t *keys = weft_calloc(cap, sizeof *keys);
+  int *vals = weft_malloc(cap * sizeof *vals);
+  if (!keys || !vals) {
+    weft_free(keys);
+    weft_free(vals);
+    return WEFT_ENOMEM;
+  }
+  const weft_var_use *uses = b->c->uses;
+  for (size_t k = 0; k < b->u; k++) {
+    uintptr_t h = uses[k].handle; /* never 0: a live handle has an odd generation */
+    size_t i = (size_t)((h * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+    while (keys[i] && keys[i] != h)
+      i = (i + 1) & (cap - 1);
+    if (!keys[i]) {
+      keys[i] = h;
+      vals[i] = b->nv;
+      b->gv_handle[b->nv] = h;
+      b->gv_var[b->nv] = uses[k].var;
+      b->gv_write[b->nv] = false;
+      b->nv++;
+    }
+    b->use_gv[k] = vals[i];
+    b->gv_write[vals[i]] |= uses[k].write;
+  }
+  weft_free(keys);
+  weft_free(vals);
+  return 0;
+}
+
+static const build *sort_ctx; /* qsort has no context argument; builds are serialised */
+static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cmp_gv(const void *a, const void *b)
+{
+  uint32_t x = (uint32_t)sort_ctx->gv_handle[*(const int *)a];
+  uint32_t y = (uint32_t)sort_ctx->gv_handle[*(const int *)b];
+  return x < y ? -1 : x > y;
+}
+
+/* The dependency edges, in the order the var queues would grant. */
+static int find_edges(build *b)
+{
+  int *last_w = weft_malloc(sizeof(int) * (size_t)(b->nv ? b->nv : 1));
+  int *rhead = weft_malloc(sizeof(int) * (size_t)(b->nv ? b->nv : 1));
+  int *rnext = weft_malloc(sizeof(int) * (b->u ? b->u : 1)); /* reader chains, by use */
+  int *rnode = weft_malloc(sizeof(int) * (b->u ? b->u : 1));
+  int *stamp = weft_malloc(sizeof(int) * (size_t)b->n);
+  b->edge = weft_malloc(sizeof *b->edge * (2 * b->u + 1)); /* each use adds at most two */
+  if (!last_w || !rhead || !rnext || !rnode || !stamp || !b->edge) {
+    weft_free(last_w);
+    weft_free(rhead);
+    weft_free(rnext);
+    weft_free(rnode);
+    weft_free(stamp);
+    return WEFT_ENOMEM;
+  }
+  for (int v = 0; v < b->nv; v++)
+    last_w[v] = rhead[v] = -1;
+  for (int i = 0; i < b->n; i++)
+    stamp[i] = -1;
+#define EDGE(p, s)                                  \
+  do {                                              \
+    if (stamp[p] != (s)) {                          \
+      stamp[p] = (s);                               \
+      b->edge[b->nedges][0] = (p);                  \
+      b->edge[b->nedges][1] = (s);                  \
+      b->nedges++;                                  \
+      b->npred[s]++;                                \
+      b->nsucc[p]++;                                \
+    }                                               \
+  } while (0)
+  for (int i = 0; i < b->n; i++) {
+    const weft_capture_rec *r = &b->c->recs[i];
+    for (int k = 0; k < r->nuses; k++) {
+      size_t u = r->use0 + (size_t)k;
+      int v = b->use_gv[u];
+      if (b->c->uses[u].write) {
+        if (rhead[v] >= 0) { /* after every read since the last write */
+          for (int x = rhead[v]; x >= 0; x = rnext[x])
+            EDGE(rnode[x], i);
+          rhead[v] = -1;
+        } else if (last_w[v] >= 0) {
+          EDGE(last_w[v], i);
+        }
+        last_w[v] = i;
+      } else {
+        if (last_w[v] >= 0)
+          EDGE(last_w[v], i);
+        rnode[u] = i;
+        rnext[u] = rhead[v];
+        rhead[v] = (int)u;
+      }
+    }
+  }
+#undef EDGE
+  weft_free(last_w);
+  weft_free(rhead);
+  weft_free(rnext);
+  weft_free(rnode);
+  weft_free(stamp);
+  return 0;
+}
+
+/* The sink counter tree: leaves of WEFT_GRAPH_FANIN sinks, parents of as
+ * many counters, up to one. Sets each sink's leaf in meta. */
+static int make_counters(struct weft_graph *g, const build *b)
+{
+  int nsinks = 0;
+  for (int i = 0; i < b->n; i++)
+    if (b->nsucc[i] == 0)
+      g->meta[i].counter = nsinks++ / WEFT_GRAPH_FANIN;
+  int total = 0;
+  for (int level = (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN;;
+       level = (level + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN) {
+    total += level;
+    if (level == 1)
+      break;
+  }
+  g->counters = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->counters * (size_t)total);
+  if (!g->counters)
+    return WEFT_ENOMEM;
+  g->ncounters = total;
+  int base = 0, below = nsinks;
+  for (int level = (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN;;
+       level = (level + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN) {
+    for (int j = 0; j < level; j++) {
+      weft_gcounter *gc = &g->counters[base + j];
+      int left = below - j * WEFT_GRAPH_FANIN;
+      gc->init = left < WEFT_GRAPH_FANIN ? left : WEFT_GRAPH_FANIN;
+      gc->parent = level == 1 ? -1 : base + level + j / WEFT_GRAPH_FANIN;
+      atomic_init(&gc->left, gc->init);
+    }
+    if (level == 1)
+      break;
+    base += level;
+    below = level;
+  }
+  return 0;
+}
+
+/* The node blocks, their places and the graph's arrays, from b. */
+static int make_nodes(struct weft_graph *g, build *b)
+{
+  const weft_capture *c = b->c;
+  int n = b->n;
+  /* The gate's vars, sorted by slot index as every operator's are. */
+  int *order = weft_malloc(sizeof(int) * (size_t)b->nv);
+  int *rank = weft_malloc(sizeof(int) * (size_t)b->nv);
+  g->vars = weft_malloc(sizeof *g->vars * (size_t)b->nv);
+  g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
+  g->stride = (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
+  g->nodes = weft_aligned_alloc(WEFT_CACHE_LINE, g->stride * (size_t)n);
+  g->meta = weft_calloc((size_t)n, sizeof *g->meta);
+  g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
+  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_opr *) * b->nedges +
+                 sizeof(weft_var_use) * b->u;
+  g->store = weft_malloc(bytes ? bytes : 1);
+  if (!order || !rank || !g->vars || !g->uses || !g->nodes || !g->meta ||
+      !g->roots || !g->store) {
+    weft_free(order);
+    weft_free(rank);
+    return WEFT_ENOMEM;
+  }
+  for (int v = 0; v < b->nv; v++)
+    order[v] = v;
+  pthread_mutex_lock(&sort_lock);
+  sort_ctx = b;
+  qsort(order, (size_t)b->nv, sizeof *order, cmp_gv);
+  pthread_mutex_unlock(&sort_lock);
+  for (int k = 0; k < b->nv; k++) {
+    rank[order[k]] = k;
+    g->vars[k] = b->gv_var[order[k]];
+    g->uses[k] = (weft_var_use){b->gv_handle[order[k]], g->vars[k], b->gv_write[order[k]]};
+    if (k > 0 && (uint32_t)g->uses[k].handle == (uint32_t)g->uses[k - 1].handle)
+      g->stale = true; /* one slot, two generations: one of them is dead */
+  }
+  g->nvars = b->nv;
+  weft_free(order);
+  weft_free(rank);
+
+  weft_var_impl **vstore = g->store;
+  weft_opr **sstore = (weft_opr **)(vstore + b->u);
+  weft_var_use *ustore = (weft_var_use *)(sstore + b->nedges);
+  memcpy(ustore, c->uses, sizeof *ustore * b->u);
+  size_t soff = 0;
+  for (int i = 0; i < n; i++) {
+    weft_gnode *m = &g->meta[i];
+    m->graph = g;
+    m->succ = sstore + soff;
+    soff += (size_t)b->nsucc[i];
+    m->npred = b->npred[i];
+    m->root = -1;
+    m->counter = -1;
+    m->uses = ustore + c->recs[i].use0;
+    m->nuses = c->recs[i].nuses;
+  }
+  for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
+    weft_gnode *m = &g->meta[b->edge[e][0]];
+    m->succ[m->nsucc++] = weft_graph_node(g, b->edge[e][1]);
+  }
+  for (int i = 0; i < n; i++) {
+    const weft_capture_rec *r = &c->recs[i];
+    weft_opr *op = weft_graph_node(g, i);
+    memset(op, 0, g->stride);
+    op->eng = c->eng;
+    op->fn = r->desc.fn;
+    op->async_fn = r->desc.async_fn;
+    op->arg = r->desc.arg;
+    op->name = r->desc.name;
+    op->ctx = r->desc.ctx;
+    op->prop = (uint8_t)r->desc.prop;
+    op->priority = r->desc.priority;
+    op->flags = r->desc.flags;
+    op->internal = WEFT_OPR_GNODE;
+    op->var = vstore + r->use0;
+    for (int k = 0; k < r->nuses; k++)
+      op->var[k] = c->uses[r->use0 + (size_t)k].var;
+    op->req = NULL; /* its requests are its launch's gate's */
+    op->nvars = r->nuses;
+    atomic_init(&op->wait, b->npred[i]);
+    atomic_init(&op->async_refs, 0);
+    atomic_init(&op->async_done, 0);
+    atomic_init(&op->ndevwaits, 0);
+    atomic_init(&op->dev_refs, 0);
+    op->gnode = &g->meta[i];
+    if (b->npred[i] == 0) {
+      g->meta[i].root = g->nroots;
+      g->roots[g->nroots++] = op;
+    }
+  }
+  g->nnodes = n;
+  return make_counters(g, b);
+}
+
+struct weft_graph *weft_graph_build(const weft_capture *c)
+{
+  struct weft_graph *g = weft_calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  if (pthread_mutex_init(&g->gate_lock, NULL)) {
+    weft_free(g);
+    return NULL;
+  }
+  atomic_init(&g->eng, c->eng);
+  atomic_init(&g->running, 0);
+  atomic_init(&g->gates_out, 0);
+  if (c->nrecs == 0)
+    return g; /* empty: its launch does nothing */
+  int rc = WEFT_ENOMEM;
+  build b = {0};
+  b.c = c;
+  b.u = c->nuses;
+  if (c->nrecs > INT_MAX / 4 || c->nuses > INT_MAX / 4)
+    goto out; /* beyond what the counters hold: as out of memory */
+  b.n = (int)c->nrecs;
+  size_t nu = b.u ? b.u : 1;
+  b.use_gv = weft_malloc(sizeof *b.use_gv * nu);
+  b.gv_handle = weft_malloc(sizeof *b.gv_handle * nu);
+  b.gv_write = weft_malloc(sizeof *b.gv_write * nu);
+  b.gv_var = weft_malloc(sizeof *b.gv_var * nu);
+  b.npred = weft_calloc((size_t)b.n, sizeof *b.npred);
+  b.nsucc = weft_calloc((size_t)b.n, sizeof *b.nsucc);
+  if (!b.use_gv || !b.gv_handle || !b.gv_write || !b.gv_var || !b.npred || !b.nsucc)
+    goto out;
+  if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = make_nodes(g, &b)))
+    goto out;
+out:
+  weft_free(b.use_gv);
+  weft_free(b.gv_handle);
+  weft_free(b.gv_write);
+  weft_free(b.gv_var);
+  weft_free(b.npred);
+  weft_free(b.nsucc);
+  weft_free(b.edge);
+  if (rc) {
+    weft_graph_release_nodes(g);
+    pthread_mutex_destroy(&g->gate_lock);
+    weft_free(g);
+    return NULL;
+  }
+  return g;
+}

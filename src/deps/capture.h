@@ -1,0 +1,52 @@
+/*
+ * Capturing a graph: while a thread captures on an engine, its pushes to
+ * that engine are recorded (a copied descriptor and its normalised vars),
+ * not run; the end of the capture resolves them into a graph (build.c).
+ */
+#ifndef WEFT_DEPS_CAPTURE_H
+#define WEFT_DEPS_CAPTURE_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "deps/graph.h"
+
+/* One recorded push. */
+typedef struct weft_capture_rec {
+  weft_op_desc desc; /* copied; reads and writes cleared (see uses) */
+  size_t use0;       /* its vars: uses[use0 .. use0 + nuses) */
+  int nuses;
+} weft_capture_rec;
+
+/* A thread's capture (owned by that thread). */
+typedef struct weft_capture {
+  weft_engine *eng;
+  weft_capture_rec *recs;
+  size_t nrecs, caprecs;
+  weft_var_use *uses; /* each record's, normalised (sorted by slot index) */
+  size_t nuses, capuses;
+} weft_capture;
+
+/* The calling thread's capture, or NULL. */
+extern _Thread_local weft_capture *weft_tls_capture __attribute__((tls_model("initial-exec")));
+
+/* Whether the calling thread captures its pushes to eng. */
+static inline bool weft_capturing(const weft_engine *eng)
+{
+  return __builtin_expect(weft_tls_capture != NULL, 0) && weft_tls_capture->eng == eng;
+}
+
+/* Starts, on the calling thread: WEFT_EBUSY if it already captures,
+ * WEFT_ENOMEM. */
+int weft_capture_begin(weft_engine *eng);
+/* Records a push of the checked descriptor d on its n normalised uses. */
+int weft_capture_push(weft_capture *c, const weft_op_desc *d, const weft_var_use *uses, int n);
+/* Ends the calling thread's capture on eng (WEFT_EINVAL if none) and
+ * resolves it into *out (WEFT_ENOMEM: *out NULL, the capture ended). */
+int weft_capture_end(weft_engine *eng, struct weft_graph **out);
+
+/* Resolves the records of c into a graph (build.c); NULL without memory. */
+struct weft_graph *weft_graph_build(const weft_capture *c);
+
+#endif /* WEFT_DEPS_CAPTURE_H */

@@ -1,0 +1,130 @@
+/*
+ * A captured graph's storage (graph.h): its gates (one per launch in
+ * progress, kept on the graph's free list between launches), its nodes'
+ * arrays, the list of an engine's graphs (for the engine's destroy), and
+ * the check that a wait inside a replayed operator would wait for its own
+ * launch.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "deps/graph.h"
+#include "deps/var.h"
+
+weft_gate *weft_gate_get(struct weft_graph *g)
+{
+  pthread_mutex_lock(&g->gate_lock);
+  weft_gate *gate = g->free_gates;
+  if (gate)
+    g->free_gates = gate->next;
+  pthread_mutex_unlock(&g->gate_lock);
+  if (!gate) {
+    size_t size = offsetof(weft_gate, req) + sizeof(weft_var_req) * (size_t)g->nvars;
+    gate = weft_aligned_alloc(WEFT_CACHE_LINE, (size + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE *
+                                                   WEFT_CACHE_LINE);
+    if (!gate)
+      return NULL;
+    memset(gate, 0, size);
+    gate->graph = g;
+  }
+  /* relaxed: counts gates out; weft_gate_put's decrement is the release. */
+  atomic_fetch_add_explicit(&g->gates_out, 1, memory_order_relaxed);
+  return gate;
+}
+
+void weft_gate_put(weft_opr *gate_op)
+{
+  weft_gate *gate = gate_op->arg;
+  struct weft_graph *g = gate->graph;
+  pthread_mutex_lock(&g->gate_lock);
+  gate->next = g->free_gates;
+  g->free_gates = gate;
+  pthread_mutex_unlock(&g->gate_lock);
+  /* release: the gate is done with the graph; pairs with the acquire load
+   * in weft_graph_destroy, which may free it at once. */
+  atomic_fetch_sub_explicit(&g->gates_out, 1, memory_order_release);
+}
+
+bool weft_graph_holds(const weft_opr *op, const weft_var_impl *v)
+{
+  const weft_gnode *n = weft_opr_gnode(op);
+  if (!n)
+    return false;
+  const struct weft_graph *g = n->graph;
+  int lo = 0, hi = g->nvars; /* the gate's vars are sorted by slot index */
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (g->vars[mid]->slot.index < v->slot.index)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->nvars && g->vars[lo] == v;
+}
+
+/* Every engine's graphs, for the engine's destroy: not on any hot path. */
+static pthread_mutex_t graphs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft_graph *graphs; /* under graphs_lock */
+
+void weft_graph_track(struct weft_graph *g)
+{
+  pthread_mutex_lock(&graphs_lock);
+  g->prev = NULL;
+  g->next = graphs;
+  if (graphs)
+    graphs->prev = g;
+  graphs = g;
+  pthread_mutex_unlock(&graphs_lock);
+}
+
+void weft_graph_untrack(struct weft_graph *g)
+{
+  pthread_mutex_lock(&graphs_lock);
+  if (atomic_load_explicit(&g->eng, memory_order_relaxed)) { /* an orphan is off the list */
+    if (g->prev)
+      g->prev->next = g->next;
+    else
+      graphs = g->next;
+    if (g->next)
+      g->next->prev = g->prev;
+  }
+  pthread_mutex_unlock(&graphs_lock);
+}
+
+void weft_graph_orphan_all(weft_engine *eng)
+{
+  pthread_mutex_lock(&graphs_lock);
+  for (struct weft_graph **pg = &graphs; *pg;) {
+    struct weft_graph *g = *pg;
+    if (atomic_load_explicit(&g->eng, memory_order_relaxed) != eng) {
+      pg = &g->next;
+      continue;
+    }
+    *pg = g->next;
+    if (g->next)
+      g->next->prev = g->prev;
+    weft_graph_release_nodes(g);
+    atomic_store_explicit(&g->eng, NULL, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&graphs_lock);
+}
+
+void weft_graph_release_nodes(struct weft_graph *g)
+{
+  weft_free(g->nodes);
+  weft_free(g->meta);
+  weft_free(g->roots);
+  weft_free(g->vars);
+  weft_free(g->uses);
+  weft_free(g->counters);
+  weft_free(g->store);
+  g->nodes = NULL;
+  g->meta = NULL;
+  g->roots = NULL;
+  g->vars = NULL;
+  g->uses = NULL;
+  g->counters = NULL;
+  g->store = NULL;
+  g->nnodes = g->nroots = g->nvars = g->ncounters = 0;
+}

@@ -1,0 +1,131 @@
+/*
+ * A captured graph (weft_graph_*): its operators, resolved once at the end
+ * of the capture (capture.c), and what a launch uses to replay them
+ * (replay.c runs them; graph_api.c launches).
+ *
+ * Nodes are op blocks of their own (struct weft_opr, internal kind
+ * WEFT_OPR_GNODE), owned by the graph and never recycled: the dispatch and
+ * run paths treat them as any operator; only their finish differs. A
+ * node's wait counter holds the predecessors it still waits for; it starts
+ * at npred, and each node resets its own counter to npred when it
+ * finishes, so a launch writes nothing per node.
+ *
+ * A launch registers one gate (an op block of kind WEFT_OPR_GATE) on every
+ * var the graph uses, as one operator would; once the gate holds them all,
+ * it releases the roots: the first root, which, when it starts, releases
+ * the next two (a heap: root i releases roots 2i+1 and 2i+2), so the roots
+ * reach every worker in O(log roots) steps instead of one thread queuing
+ * them all. A finished node releases its successors and, if it is a sink
+ * (no successor), counts itself off a tree of counters (16 sinks a leaf,
+ * 16 counters a parent): the last one at the top ends the launch and
+ * finishes the gate, which releases the vars.
+ */
+#ifndef WEFT_DEPS_GRAPH_H
+#define WEFT_DEPS_GRAPH_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tunables.h"
+#include "deps/engine.h"
+#include "deps/opr.h"
+#include "deps/var.h"
+
+/* Sinks per leaf counter, and counters per parent. */
+#define WEFT_GRAPH_FANIN 16
+
+/* A node's place in its graph (immutable once built). */
+typedef struct weft_gnode {
+  struct weft_graph *graph;
+  struct weft_opr **succ; /* [nsucc]: released when it finishes */
+  int nsucc;
+  int npred;              /* its wait counter's value at every launch */
+  int root;               /* its index among the roots, or -1 */
+  int counter;            /* the leaf counter it counts off as a sink, or -1 */
+  weft_var_use *uses;     /* [nuses]: its vars, as pushed (the naive engine replays them) */
+  int nuses;
+} weft_gnode;
+
+/* A counter of the sink tree, on a line of its own. */
+typedef struct weft_gcounter {
+  _Alignas(WEFT_CACHE_LINE) _Atomic int left; /* atomic: counts missing this launch */
+  int init;   /* immutable: the count it starts at (reset by whoever takes it to 0) */
+  int parent; /* immutable: the counter it counts off at 0, or -1 (the top) */
+} weft_gcounter;
+
+/* A launch's gate: an op block registered on every var of the graph, with
+ * its own requests (the var list is the graph's). */
+typedef struct weft_gate {
+  weft_opr op;                 /* internal WEFT_OPR_GATE; op.arg is the gate */
+  struct weft_graph *graph;    /* immutable */
+  struct weft_gate *next;      /* under graph->gate_lock while free */
+  weft_var_req req[];          /* [graph->nvars] */
+} weft_gate;
+
+struct weft_graph {
+  /* atomic, relaxed: the engine; NULL once it was destroyed first (set
+   * under the graphs' lock, graph.c; a launch after that is ordered after
+   * the destroy by the user). */
+  _Atomic(weft_engine *) eng;
+  int nnodes, nroots, nvars, ncounters; /* immutable */
+  char *nodes;             /* [nnodes] op blocks, stride bytes apart, line aligned */
+  size_t stride;           /* immutable */
+  weft_gnode *meta;        /* [nnodes] */
+  weft_opr **roots;        /* [nroots], in capture order */
+  weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */
+  weft_var_use *uses;      /* [nvars]: each var's handle (its liveness at launch), its
+                            * slot, whether some node writes it: the gate's requests */
+  weft_gcounter *counters; /* [ncounters]; the last is the top */
+  void *store;             /* the nodes' var arrays, successor lists, uses (one block) */
+  /* immutable: two of its handles name one var slot (one of them was
+   * deleted and the slot reused during the capture): every launch fails. */
+  bool stale;
+  /* The launch in progress: its gate (the nodes read its epoch when they
+   * are released). Written by the launcher before the gate registers;
+   * published to the nodes by the gate's grants. */
+  weft_gate *cur;
+  /* atomic: 1 from a launch until its last node has finished. */
+  _Atomic int running;
+  /* atomic: gates taken and not yet given back (a gate finishing after
+   * running went to 0 still reads the graph). */
+  _Atomic int gates_out;
+  pthread_mutex_t gate_lock;
+  weft_gate *free_gates;   /* under gate_lock */
+  struct weft_graph *prev, *next; /* under the graphs' lock (graph.c): the engine's graphs */
+};
+
+/* Node i's block. */
+static inline weft_opr *weft_graph_node(const struct weft_graph *g, int i)
+{
+  return (weft_opr *)(g->nodes + (size_t)i * g->stride);
+}
+
+/* A gate for one launch (from the graph's free list, or new); NULL
+ * without memory. */
+weft_gate *weft_gate_get(struct weft_graph *g);
+/* Gives a finished gate back: its last touch of the graph. */
+void weft_gate_put(weft_opr *gate_op);
+
+/* Lists g among its engine's graphs / takes it off (graph.c's lock). */
+void weft_graph_track(struct weft_graph *g);
+void weft_graph_untrack(struct weft_graph *g);
+/* At the engine's destroy (drained): every graph of eng left loses its
+ * nodes and its engine (weft_graph_destroy frees the rest). */
+void weft_graph_orphan_all(weft_engine *eng);
+/* Frees what a graph holds of its engine: its nodes and arrays. */
+void weft_graph_release_nodes(struct weft_graph *g);
+
+/* The graph node behind op, or NULL for any other operator. */
+static inline weft_gnode *weft_opr_gnode(const weft_opr *op)
+{
+  return op->internal == WEFT_OPR_GNODE ? op->gnode : NULL;
+}
+
+/* Whether op (running on this thread) belongs to a launch of a graph that
+ * holds v: a wait on v would wait for op itself. */
+bool weft_graph_holds(const weft_opr *op, const weft_var_impl *v);
+
+#endif /* WEFT_DEPS_GRAPH_H */

@@ -1,0 +1,174 @@
+/*
+ * The public calls on captured graphs (weft_graph_*): capture, launch,
+ * destroy. What a graph is and how a launch runs: graph.h.
+ */
+#include <sched.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/error.h"
+#include "deps/capture.h"
+#include "deps/inflight.h"
+#include "deps/push.h"
+
+int weft_graph_begin_capture(weft_engine *eng)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  if (weft_engine_inside_op(eng)) {
+    weft_log("weft_graph_begin_capture: called from inside one of the engine's operators");
+    return WEFT_EINVAL;
+  }
+  WEFT_GUARDED(guest, weft_capture_begin(eng));
+}
+
+int weft_graph_end_capture(weft_engine *eng, weft_graph **out)
+{
+  if (!eng || !out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  int rc = weft_capture_end(eng, out);
+  if (rc == 0)
+    weft_graph_track(*out);
+  return rc;
+}
+
+static void log_dead_var(const weft_graph *g, int k);
+
+/* The naive engine replays each operator as its push would run, once
+ * every var is known live (nothing runs otherwise). */
+static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
+{
+  for (int k = 0; k < g->nvars; k++)
+    if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
+      log_dead_var(g, k);
+      return WEFT_EINVAL;
+    }
+  int rc = 0;
+  for (int i = 0; i < g->nnodes && !rc; i++) {
+    const weft_opr *op = weft_graph_node(g, i);
+    const weft_gnode *m = op->gnode;
+    weft_op_desc d = {0};
+    d.fn = op->fn;
+    d.async_fn = op->async_fn;
+    d.arg = op->arg;
+    d.ctx = op->ctx;
+    d.prop = (weft_prop)op->prop;
+    d.priority = op->priority;
+    d.flags = op->flags;
+    d.name = op->name;
+    rc = weft_push_uses(eng, &d, m->uses, m->nuses, NULL, out);
+  }
+  return rc;
+}
+
+/* Names the first operator of g that uses its dead var k. */
+static void log_dead_var(const weft_graph *g, int k)
+{
+  for (int i = 0; i < g->nnodes; i++) {
+    const weft_opr *op = weft_graph_node(g, i);
+    for (int j = 0; j < op->nvars; j++)
+      if (op->gnode->uses[j].handle == g->uses[k].handle) {
+        weft_log("weft_graph_launch: a var of the graph's operator %d (\"%s\") was deleted", i,
+                 op->name ? op->name : "op");
+        return;
+      }
+  }
+}
+
+static int launch(weft_engine *eng, weft_graph *g, bool out)
+{
+  if (g->nnodes == 0)
+    return 0;
+  int idle = 0;
+  /* acquire: pairs with the release store of the last node's finish
+   * (replay.c): every counter of the previous launch is reset. */
+  if (!atomic_compare_exchange_strong_explicit(&g->running, &idle, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return WEFT_EBUSY;
+  int rc = 0;
+  if (g->stale) {
+    weft_log("weft_graph_launch: a var of the graph was deleted during its capture");
+    rc = WEFT_EINVAL;
+  } else if (eng->naive) {
+    rc = launch_naive(eng, g, out);
+  } else {
+    weft_gate *gate = weft_gate_get(g);
+    if (!gate) {
+      rc = WEFT_ENOMEM;
+    } else {
+      bool capped = eng->max_inflight > 0;
+      if (capped)
+        weft_push_admit(eng, out);
+      weft_opr *op = &gate->op;
+      op->eng = eng;
+      op->fn = NULL;
+      op->arg = gate;
+      op->name = "weft_graph_launch";
+      op->ctx = (weft_ctx){WEFT_DEV_CPU, 0};
+      op->prop = WEFT_PROP_ASYNC; /* trivial: run where it becomes ready */
+      op->flags = WEFT_OP_NOSKIP;
+      op->internal = WEFT_OPR_GATE;
+      op->tmpl = NULL;
+      op->admitted = false;
+      op->status = 0;
+      op->var = g->vars;
+      op->req = gate->req;
+      op->nvars = g->nvars;
+      WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
+      g->cur = gate; /* published to the nodes by the gate's grants */
+      rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
+      if (rc) {
+        int slot = op->slot;
+        for (int k = 0; k < g->nvars; k++)
+          if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
+            log_dead_var(g, k);
+            break;
+          }
+        weft_gate_put(op);
+        weft_engine_count_done(eng, slot);
+        if (capped)
+          weft_push_unadmit(eng);
+      } else {
+        return 0; /* running until its last node finishes */
+      }
+    }
+  }
+  /* release: as a launch's end (nothing of this one ran). */
+  atomic_store_explicit(&g->running, 0, memory_order_release);
+  return rc;
+}
+
+int weft_graph_launch(weft_graph *g)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  weft_engine *eng = atomic_load_explicit(&g->eng, memory_order_relaxed);
+  if (!eng)
+    return WEFT_ESHUTDOWN; /* its engine was destroyed */
+  if (weft_capturing(eng))
+    return WEFT_EBUSY;
+  WEFT_GUARDED(out, launch(eng, g, out));
+}
+
+int weft_graph_destroy(weft_graph *g)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  if (atomic_load_explicit(&g->running, memory_order_relaxed))
+    return WEFT_EBUSY;
+  /* acquire: pairs with weft_gate_put's release; a gate finishing the last
+   * launch is done with the graph once the count is back to zero. */
+  while (atomic_load_explicit(&g->gates_out, memory_order_acquire))
+    sched_yield(); /* a few var releases at most */
+  weft_graph_untrack(g);
+  weft_graph_release_nodes(g);
+  for (weft_gate *gate = g->free_gates; gate;) {
+    weft_gate *next = gate->next;
+    weft_free(gate);
+    gate = next;
+  }
+  pthread_mutex_destroy(&g->gate_lock);
+  weft_free(g);
+  return 0;
+}

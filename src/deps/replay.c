@@ -1,0 +1,124 @@
+/*
+ * Replaying a captured graph (replay.h): the gate's start, the roots' heap
+ * fan-out, and a node's finish with its sink count. A node's successors
+ * and counters are the graph's, fixed at capture; what a launch changes is
+ * only counters, each put back to its start value by the thread that takes
+ * it to zero (the next launch begins after this one ended: graph_api.c).
+ */
+#include "common/assert.h"
+#include "common/spinlock.h"
+#include "deps/complete.h"
+#include "deps/engine.h"
+#include "deps/replay.h"
+#include "deps/var.h"
+
+/* o (a node whose counter is zero) is ready in the launch of epoch. */
+static inline void node_ready(weft_opr *o, uint64_t epoch)
+{
+  o->epoch = epoch;
+  o->slot = (uint8_t)(epoch & 1);
+  WEFT_ASSERT(o->st == WEFT_OPR_ST_FREE || o->st == WEFT_OPR_ST_DONE || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(o, WEFT_OPR_ST_READY);
+}
+
+void weft_graph_start(weft_opr *gate, weft_fifo *ready)
+{
+  WEFT_OPR_MOVE(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
+  WEFT_ASSERT(g->nroots > 0); /* an empty graph launches no gate */
+  weft_opr *r = g->roots[0];
+  node_ready(r, gate->epoch);
+  weft_fifo_push(ready, &r->node);
+}
+
+void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
+{
+  const weft_gnode *n = op->gnode;
+  if (n->root < 0)
+    return;
+  const struct weft_graph *g = n->graph;
+  for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
+    weft_opr *r = g->roots[c];
+    node_ready(r, op->epoch);
+    weft_fifo_push(ready, &r->node);
+  }
+}
+
+/* Counts a sink off counter c and up the tree; true when that was the
+ * launch's last. */
+static bool count_off(struct weft_graph *g, int c)
+{
+  for (;;) {
+    weft_gcounter *gc = &g->counters[c];
+    /* acq_rel: the last decrement sees every node counted here finished
+     * (their writes, their counter resets) and passes that on up. */
+    int was = atomic_fetch_sub_explicit(&gc->left, 1, memory_order_acq_rel);
+    WEFT_ASSERT(was >= 1); /* a counter counts each of its sinks once a launch */
+    if (was != 1)
+      return false;
+    /* relaxed: nobody uses it again before the next launch, which begins
+     * after the release of running that follows. */
+    atomic_store_explicit(&gc->left, gc->init, memory_order_relaxed);
+    if (gc->parent < 0)
+      return true;
+    c = gc->parent;
+  }
+}
+
+weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
+                            weft_between_fn hook)
+{
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
+              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+  const weft_gnode *n = op->gnode;
+  weft_engine *eng = op->eng;
+  if (keep_one && weft_pool_worker_index(eng->pool) < 0)
+    keep_one = false;
+  if (status)
+    weft_engine_record_failure(eng, status, op->name);
+  /* A write's status is the var's (failed, or fine again); the gate holds
+   * the var, so only a change needs its lock (weft_var_wait and
+   * weft_wait_all clear a var's failure under it). */
+  for (int k = 0; k < n->nuses; k++) {
+    weft_var_impl *v = op->var[k];
+    if (n->uses[k].write && (status || weft_var_failed(v))) {
+      weft_spin_lock(&v->q.lock);
+      weft_var_set_failed(eng, v, status, op->epoch);
+      weft_spin_unlock(&v->q.lock);
+    }
+  }
+  uint64_t epoch = op->epoch;
+  /* relaxed: its predecessors are done with it this launch; the next
+   * launch's release of the roots publishes it (see count_off). */
+  atomic_store_explicit(&op->wait, n->npred, memory_order_relaxed);
+  weft_opr *next = NULL;
+  for (int k = 0; k < n->nsucc; k++) {
+    weft_opr *s = n->succ[k];
+    /* acq_rel: as a grant (weft_grant_list): the last decrement releases
+     * s and sees what every predecessor wrote. */
+    int was = atomic_fetch_sub_explicit(&s->wait, 1, memory_order_acq_rel);
+    WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+    if (was != 1)
+      continue;
+    node_ready(s, epoch);
+    if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
+      next = s;
+    else
+      weft_fifo_push(ready, &s->node);
+  }
+  if (n->counter < 0)
+    return next;
+  struct weft_graph *g = n->graph;
+  if (!count_off(g, n->counter))
+    return next;
+  /* The launch's last node: the graph may be launched again from here on,
+   * while this gate still releases the vars (the next gate queues behind
+   * it on every one). */
+  weft_gate *gate = g->cur;
+  /* release: every node's reset (gathered by count_off) before the next
+   * launch; pairs with the acquire CAS in weft_graph_launch. */
+  atomic_store_explicit(&g->running, 0, memory_order_release);
+  WEFT_ASSERT(!next); /* a sink has no successor to keep */
+  return weft_opr_finish_vars(&gate->op, 0, keep_one, ready, hook);
+}

@@ -1,0 +1,34 @@
+/*
+ * Replaying a captured graph (graph.h): what a launch's gate does once it
+ * holds every var, what a node does when it starts and when it finishes.
+ * Like complete.h, these decide what becomes ready and hand it back;
+ * dispatch.c sends it where it runs.
+ */
+#ifndef WEFT_DEPS_REPLAY_H
+#define WEFT_DEPS_REPLAY_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
+
+#include <stdbool.h>
+
+#include "common/fifo.h"
+#include "deps/graph.h"
+#include "pool/pool_ext.h"
+
+/* The gate holds every var of its graph: the launch begins; the first root
+ * is appended to ready. */
+void weft_graph_start(weft_opr *gate, weft_fifo *ready);
+
+/* A root starts (or goes to its device): the next two roots of the heap
+ * are appended to ready. Nothing for other nodes. */
+void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
+
+/* Finishes node op with status, as weft_opr_finish_vars finishes a pushed
+ * operator: records a failure, gives the vars it writes its status, resets
+ * its counter for the next launch, and releases its successors (appended
+ * to ready, or one plain CPU successor returned with keep_one on a pool
+ * worker). The last sink to finish ends the launch and finishes the gate
+ * (hook: see weft_engine_count_done_op). */
+weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
+                            weft_between_fn hook);
+
+#endif /* WEFT_DEPS_REPLAY_H */
