@@ -38,6 +38,7 @@ typedef struct dop {
   int clear;                 /* >= 0: the pusher var_waits this var after the push */
   bool wait_all;             /* the pusher calls weft_wait_all after that */
   atomic_int ran;
+  int runs_max;              /* 0: runs once; a graph's op: once per launch */
   weft_done *done;
   struct dop *qnext;
 } dop;
@@ -75,7 +76,7 @@ static inline void d_body(uint64_t *val, const dop *o)
 static inline void d_enter(dop *o)
 {
   int prev = atomic_fetch_add(&o->ran, 1);
-  TU_CHECK(prev == 0, "op %ld ran %d times", o->idx, prev + 1);
+  TU_CHECK(prev < (o->runs_max ? o->runs_max : 1), "op %ld ran %d times", o->idx, prev + 1);
   te_guard_enter(o->s->guard, o->rd, o->nrd, o->wd, o->nwd);
 }
 
@@ -358,6 +359,127 @@ static inline long differential_gpu(int threads, bool mixed, int gpu_every)
 static inline long differential(int threads, bool mixed)
 {
   return differential_gpu(threads, mixed, 0);
+}
+
+/* ---------------------------------------------------- captured graphs */
+
+/* The differential with a captured graph: G (ng random ops) is captured
+ * once, then the pusher alternates ordinary pushes (A_0, A_1, ..., na each)
+ * with launches of G, reps times, without waiting in between (a launch
+ * that finds the previous one running is retried at once, so nothing is
+ * pushed between: the sequence stays A_0 G A_1 G ... A_reps). Now and then
+ * it waits for a var G writes, from outside, and checks its value then
+ * against the sequential run's at that point. The final values must equal
+ * the sequential run's and the naive engine's; every op of G runs reps
+ * times, every other op once, with the per-var overlap guards inside. */
+static inline void dg_run(const char *kind, int threads, const dop *proto, long ng, long na,
+                          int reps, uint64_t *out)
+{
+  long n = ng + na * (reps + 1);
+  dstate *s = calloc(1, sizeof *s);
+  cr_assert_not_null(s);
+  s->ops = malloc((size_t)n * sizeof *s->ops);
+  cr_assert_not_null(s->ops);
+  memcpy(s->ops, proto, (size_t)n * sizeof *s->ops);
+  s->nops = n;
+  d_init_values(s->val);
+  uint64_t sim[DV];
+  d_init_values(sim);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  s->qtail = &s->qhead;
+  pthread_t helper;
+  cr_assert_eq(pthread_create(&helper, NULL, d_helper, s), 0);
+
+  te t = te_new(kind, threads, 0);
+  s->ndev = weft_gpu_count(t.eng);
+  for (int i = 0; i < DV; i++)
+    s->var[i] = te_var(t.eng);
+  for (long i = 0; i < n; i++) {
+    s->ops[i].s = s;
+    s->ops[i].runs_max = i < ng ? reps : 0;
+    atomic_init(&s->ops[i].ran, 0);
+  }
+  int rc = weft_graph_begin_capture(t.eng);
+  cr_assert_eq(rc, 0, "begin_capture = %d", rc);
+  for (long i = 0; i < ng; i++)
+    d_push(t.eng, s, &s->ops[i]); /* recorded, not run */
+  weft_graph *g = NULL;
+  rc = weft_graph_end_capture(t.eng, &g);
+  cr_assert_eq(rc, 0, "end_capture = %d", rc);
+  cr_assert_not_null(g);
+  for (long i = 0; i < ng; i++)
+    cr_assert_eq(atomic_load(&s->ops[i].ran), 0, "captured op %ld ran at its push", i);
+  uint64_t rs = 0xC0FFEEull + (uint64_t)ng;
+  for (int r = 0; r <= reps; r++) {
+    dop *a = &s->ops[ng + na * r];
+    for (long i = 0; i < na; i++) {
+      d_push(t.eng, s, &a[i]);
+      d_body(sim, &a[i]);
+    }
+    if (r == reps)
+      break;
+    while ((rc = weft_graph_launch(g)) == WEFT_EBUSY) /* the previous launch still runs */
+      sched_yield();
+    cr_assert_eq(rc, 0, "launch %d = %d (%s)", r, rc, weft_strerror(rc));
+    for (long i = 0; i < ng; i++)
+      d_body(sim, &s->ops[i]);
+    if (tu_rand(&rs) % 3 == 0) { /* a var the graph writes, waited for from outside */
+      const dop *o = &s->ops[tu_rand(&rs) % (uint64_t)ng];
+      int v = o->wd[0];
+      rc = weft_var_wait(t.eng, s->var[v]);
+      cr_assert_eq(rc, 0, "var_wait(%d) after launch %d = %d", v, r, rc);
+      cr_assert_eq(s->val[v], sim[v], "%s engine, %d threads: var %d after launch %d: %016llx, "
+                   "expected %016llx", kind, threads, v, r, (unsigned long long)s->val[v],
+                   (unsigned long long)sim[v]);
+    }
+  }
+  rc = weft_wait_all(t.eng);
+  cr_assert_eq(rc, 0, "%s engine, %d threads: wait_all = %d", kind, threads, rc);
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  te_join(helper);
+  for (long i = 0; i < n; i++) {
+    int want = i < ng ? reps : 1;
+    cr_assert_eq(atomic_load(&s->ops[i].ran), want, "%s engine, %d threads: op %ld%s ran %d "
+                 "times, expected %d", kind, threads, i, i < ng ? " (graph)" : "",
+                 atomic_load(&s->ops[i].ran), want);
+  }
+  for (int v = 0; v < DV; v++)
+    cr_assert_eq(sim[v], s->val[v], "%s engine, %d threads: var %d = %016llx, expected %016llx",
+                 kind, threads, v, (unsigned long long)s->val[v], (unsigned long long)sim[v]);
+  memcpy(out, s->val, sizeof s->val);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s->ops);
+  free(s);
+  tu_assert_no_errors();
+}
+
+/* Several seeds; returns the number of (seed, var) values compared. */
+static inline long differential_graph(int threads, bool mixed, int gpu_every)
+{
+  long ng = tu_scaled(300, 60), na = tu_scaled(40, 10);
+  int reps = (int)tu_scaled(25, 6);
+  long n = ng + na * (reps + 1);
+  long compared = 0;
+  for (unsigned seed = 1; seed <= 3; seed++) {
+    dop *ops = d_gen_gpu(seed + 100, n, mixed, 0, gpu_every);
+    uint64_t naive[DV], got[DV];
+    dg_run("naive", 1, ops, ng, na, reps, naive);
+    dg_run("threaded", threads, ops, ng, na, reps, got);
+    for (int v = 0; v < DV; v++) {
+      cr_assert_eq(got[v], naive[v], "seed %u, %d threads: var %d differs from the naive engine's",
+                   seed, threads, v);
+      compared++;
+    }
+    free(ops);
+  }
+  return compared;
 }
 
 #endif /* WEFT_TESTS_DEPS_DIFFERENTIAL_H */

@@ -1,0 +1,503 @@
+/*
+ * Captured graphs (weft_graph_*): replays checked against the sequential
+ * run and the naive engine with ordinary pushes and outside waits between
+ * launches (differential.h), and every rule of the API: what capture
+ * records and refuses, a launch's order with pushes around it, failures
+ * and skipping inside a replay, busy graphs, deleted vars, and a graph
+ * whose engine went first.
+ */
+#include <string.h>
+
+#include "differential.h"
+
+static void setup(void)
+{
+  te_setup();
+}
+
+/* ------------------------------------------------------- differential */
+
+Test(graph, differential_1_thread, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  cr_assert_eq(differential_graph(1, false, 0), 3 * DV);
+}
+
+Test(graph, differential_2_threads_mixed_props, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  cr_assert_eq(differential_graph(2, true, 0), 3 * DV);
+}
+
+Test(graph, differential_4_threads_mixed_props, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  cr_assert_eq(differential_graph(4, true, 0), 3 * DV);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static weft_graph *capture_end(weft_engine *e)
+{
+  weft_graph *g = NULL;
+  int rc = weft_graph_end_capture(e, &g);
+  cr_assert_eq(rc, 0, "end_capture = %d (%s)", rc, weft_strerror(rc));
+  cr_assert_not_null(g);
+  return g;
+}
+
+/* Appends its value to a shared sequence: the order ops ran in. */
+typedef struct seq {
+  long *log;
+  atomic_long n;
+} seq;
+
+typedef struct seq_op {
+  seq *s;
+  long value;
+  int status;
+} seq_op;
+
+static int seq_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  seq_op *o = arg;
+  o->s->log[atomic_fetch_add(&o->s->n, 1)] = o->value;
+  return o->status;
+}
+
+static int push_seq(weft_engine *e, seq_op *o, weft_var *v, bool write, unsigned flags)
+{
+  weft_op_desc d = te_desc(seq_fn, o);
+  weft_var *vs[1] = {v};
+  if (write) {
+    d.writes = vs;
+    d.num_writes = 1;
+  } else {
+    d.reads = vs;
+    d.num_reads = 1;
+  }
+  d.flags = flags;
+  d.name = "seq";
+  return weft_push(e, &d);
+}
+
+/* ---------------------------------------------------------------- order */
+
+/* A launch sits between the pushes around it on the vars it uses: ops
+ * pushed before it finish first, ops pushed after start after it. */
+Test(graph, launch_is_ordered_with_pushes_around_it, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int threads = 1; threads <= 4; threads *= 2) {
+    te t = te_new("threaded", threads, 0);
+    weft_var *v = te_var(t.eng);
+    long log[64];
+    seq s = {log, 0};
+    seq_op ops[8];
+    for (int i = 0; i < 8; i++)
+      ops[i] = (seq_op){&s, i, 0};
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(push_seq(t.eng, &ops[2], v, true, 0), 0);
+    cr_assert_eq(push_seq(t.eng, &ops[3], v, false, 0), 0);
+    cr_assert_eq(push_seq(t.eng, &ops[4], v, true, 0), 0);
+    weft_graph *g = capture_end(t.eng);
+    cr_assert_eq(atomic_load(&s.n), 0, "captured ops ran at their push");
+    te_gate gate = {0};
+    cr_assert_eq(te_push(t.eng, te_gate_fn, &gate, TE_NONE, TE_V(v), 0), 0); /* holds v */
+    cr_assert_eq(push_seq(t.eng, &ops[0], v, true, 0), 0);
+    cr_assert_eq(push_seq(t.eng, &ops[1], v, false, 0), 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(push_seq(t.eng, &ops[5], v, false, 0), 0);
+    cr_assert_eq(push_seq(t.eng, &ops[6], v, true, 0), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&gate.started), TU_DEADLINE_S));
+    cr_assert_eq(atomic_load(&s.n), 0, "an op ran while the var was held before the launch");
+    atomic_store(&gate.open, 1);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&gate.timed_out), 0);
+    cr_assert_eq(atomic_load(&s.n), 7, "%ld ops ran, expected 7", atomic_load(&s.n));
+    for (long i = 0; i < 7; i++)
+      cr_assert_eq(log[i], i, "%d threads: position %ld ran op %ld", threads, i, log[i]);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* Many launches of a graph of independent ops (many roots: released
+ * through the heap fan-out), each op once per launch. */
+Test(graph, many_roots_run_once_per_launch, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  enum { N = 1000 };
+  int reps = (int)tu_scaled(20, 4);
+  te t = te_new("threaded", 4, 0);
+  static weft_var *vars[N];
+  static atomic_int runs[N];
+  for (int i = 0; i < N; i++) {
+    vars[i] = te_var(t.eng);
+    atomic_init(&runs[i], 0);
+  }
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs[i], TE_NONE, TE_V(vars[i]), 0), 0);
+  weft_graph *g = capture_end(t.eng);
+  for (int r = 0; r < reps; r++) {
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    for (int i = 0; i < N; i++)
+      cr_assert_eq(atomic_load(&runs[i]), r + 1, "op %d ran %d times after %d launches", i,
+                   atomic_load(&runs[i]), r + 1);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* A graph launched from inside an operator (the engine's own work): the
+ * operator's weft_wait_all caller waits for the launch too. */
+typedef struct inner_launch {
+  weft_graph *g;
+  int rc;
+} inner_launch;
+
+static int inner_launch_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  inner_launch *l = arg;
+  l->rc = weft_graph_launch(l->g);
+  return 0;
+}
+
+Test(graph, launch_from_inside_an_operator, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+  atomic_int runs;
+  atomic_init(&runs, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < 10; i++)
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(v), 0), 0);
+  weft_graph *g = capture_end(t.eng);
+  inner_launch l = {g, -1};
+  cr_assert_eq(te_push(t.eng, inner_launch_fn, &l, TE_NONE, TE_V(w), 0), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(l.rc, 0, "launch inside an operator = %d", l.rc);
+  cr_assert_eq(atomic_load(&runs), 10);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------------ failures */
+
+/* A failing op of the graph fails the var it writes; the ops after it on
+ * that var are skipped (not a NOSKIP one), every launch, and weft_wait_all
+ * and weft_var_wait report it, as for pushed ops. */
+Test(graph, failures_skip_and_are_reported_each_launch, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  const char *kinds[] = {"threaded", "naive"};
+  for (int kd = 0; kd < 2; kd++) {
+    te t = te_new(kinds[kd], 2, 0);
+    weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng);
+    long log[64];
+    seq s = {log, 0};
+    seq_op fail = {&s, 1, D_FAIL}, skipped = {&s, 2, 0}, noskip = {&s, 3, 0},
+           other = {&s, 4, 0}, after = {&s, 5, 0};
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(push_seq(t.eng, &fail, a, true, 0), 0);
+    cr_assert_eq(push_seq(t.eng, &skipped, a, false, 0), 0);
+    cr_assert_eq(push_seq(t.eng, &noskip, a, false, WEFT_OP_NOSKIP), 0);
+    cr_assert_eq(push_seq(t.eng, &other, b, true, 0), 0);
+    weft_graph *g = capture_end(t.eng);
+    for (int r = 0; r < 3; r++) {
+      atomic_store(&s.n, 0);
+      cr_assert_eq(weft_graph_launch(g), 0, "%s launch %d", kinds[kd], r);
+      cr_assert_eq(push_seq(t.eng, &after, c, true, 0), 0); /* another var: runs */
+      cr_assert_eq(weft_var_wait(t.eng, b), 0);
+      int wa = weft_wait_all(t.eng);
+      cr_assert_eq(wa, D_FAIL, "%s launch %d: wait_all = %d, expected the failure %d",
+                   kinds[kd], r, wa, D_FAIL);
+      long n = atomic_load(&s.n);
+      bool saw[6] = {false};
+      for (long i = 0; i < n; i++)
+        saw[log[i]] = true;
+      cr_assert(saw[1] && !saw[2] && saw[3] && saw[4] && saw[5],
+                "%s launch %d: ran fail %d skipped %d noskip %d other %d after %d", kinds[kd], r,
+                saw[1], saw[2], saw[3], saw[4], saw[5]);
+      cr_assert_eq(n, 4);
+    }
+    /* weft_var_wait reports the failed var (and clears it) */
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(t.eng, a), D_FAIL);
+    cr_assert_eq(weft_var_wait(t.eng, a), 0);
+    cr_assert_eq(weft_wait_all(t.eng), D_FAIL); /* the launch's failure, once */
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* A var failed before the launch: the graph's ops that use it are skipped,
+ * and one that writes it with success makes it fine again. */
+Test(graph, a_var_failed_before_the_launch, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *a = te_var(t.eng);
+  long log[8];
+  seq s = {log, 0};
+  seq_op pre = {&s, 0, D_FAIL}, reader = {&s, 1, 0}, fixer = {&s, 2, 0};
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_seq(t.eng, &reader, a, false, 0), 0);
+  cr_assert_eq(push_seq(t.eng, &fixer, a, true, WEFT_OP_NOSKIP), 0);
+  weft_graph *g = capture_end(t.eng);
+  cr_assert_eq(push_seq(t.eng, &pre, a, true, 0), 0);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_var_wait(t.eng, a), 0, "the NOSKIP writer made the var fine again");
+  cr_assert_eq(weft_wait_all(t.eng), D_FAIL);
+  cr_assert_eq(atomic_load(&s.n), 2);
+  cr_assert(log[0] == 0 && log[1] == 2, "ran %ld then %ld: the reader must be skipped", log[0],
+            log[1]);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------- busy, deleted */
+
+static int gate_fn_then_wait_other(const weft_run_ctx *rc, void *arg);
+
+typedef struct wait_inside {
+  weft_engine *eng;
+  weft_var *other; /* a var of the graph this op does not use */
+  weft_var *own;
+  int rc_other, rc_own;
+} wait_inside;
+
+static int gate_fn_then_wait_other(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  wait_inside *w = arg;
+  w->rc_other = weft_var_wait(w->eng, w->other);
+  w->rc_own = weft_var_wait(w->eng, w->own);
+  return 0;
+}
+
+Test(graph, busy_while_running_and_waits_inside_would_deadlock, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng);
+  te_gate gate = {0};
+  wait_inside w = {t.eng, b, a, -1, -1};
+  atomic_int runs;
+  atomic_init(&runs, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(te_push(t.eng, te_gate_fn, &gate, TE_NONE, TE_V(a), 0), 0);
+  cr_assert_eq(te_push(t.eng, gate_fn_then_wait_other, &w, TE_NONE, TE_V(a), 0), 0);
+  cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(b), 0), 0);
+  weft_graph *g = capture_end(t.eng);
+  for (int r = 0; r < 3; r++) {
+    memset(&gate, 0, sizeof gate);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&gate.started), TU_DEADLINE_S));
+    cr_assert_eq(weft_graph_launch(g), WEFT_EBUSY, "a second launch while the first runs");
+    cr_assert_eq(weft_graph_destroy(g), WEFT_EBUSY, "destroy while a launch runs");
+    atomic_store(&gate.open, 1);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&gate.timed_out), 0);
+    cr_assert_eq(w.rc_other, WEFT_EDEADLK, "var_wait inside the graph on its own var b = %d",
+                 w.rc_other);
+    cr_assert_eq(w.rc_own, WEFT_EDEADLK);
+    cr_assert_eq(atomic_load(&runs), r + 1);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+typedef struct logbuf {
+  pthread_mutex_t mu;
+  char text[1024];
+} logbuf;
+
+static void log_cb(void *arg, const char *msg)
+{
+  logbuf *l = arg;
+  pthread_mutex_lock(&l->mu);
+  strncat(l->text, msg, sizeof l->text - strlen(l->text) - 2);
+  strcat(l->text, "\n");
+  pthread_mutex_unlock(&l->mu);
+}
+
+Test(graph, launch_with_a_deleted_var_fails_and_runs_nothing, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  const char *kinds[] = {"threaded", "naive"};
+  for (int kd = 0; kd < 2; kd++) {
+    te t = te_new(kinds[kd], 2, 0);
+    weft_var *a = te_var(t.eng), *b = te_var(t.eng);
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(a), 0), 0);
+    weft_op_desc d = te_desc(te_count_fn, &runs);
+    weft_var *bs[1] = {b};
+    d.reads = bs;
+    d.num_reads = 1;
+    d.name = "reads_b";
+    cr_assert_eq(weft_push(t.eng, &d), 0);
+    weft_graph *g = capture_end(t.eng);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&runs), 2);
+    cr_assert_eq(weft_var_delete(t.eng, b), 0);
+    logbuf lb = {PTHREAD_MUTEX_INITIALIZER, ""};
+    weft_set_log_callback(log_cb, &lb);
+    int rc = weft_graph_launch(g);
+    weft_set_log_callback(NULL, NULL);
+    cr_assert_eq(rc, WEFT_EINVAL, "%s: launch with a deleted var = %d", kinds[kd], rc);
+    cr_assert(strstr(lb.text, "reads_b") != NULL, "the message names the operator: %s",
+                lb.text);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&runs), 2, "%s: %d ops ran in a refused launch", kinds[kd],
+                 atomic_load(&runs) - 2);
+    cr_assert_eq(weft_graph_launch(g), WEFT_EINVAL, "refused again, not busy");
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------ capture's rules */
+
+static int noop_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  return 0;
+}
+
+typedef struct begin_inside {
+  weft_engine *eng;
+  int rc;
+} begin_inside;
+
+static int begin_inside_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  begin_inside *b = arg;
+  b->rc = weft_graph_begin_capture(b->eng);
+  return 0;
+}
+
+Test(graph, capture_rules, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  te t2 = te_new("threaded", 1, 0);
+  weft_var *a = te_var(t.eng), *dead = te_var(t.eng), *other = te_var(t2.eng);
+  cr_assert_eq(weft_var_delete(t.eng, dead), 0);
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_begin_capture(NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_graph_end_capture(t.eng, &g), WEFT_EINVAL, "end without a capture");
+  cr_assert_eq(weft_graph_launch(NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_graph_destroy(NULL), WEFT_EINVAL);
+  begin_inside bi = {t.eng, 0};
+  cr_assert_eq(te_push(t.eng, begin_inside_fn, &bi, TE_NONE, TE_V(a), 0), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(bi.rc, WEFT_EINVAL, "begin_capture inside an operator = %d", bi.rc);
+
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), WEFT_EBUSY, "a second capture on the thread");
+  cr_assert_eq(weft_graph_begin_capture(t2.eng), WEFT_EBUSY, "one capture per thread");
+  atomic_int runs;
+  atomic_init(&runs, 0);
+  cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(a), 0), 0);
+  cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(dead), 0), WEFT_EINVAL);
+  weft_op_desc bad = te_desc(noop_fn, NULL);
+  bad.fn = NULL; /* neither fn nor async_fn */
+  cr_assert_eq(weft_push(t.eng, &bad), WEFT_EINVAL);
+  cr_assert_eq(weft_var_wait(t.eng, a), WEFT_EBUSY);
+  cr_assert_eq(weft_var_delete(t.eng, a), WEFT_EBUSY);
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EBUSY);
+  cr_assert_eq(weft_engine_destroy(t.eng), WEFT_EBUSY);
+  /* another engine is not captured */
+  cr_assert_eq(te_push(t2.eng, te_count_fn, &runs, TE_NONE, TE_V(other), 0), 0);
+  cr_assert_eq(weft_wait_all(t2.eng), 0);
+  cr_assert_eq(atomic_load(&runs), 1, "only the other engine's op ran");
+  /* a reusable op's push is recorded too */
+  weft_op *rop = NULL;
+  weft_op_desc rd = te_desc(te_count_fn, &runs);
+  weft_var *as[1] = {a};
+  rd.writes = as;
+  rd.num_writes = 1;
+  cr_assert_eq(weft_op_new(t.eng, &rd, &rop), 0);
+  cr_assert_eq(weft_op_push(t.eng, rop), 0);
+  cr_assert_eq(weft_op_delete(t.eng, rop), 0); /* the graph keeps its copy */
+  weft_graph *none = g;
+  cr_assert_eq(weft_graph_end_capture(t2.eng, &none), WEFT_EINVAL, "end on another engine");
+  cr_assert_null(none, "a failed end_capture leaves *out NULL");
+  g = capture_end(t.eng);
+  cr_assert_eq(weft_graph_end_capture(t.eng, &none), WEFT_EINVAL, "ended already");
+  cr_assert_eq(atomic_load(&runs), 1, "captured pushes ran");
+  for (int r = 0; r < 3; r++) {
+    int rc = weft_graph_launch(g);
+    cr_assert_eq(rc, 0, "launch %d = %d (%s)", r, rc, weft_strerror(rc));
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+  }
+  cr_assert_eq(atomic_load(&runs), 1 + 3 * 2);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  /* an empty capture: a graph whose launch does nothing */
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  weft_graph *empty = capture_end(t.eng);
+  cr_assert_eq(weft_graph_launch(empty), 0);
+  cr_assert_eq(weft_graph_destroy(empty), 0);
+  cr_assert_eq(te_free(&t2), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* The engine destroyed before its graph: launch refuses, destroy frees. */
+Test(graph, engine_destroyed_first, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *a = te_var(t.eng);
+  atomic_int runs;
+  atomic_init(&runs, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(a), 0), 0);
+  weft_graph *g = capture_end(t.eng), *g2 = NULL;
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  g2 = capture_end(t.eng);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(te_free(&t), 0); /* waits for the launch */
+  cr_assert_eq(atomic_load(&runs), 1);
+  cr_assert_eq(weft_graph_launch(g), WEFT_ESHUTDOWN);
+  cr_assert_eq(weft_graph_launch(g2), WEFT_ESHUTDOWN);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(weft_graph_destroy(g2), 0);
+  tu_assert_no_errors();
+}
+
+/* With max_inflight a launch takes one place, and a capped pusher still
+ * gets through around it. */
+Test(graph, max_inflight_counts_a_launch_once, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 2);
+  weft_var *v[64];
+  atomic_int runs;
+  atomic_init(&runs, 0);
+  for (int i = 0; i < 64; i++)
+    v[i] = te_var(t.eng);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < 64; i++)
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(v[i]), 0), 0);
+  weft_graph *g = capture_end(t.eng);
+  for (int r = 0; r < 10; r++) {
+    while (weft_graph_launch(g) == WEFT_EBUSY)
+      sched_yield();
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs, TE_NONE, TE_V(v[r]), 0), 0);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&runs), 10 * 64 + 10);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
