@@ -158,10 +158,9 @@ void weft_exec_op_launched(weft_opr *op, int status)
 void weft_exec_op_device_done(weft_opr *op, int status)
 {
   weft_engine *eng = op->eng;
-  /* Exactly once per launched operator. */
-  WEFT_OPR_MOVE(op, WEFT_OPR_ST_LAUNCHED, WEFT_OPR_ST_DONE);
-  int final = op->status ? op->status : status;
   if (op->internal == WEFT_OPR_GNODE) { /* its vars are its launch's: finish it there */
+    WEFT_ASSERT(op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON); /* once per launch */
+    int final = op->status ? op->status : status;
     gnode_state_release(op);
     weft_fifo ready = WEFT_FIFO_INIT;
     weft_opr *next = weft_gnode_finish(op, final, false, &ready, NULL);
@@ -170,6 +169,9 @@ void weft_exec_op_device_done(weft_opr *op, int status)
     weft_opr_ready_list(&ready);
     return;
   }
+  /* Exactly once per launched operator. */
+  WEFT_OPR_MOVE(op, WEFT_OPR_ST_LAUNCHED, WEFT_OPR_ST_DONE);
+  int final = op->status ? op->status : status;
   if (final)
     weft_engine_record_failure(eng, final, op->name);
   for (int k = 0; k < op->nvars; k++) {

@@ -342,6 +342,56 @@ Test(gpu_engine, differential_a_third_on_gpu_4_threads, .init = setup,
   cr_assert_eq(differential_gpu(4, true, 3), 3 * DV);
 }
 
+/* The same in a captured graph, replayed with ordinary pushes and outside
+ * waits between launches (differential.h): GPU operators of a graph go to
+ * their device's workers and complete with their stream's work. */
+Test(gpu_engine, graph_differential_a_third_on_gpu_1_thread, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  weft_gpu_test_host_jitter(20);
+  cr_assert_eq(differential_graph(1, false, 3), 3 * DV);
+}
+
+Test(gpu_engine, graph_differential_a_third_on_gpu_4_threads, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  weft_gpu_test_host_jitter(20);
+  cr_assert_eq(differential_graph(4, true, 3), 3 * DV);
+}
+
+static int gpu_fail_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add((atomic_int *)arg, 1);
+  return D_FAIL;
+}
+
+/* A GPU operator of a graph that fails: its CPU reader is skipped, every
+ * launch, and weft_wait_all reports the failure. */
+Test(gpu_engine, graph_gpu_failure_skips_its_reader, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  cr_assert_geq(weft_gpu_count(t.eng), 1);
+  weft_var *a = te_var(t.eng);
+  atomic_int gpu_runs, cpu_runs;
+  atomic_init(&gpu_runs, 0);
+  atomic_init(&cpu_runs, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(gpu_fail_fn, &gpu_runs, 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(te_count_fn, &cpu_runs), a, NULL), 0);
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+  for (int r = 0; r < 4; r++) {
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), D_FAIL, "launch %d", r);
+    cr_assert_eq(atomic_load(&gpu_runs), r + 1);
+    cr_assert_eq(atomic_load(&cpu_runs), 0, "the reader of the failed var ran");
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 /* ------------------------------------------------------ device errors */
 
 static atomic_int ran_fn;
