@@ -1,5 +1,6 @@
 #include "common/objstore.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/alloc.h"
@@ -10,10 +11,28 @@
 #define MAG_NEXT(p) (((void **)(p))[1])
 #define MAG_LEN(p) (((intptr_t *)(p))[2])
 
+/* The registry of live stores (for thread caches going back), and the
+ * source of store ids. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_obj_store *live;  /* under registry_lock */
+static uint64_t next_id = 1;  /* under registry_lock */
+
+_Thread_local weft_obj_tcache weft_obj_tls[WEFT_OBJ_TLS_KINDS]
+    __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key; /* set (non-NULL) once a thread has a cache: its exit flushes */
+static bool have_key;
+
 int weft_obj_store_init(weft_obj_store *s, size_t size, long batch)
 {
   if (pthread_mutex_init(&s->lock, NULL))
     return WEFT_ENOMEM;
+  pthread_mutex_lock(&registry_lock);
+  s->id = next_id++;
+  s->live_next = live;
+  live = s;
+  pthread_mutex_unlock(&registry_lock);
   size = (size + 7) / 8 * 8;
   s->size = size < 3 * sizeof(void *) ? 3 * sizeof(void *) : size;
   s->batch = batch < 1 ? 1 : batch;
@@ -24,6 +43,13 @@ int weft_obj_store_init(weft_obj_store *s, size_t size, long batch)
 
 void weft_obj_store_destroy(weft_obj_store *s)
 {
+  pthread_mutex_lock(&registry_lock);
+  for (weft_obj_store **p = &live; *p; p = &(*p)->live_next)
+    if (*p == s) {
+      *p = s->live_next;
+      break;
+    }
+  pthread_mutex_unlock(&registry_lock);
   for (void *slab = s->slabs, *next; slab; slab = next) {
     next = *(void **)slab;
     weft_free(slab);
@@ -126,4 +152,52 @@ void weft_obj_free_slow(weft_obj_store *s, weft_obj_cache *c, void *p)
     push_mag(s, give, give_len);
     pthread_mutex_unlock(&s->lock);
   }
+}
+
+/* Gives what t holds back to its store, if that store still lives. */
+static void tcache_flush(weft_obj_tcache *t)
+{
+  if (!t->id)
+    return;
+  pthread_mutex_lock(&registry_lock);
+  weft_obj_store *s = live;
+  while (s && s->id != t->id)
+    s = s->live_next;
+  if (s) { /* live: it cannot be destroyed while we hold the registry */
+    pthread_mutex_lock(&s->lock);
+    if (t->c.free)
+      push_mag(s, t->c.free, t->c.n);
+    if (t->c.full)
+      push_mag(s, t->c.full, MAG_LEN(t->c.full));
+    pthread_mutex_unlock(&s->lock);
+  } /* else its slabs went with it */
+  pthread_mutex_unlock(&registry_lock);
+  t->id = 0;
+  t->c.free = t->c.full = NULL;
+  t->c.n = 0;
+}
+
+static void thread_exit(void *arg)
+{
+  (void)arg;
+  for (int k = 0; k < WEFT_OBJ_TLS_KINDS; k++)
+    tcache_flush(&weft_obj_tls[k]);
+}
+
+static void make_key(void)
+{
+  have_key = pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
+weft_obj_cache *weft_obj_thread_cache_switch(weft_obj_store *s, int kind)
+{
+  weft_obj_tcache *t = &weft_obj_tls[kind];
+  tcache_flush(t);
+  pthread_once(&key_once, make_key);
+  /* Without a key (no room for one), the thread's exit would strand its
+   * cache: such a thread goes through the store's lock instead. */
+  if (!have_key || pthread_setspecific(exit_key, weft_obj_tls))
+    return NULL;
+  t->id = s->id;
+  return &t->c;
 }

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct weft_obj_cache { /* owner only */
   void *free;   /* current chain */
@@ -25,10 +26,43 @@ typedef struct weft_obj_cache { /* owner only */
 typedef struct weft_obj_store {
   size_t size;          /* immutable: object size, a multiple of 8, >= 3 words */
   long batch;           /* immutable: objects in a full magazine */
+  uint64_t id;          /* immutable: unique over the process's life (never reused) */
   pthread_mutex_t lock;
   void *mags;           /* under lock: stack of magazines */
   void *slabs;          /* under lock: linked through each slab's first word */
+  struct weft_obj_store *live_next; /* under the registry's lock (objstore.c) */
 } weft_obj_store;
+
+/*
+ * Thread caches: a thread that is not a worker (a user's thread pushing
+ * operators, say) gets a cache of its own for one store per kind, so that
+ * it takes a magazine under the store's lock once per batch, not one
+ * object per allocation. The cache is the calling thread's (thread-local);
+ * when the thread turns to another store of the same kind, or exits, what
+ * it holds goes back to its store if that store still lives (a registry of
+ * live stores, by id, under a global lock: taken only on such a switch).
+ */
+enum { WEFT_OBJ_TLS_OPRS = 0, WEFT_OBJ_TLS_KINDS };
+
+typedef struct weft_obj_tcache { /* the owning thread only */
+  uint64_t id;        /* the store it caches for (0: none) */
+  weft_obj_cache c;
+} weft_obj_tcache;
+
+extern _Thread_local weft_obj_tcache weft_obj_tls[WEFT_OBJ_TLS_KINDS]
+    __attribute__((tls_model("initial-exec")));
+
+/* The slow path of weft_obj_thread_cache: a switch of stores. */
+weft_obj_cache *weft_obj_thread_cache_switch(weft_obj_store *s, int kind);
+
+/* The calling thread's cache of the given kind for s. */
+static inline weft_obj_cache *weft_obj_thread_cache(weft_obj_store *s, int kind)
+{
+  weft_obj_tcache *t = &weft_obj_tls[kind];
+  if (__builtin_expect(t->id == s->id, 1))
+    return &t->c;
+  return weft_obj_thread_cache_switch(s, kind);
+}
 
 /* size: the object's size; batch: objects a magazine holds (a cache holds
  * up to twice that). Returns 0 or WEFT_ENOMEM. */

@@ -156,11 +156,13 @@ weft_opr *weft_opr_alloc_big(weft_engine *eng, int w, weft_opr *op, int nvars);
 void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op);
 
 /* A block for an operator with nvars vars, from the calling worker's cache
- * (or the shared store); NULL without memory. Inline: once per operator. */
+ * (or the calling thread's, common/objstore.h); NULL without memory.
+ * Inline: once per operator. */
 static inline weft_opr *weft_opr_alloc(weft_engine *eng, int nvars)
 {
   int w = weft_pool_worker_index(eng->pool);
-  weft_opr *op = (weft_opr *)weft_obj_alloc(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL);
+  weft_opr *op = (weft_opr *)weft_obj_alloc(
+      &eng->oprs, w >= 0 ? &eng->caches[w].oprs : weft_obj_thread_cache(&eng->oprs, WEFT_OBJ_TLS_OPRS));
   if (!op)
     return NULL;
   if (nvars > WEFT_OPR_INLINE_VARS)
@@ -179,7 +181,9 @@ static inline void weft_opr_free(weft_engine *eng, weft_opr *op)
   if (op->nvars > WEFT_OPR_INLINE_VARS || op->ctx.type == WEFT_DEV_GPU)
     weft_opr_free_slow(eng, w, op);
   else
-    weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
+    weft_obj_free(&eng->oprs,
+                  w >= 0 ? &eng->caches[w].oprs : weft_obj_thread_cache(&eng->oprs, WEFT_OBJ_TLS_OPRS),
+                  op);
 }
 
 /* Drops a reference to a reusable operator (freeing it with the last). */

@@ -124,3 +124,79 @@ Test(alloc, ops_with_many_vars, .init = setup, .timeout = TU_TIMEOUT(60))
   cr_assert_leq(calls, MAX_SLABS,
                 "%ld allocations in the steady state (ops of up to 36 vars): per push", calls);
 }
+
+/* ---------------------------------------------- pushers' own caches */
+
+/* A thread outside the pool that pushes keeps a cache of op blocks of its
+ * own (common/objstore.h); when it exits, or turns to another engine, the
+ * cache goes back to its engine. Without that, each short-lived pusher or
+ * each switch would strand up to two magazines of blocks, and a program
+ * that starts a thread per request would grow without bound. */
+typedef struct pusher_arg {
+  weft_engine *eng;
+  weft_var *v;
+  atomic_long *ran;
+  long n;
+} pusher_arg;
+
+static void *pusher(void *arg)
+{
+  pusher_arg *p = arg;
+  for (long i = 0; i < p->n; i++) {
+    weft_op_desc d = te_desc(noop_fn, p->ran);
+    d.writes = &p->v;
+    d.num_writes = 1;
+    TU_CHECK(weft_push(p->eng, &d) == 0, "push from a short-lived thread");
+  }
+  return NULL;
+}
+
+static void short_lived(weft_engine *e, weft_var *v, atomic_long *ran, int threads)
+{
+  for (int k = 0; k < threads; k++) {
+    pusher_arg p = {e, v, ran, 10}; /* a few pushes: most of its magazine left over */
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, pusher, &p), 0);
+    te_join(t);
+    cr_assert_eq(weft_wait_all(e), 0);
+  }
+}
+
+Test(alloc, short_lived_pusher_threads_give_their_cache_back, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *v = te_var(t.eng);
+  atomic_long ran = 0;
+  short_lived(t.eng, v, &ran, 8); /* warm-up */
+  weft_test_fail_alloc_at(0);      /* resets the count */
+  short_lived(t.eng, v, &ran, 300); /* ~120 blocks stranded each would be ~170 slabs */
+  long calls = weft_test_alloc_calls();
+  cr_assert_leq(calls, MAX_SLABS, "%ld allocations for 300 short-lived pushers", calls);
+  cr_assert_eq(atomic_load(&ran), 308 * 10);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+Test(alloc, a_pusher_alternating_engines, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te a = te_new("threaded", 1, 0), b = te_new("threaded", 1, 0);
+  weft_var *va = te_var(a.eng), *vb = te_var(b.eng);
+  atomic_long ran = 0;
+  for (int round = 0; round < 2; round++) {
+    if (round == 1)
+      weft_test_fail_alloc_at(0); /* after a warm-up round: resets the count */
+    for (int s = 0; s < 200; s++) {
+      pusher_arg p = {s % 2 ? b.eng : a.eng, s % 2 ? vb : va, &ran, 300};
+      pusher(&p); /* this thread, switching engines every 300 pushes */
+    }
+    cr_assert_eq(weft_wait_all(a.eng), 0);
+    cr_assert_eq(weft_wait_all(b.eng), 0);
+  }
+  long calls = weft_test_alloc_calls();
+  cr_assert_leq(calls, MAX_SLABS, "%ld allocations for 200 switches between two engines", calls);
+  cr_assert_eq(atomic_load(&ran), 2 * 200 * 300);
+  cr_assert_eq(te_free(&a), 0);
+  cr_assert_eq(te_free(&b), 0);
+  tu_assert_no_errors();
+}
