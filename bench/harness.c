@@ -715,6 +715,11 @@ void bench_dep_time(const char *rt, const bench_args *a, const bench_oplist *L,
 
 void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
                     const bench_series *s, const char *extra) {
+  bench_dep_emit_metric(rt, a, L, L->workload, s, extra);
+}
+
+void bench_dep_emit_metric(const char *rt, const bench_args *a, const bench_oplist *L,
+                           const char *metric, const bench_series *s, const char *extra) {
   char buf[4096];
   const char *cut =
       dep_warmup_only ? ",\"time_budget\":\"warm-up over the time budget: the only sample\"" : "";
@@ -726,7 +731,7 @@ void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
   snprintf(buf, sizeof buf, ",\"ops\":%zu,\"vars\":%zu%s%s", L->nops, L->nvars, cut,
            extra ? extra : "");
   dep_cut_reps = dep_warmup_only = 0;
-  bench_emit(rt, L->workload, a->threads, "ns/op", s, buf);
+  bench_emit(rt, metric, a->threads, "ns/op", s, buf);
 }
 
 /* -------------------------------------------------------------- pipeline */

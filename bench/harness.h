@@ -26,7 +26,10 @@
  *              time the whole process burns in the first and in the second
  *              second after the burst. metrics "idle_s1", "idle_s2", CPU ms.
  *   chain, indep, dag, wave: the dependency-engine workloads, see "op lists"
- *              below. metric = the workload's name, ns per op.
+ *              below. metric = the workload's name, ns per op; runtimes that
+ *              can record the list once and run it again (weft's captured
+ *              graphs, oneTBB's reused flow graph) also print
+ *              "<workload>_replay", ns per op of one such run.
  *   pipeline   a 4-stage pipeline over real buffers with 2 buffers per stage,
  *              and its allocating variants with and without back pressure;
  *              see "pipeline" below. items/s and MB.
@@ -356,6 +359,10 @@ void bench_dep_time(const char *rt, const bench_args *a, const bench_oplist *L,
  * with "ops", "vars" and extra (NULL or ',"key":value...') appended. */
 void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
                     const bench_series *s, const char *extra);
+/* The same for another metric of the op list (e.g. "indep_replay": a series
+ * of the same ops timed another way), metric instead of the workload's name. */
+void bench_dep_emit_metric(const char *rt, const bench_args *a, const bench_oplist *L,
+                           const char *metric, const bench_series *s, const char *extra);
 
 /* ------------------------------------------------------------- pipeline */
 
