@@ -32,11 +32,21 @@
  * user's own thread pushing is how the engine is driven (MXNet's front end,
  * a serving loop); the driver mode's samples are in the JSON
  * ("other_samples") and the table's notes.
- * BENCH_WEFT_PUSH=main or =driver in the environment runs that mode alone
- * (for profiling); the JSON then has no "other_samples". The JSON also has
- * the pool's counters per op pushed for each mode ("pool_main",
- * "pool_driver": tasks, steals, parks, wake-ups, failed steal rounds; over
- * the mode's repetitions, warm-up included).
+ * Then a third series, replay (its own JSON line, metric "<workload>_replay",
+ * ns/op): main captures the whole list once (weft_graph_begin_capture, the
+ * same pushes, weft_graph_end_capture: NOT timed, its cost per op is in
+ * "capture_ns_per_op"), then each repetition (the same warm-up, check and
+ * time budget) is weft_graph_launch + weft_wait_all from main; TIMED: from
+ * just before the launch to weft_wait_all's return. The graph is destroyed
+ * after the last repetition. That line has the main mode's samples of the
+ * same run in "fresh_samples" (a fresh push of the same ops, side by side).
+ * BENCH_WEFT_PUSH=main, =driver or =replay in the environment runs that mode
+ * alone (for profiling); the JSON then has no "other_samples" /
+ * "fresh_samples", and main or driver alone print no replay line, replay
+ * alone no "<workload>" line. The JSON also has the pool's counters per op
+ * for each mode ("pool_main", "pool_driver", "pool_replay": tasks, steals,
+ * parks, wake-ups, failed steal rounds; over the mode's repetitions, warm-up
+ * included).
  *
  * pipeline (harness.h): main pushes each item's four stage ops in item
  * order, then weft_wait_all. Every op writes its stage's var (a stage is an
@@ -331,6 +341,27 @@ static uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   return t1 - dep.t0;
 }
 
+/* replay: the list captured once into a graph (bench_dep, not timed); one
+ * repetition launches it from main and waits. dep_op reads dep.vals, so the
+ * recorded ops run on this repetition's values. */
+static weft_graph *dep_graph;
+
+static uint64_t dep_replay_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
+  (void)ctx;
+  dep.L = L;
+  dep.vals = vals;
+  uint64_t t0 = bench_now_ns();
+  int rc = weft_graph_launch(dep_graph);
+  if (rc)
+    note_error(rc);
+  int rc2 = weft_wait_all(engine);
+  uint64_t t1 = bench_now_ns();
+  if (rc2)
+    note_error(rc2);
+  check_errors(L->workload);
+  return t1 - t0;
+}
+
 /* The pool's counters summed over its workers (weft_pool_stats). */
 static weft_worker_stats pool_totals(void) {
   weft_worker_stats w[64], t;
@@ -344,6 +375,31 @@ static weft_worker_stats pool_totals(void) {
     t.wakeups += w[i].wakeups;
   }
   return t;
+}
+
+/* ',"pool_<mode>":{...}': the pool's counters per op over a mode's
+ * repetitions (warm-up included), nops = ops run in them. */
+static void pool_stats_json(char *buf, size_t cap, const char *mode,
+                            const weft_worker_stats *before, const weft_worker_stats *after,
+                            double nops) {
+  snprintf(buf, cap,
+           ",\"pool_%s\":{\"tasks_per_op\":%.3f,\"steals_per_op\":%.4f,"
+           "\"parks_per_op\":%.4f,\"wakeups_per_op\":%.4f,"
+           "\"failed_steal_rounds_per_op\":%.4f}",
+           mode, (double)(after->tasks_run - before->tasks_run) / nops,
+           (double)(after->steals - before->steals) / nops,
+           (double)(after->parks - before->parks) / nops,
+           (double)(after->wakeups - before->wakeups) / nops,
+           (double)(after->failed_steal_rounds - before->failed_steal_rounds) / nops);
+}
+
+/* Appends s's samples and the closing ']' to buf; returns the length added. */
+static int samples_json(char *buf, size_t cap, const bench_series *s) {
+  int len = 0;
+  for (int i = 0; i < s->n && len < (int)cap - 32; i++)
+    len += snprintf(buf + len, cap - (size_t)len, "%s%.6g", i ? "," : "", s->v[i]);
+  len += snprintf(buf + len, cap - (size_t)len, "]");
+  return len;
 }
 
 static void bench_dep(const bench_args *a) {
@@ -369,53 +425,104 @@ static void bench_dep(const bench_args *a) {
       bench_fail("weft_var_new: %s", weft_strerror(rc));
   }
 
-  /* the two modes, main first; each bench_dep_time has its own warm-up */
-  static const char *const mode_name[2] = {"main", "driver"};
+  /* the two push modes, main first, then replay; each bench_dep_time has its
+   * own warm-up */
+  static const char *const mode_name[3] = {"main", "driver", "replay"};
   const char *only = getenv("BENCH_WEFT_PUSH");
   int only_mode = -1;
   if (only && *only) {
-    only_mode = !strcmp(only, "main") ? 0 : !strcmp(only, "driver") ? 1 : -2;
+    only_mode = !strcmp(only, "main")     ? 0
+                : !strcmp(only, "driver") ? 1
+                : !strcmp(only, "replay") ? 2
+                                          : -2;
     if (only_mode == -2) {
-      fprintf(stderr, "bench_weft: BENCH_WEFT_PUSH must be main or driver, not '%s'\n", only);
+      fprintf(stderr, "bench_weft: BENCH_WEFT_PUSH must be main, driver or replay, not '%s'\n",
+              only);
       exit(2);
     }
   }
-  bench_series s[2];
-  char stats[2][256] = {"", ""};
-  for (int m = 0; m < 2; m++) {
+  bench_series s[3];
+  char stats[3][256] = {"", "", ""};
+  for (int m = 0; m < 3; m++)
     bench_series_init(&s[m], a->reps);
+  for (int m = 0; m < 2; m++) {
     if (bench_failed() || (only_mode >= 0 && m != only_mode))
       continue;
     dep.from_driver = m;
     weft_worker_stats before = pool_totals();
     bench_dep_time(RT, a, &L, vals, dep_rep, NULL, &s[m]);
     weft_worker_stats after = pool_totals();
-    /* per op pushed, over this mode's repetitions (warm-up included) */
-    double nops = (double)L.nops * (double)(s[m].n + 1);
-    snprintf(stats[m], sizeof stats[m],
-             ",\"pool_%s\":{\"tasks_per_op\":%.3f,\"steals_per_op\":%.4f,"
-             "\"parks_per_op\":%.4f,\"wakeups_per_op\":%.4f,"
-             "\"failed_steal_rounds_per_op\":%.4f}",
-             mode_name[m], (double)(after.tasks_run - before.tasks_run) / nops,
-             (double)(after.steals - before.steals) / nops,
-             (double)(after.parks - before.parks) / nops,
-             (double)(after.wakeups - before.wakeups) / nops,
-             (double)(after.failed_steal_rounds - before.failed_steal_rounds) / nops);
+    pool_stats_json(stats[m], sizeof stats[m], mode_name[m], &before, &after,
+                    (double)L.nops * (double)(s[m].n + 1));
   }
-  /* The headline: main (a user's thread pushing), unless one mode ran alone. */
-  int best = only_mode >= 0 ? only_mode : 0;
-  char extra[2048];
-  int len = snprintf(extra, sizeof extra, ",\"push_from\":\"%s\"", mode_name[best]);
-  if (only_mode < 0) {
-    len += snprintf(extra + len, sizeof extra - (size_t)len,
-                    ",\"other_push_from\":\"%s\",\"other_samples\":[", mode_name[1 - best]);
-    for (int i = 0; i < s[1 - best].n && len < (int)sizeof extra - 32; i++)
-      len += snprintf(extra + len, sizeof extra - (size_t)len, "%s%.6g", i ? "," : "",
-                      s[1 - best].v[i]);
-    len += snprintf(extra + len, sizeof extra - (size_t)len, "]");
+  if (only_mode != 2) {
+    /* The headline: main (a user's thread pushing), unless one mode ran alone. */
+    int best = only_mode >= 0 ? only_mode : 0;
+    char extra[2048];
+    int len = snprintf(extra, sizeof extra, ",\"push_from\":\"%s\"", mode_name[best]);
+    if (only_mode < 0) {
+      len += snprintf(extra + len, sizeof extra - (size_t)len,
+                      ",\"other_push_from\":\"%s\",\"other_samples\":[", mode_name[1 - best]);
+      len += samples_json(extra + len, sizeof extra - (size_t)len, &s[1 - best]);
+    }
+    snprintf(extra + len, sizeof extra - (size_t)len, "%s%s", stats[0], stats[1]);
+    bench_dep_emit(RT, a, &L, &s[best], extra);
   }
-  snprintf(extra + len, sizeof extra - (size_t)len, "%s%s", stats[0], stats[1]);
-  bench_dep_emit(RT, a, &L, &s[best], extra);
+
+  /* replay: the whole list captured once from main (not timed), then each
+   * repetition launches the graph from main and waits (weft_wait_all). Its
+   * own JSON line, "<workload>_replay", with the main mode's samples of
+   * this run ("fresh_samples") beside it. */
+  if (only_mode < 0 || only_mode == 2) {
+    double capture_ns = 0;
+    if (!bench_failed()) {
+      dep.L = &L;
+      dep.vals = vals;
+      uint64_t c0 = bench_now_ns();
+      rc = weft_graph_begin_capture(engine);
+      if (rc) {
+        bench_fail("weft_graph_begin_capture: %s", weft_strerror(rc));
+      } else {
+        int prc = push_all();
+        rc = weft_graph_end_capture(engine, &dep_graph);
+        capture_ns = (double)(bench_now_ns() - c0) / (double)L.nops;
+        if (prc)
+          bench_fail("weft_push while capturing: %s", weft_strerror(prc));
+        if (rc)
+          bench_fail("weft_graph_end_capture: %s", weft_strerror(rc));
+        else if (!dep_graph)
+          bench_fail("weft_graph_end_capture: no graph");
+      }
+    }
+    if (!bench_failed()) {
+      weft_worker_stats before = pool_totals();
+      bench_dep_time(RT, a, &L, vals, dep_replay_rep, NULL, &s[2]);
+      weft_worker_stats after = pool_totals();
+      pool_stats_json(stats[2], sizeof stats[2], mode_name[2], &before, &after,
+                      (double)L.nops * (double)(s[2].n + 1));
+    }
+    if (dep_graph) {
+      rc = weft_graph_destroy(dep_graph);
+      if (rc)
+        bench_fail("weft_graph_destroy: %s", weft_strerror(rc));
+      dep_graph = NULL;
+    }
+    char extra[2048];
+    int len = snprintf(extra, sizeof extra,
+                       ",\"push_from\":\"replay\",\"replay\":\"captured once from main (not "
+                       "timed), then weft_graph_launch + weft_wait_all from main\","
+                       "\"capture_ns_per_op\":%.1f",
+                       capture_ns);
+    if (only_mode < 0) {
+      len += snprintf(extra + len, sizeof extra - (size_t)len,
+                      ",\"fresh_push_from\":\"%s\",\"fresh_samples\":[", mode_name[0]);
+      len += samples_json(extra + len, sizeof extra - (size_t)len, &s[0]);
+    }
+    snprintf(extra + len, sizeof extra - (size_t)len, "%s", stats[2]);
+    char metric[64];
+    snprintf(metric, sizeof metric, "%s_replay", L.workload);
+    bench_dep_emit_metric(RT, a, &L, metric, &s[2], extra);
+  }
 
   for (size_t v = 0; v < L.nvars; v++)
     if (dep.vars[v]) {
@@ -427,8 +534,8 @@ static void bench_dep(const bench_args *a) {
   if (rc)
     bench_fail("weft_engine_destroy: %s", weft_strerror(rc));
   engine = NULL;
-  bench_series_free(&s[0]);
-  bench_series_free(&s[1]);
+  for (int m = 0; m < 3; m++)
+    bench_series_free(&s[m]);
   free(dep.vars);
   bench_vars_free(vals);
   bench_oplist_free(&L);
