@@ -44,13 +44,20 @@ runtime's wait-for-all. weft pushes from main (the user's own thread: the
 figure shown) and from a driver op inside the pool (in the notes); OpenMP: omp single + task depend(inout/in);
 oneTBB: flow graph with explicit edges (construction timed); StarPU: implicit
 data dependencies, STARPU_RW/STARPU_R, tasks submitted from main.
+Replay rows (<w>_replay, weft and oneTBB only): the same list recorded once
+outside the timed region and run again each repetition, from the launch to
+the wait-for-all: weft a captured graph (weft_graph_launch + weft_wait_all
+from main), oneTBB the flow graph built once and reused (try_put to its
+sources + wait_for_all); the notes give weft's fresh push from main in the
+same run and fresh/replay.
 
 The table shows each metric's median [min-max] over the repetitions for weft
 and each peer, weft / best peer (lower is better everywhere, so < 1 means weft
 wins), all taken in this one run; for fib the ns per spawn and 2T/1T, for
 pfor_imb the ratio to the perfect split (serial time / threads, serial measured
 in this run), for the op lists weft's driver-mode figure, main/driver and
-2T/1T, and the issue's target for weft with yes/NO.
+2T/1T (replay rows: weft's fresh push from main and fresh/replay), and the
+issue's target for weft with yes/NO.
 Targets are for information: speed is measured, never asserted. A run during
 which other processes kept the machine busy (from /proc/stat: before the run
 and during it) is marked NOISY in the notes, with a warning under the table.
@@ -80,8 +87,13 @@ METRICS = {
     "idle": ["idle_s1", "idle_s2"],
     "wake": ["wake_block", "wake_busy", "wake_hot"],
 }
+# "<w>_replay": the same op list recorded once and run again each repetition
+# (weft: a captured graph launched from main; oneTBB: the flow graph built
+# once and reused), printed only by the runtimes in REPLAY_RTS
+REPLAY_METRICS = {_w + "_replay": _w for _w in DEP_WORKLOADS}
+REPLAY_RTS = {"weft", "tbb"}
 for _w in DEP_WORKLOADS:
-    METRICS[_w] = [_w]
+    METRICS[_w] = [_w, _w + "_replay"]
 METRICS["pipeline"] = ["pipeline", "pipe_alloc", "pipe_alloc_mem", "pipe_bp", "pipe_bp_mem"]
 SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline"]
 # metrics where higher is better (throughput): best peer = the highest, and
@@ -111,6 +123,11 @@ ENABLE = {
 
 def supports(rt, workload):
     return workload in SUPPORTS.get(rt, WORKLOADS)
+
+
+def emits(rt, metric):
+    """Whether rt prints metric when it runs the metric's workload."""
+    return metric not in REPLAY_METRICS or rt in REPLAY_RTS
 
 FIB_SPAWNS = 1346268
 # bench/harness.h: BENCH_PIPE_MAX_INFLIGHT, BENCH_PIPE_TOKENS
@@ -145,6 +162,13 @@ TARGET_ABS = {
 DEP_TARGET_MAIN_VS_DRIVER = 1.25
 DEP_TARGET_AHEAD = 2.0
 DEP_TARGET_NS_1T = 30.0
+# The issue's targets for weft's graph replay ("<w>_replay": the list captured
+# once, then weft_graph_launch + weft_wait_all from main): at 1 thread at most
+# REPLAY_TARGET_NS_1T ns/op, and at least REPLAY_TARGET_VS_FRESH x faster than
+# a fresh push of the same ops from main (the main mode's samples of the same
+# run, "fresh_samples"), at every thread count.
+REPLAY_TARGET_NS_1T = 15.0
+REPLAY_TARGET_VS_FRESH = 3.0
 
 
 def dash():
@@ -314,7 +338,7 @@ class Runner:
                 self.failures.append("%s %s T%d: check failed: %s"
                                      % (rt, rec.get("workload"), threads, rec.get("check")))
         for m in (METRICS[workload] if rt != "serial" else [workload]):
-            if m not in got:
+            if m not in got and emits(rt, m):
                 self.failures.append("%s %s T%d: no result for %s" % (rt, workload, threads, m))
         if rc != 0:
             tail = " | ".join((err or "").strip().splitlines()[-3:])
@@ -359,13 +383,15 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                        "notes": [], "target": ""}
                 row["failed"] = []
                 for rt in rts:
-                    ran = r.exe(rt) and supports(rt, w)
+                    ran = r.exe(rt) and supports(rt, w) and emits(rt, metric)
                     row["stats"][rt] = r.stat(rt, metric, t) if ran else None
                     rec = r.record(rt, metric, t)
                     if ran and (rec is None or rec.get("check") != "ok"):
                         row["failed"].append(rt)
                 if w in SERIAL_WORKLOADS:
-                    row["stats"]["serial"] = r.stat("serial", metric, t) if r.exe("serial") else None
+                    # a replay row runs the same ops: the workload's serial figure
+                    row["stats"]["serial"] = (r.stat("serial", REPLAY_METRICS.get(metric, metric), t)
+                                              if r.exe("serial") else None)
                 weft = row["stats"].get("weft")
                 best = None
                 hb = metric in HIGHER_BETTER
@@ -436,7 +462,7 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                         tb = (r.record(rt, metric, t) or {}).get("time_budget")
                         if tb:
                             row["notes"].append("%s: %s" % (rt, tb))
-                if w in DEP_WORKLOADS and weft:
+                if metric == w and w in DEP_WORKLOADS and weft:
                     rec = r.record("weft", metric, t) or {}
                     other = rec.get("other_samples") or []
                     drv = statistics.median(other) if other else None
@@ -466,6 +492,28 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                     if t > 1 and one:
                         q = weft["median"] / one["median"]
                         row["notes"].append("%dT/1T %.2f" % (t, q))
+                    row["target"] = ", ".join(tg)
+                if metric in REPLAY_METRICS and weft:
+                    rec = r.record("weft", metric, t) or {}
+                    fresh_s = rec.get("fresh_samples") or []
+                    fresh = statistics.median(fresh_s) if fresh_s else None
+                    if fresh is None:  # replay ran alone: the main line, if any
+                        st = r.stat("weft", w, t)
+                        fresh = st["median"] if st else None
+                    tg = []
+                    if t == 1:
+                        tg.append("replay <=%g ns/op: %s" % (REPLAY_TARGET_NS_1T,
+                                                            yes_no(weft["median"] <= REPLAY_TARGET_NS_1T)))
+                    if fresh and weft["median"] > 0:
+                        row["fresh_vs_replay"] = fresh / weft["median"]
+                        row["notes"].append("weft fresh push (main): %s; fresh/replay %.2f"
+                                            % (fmt_num(fresh), row["fresh_vs_replay"]))
+                        tg.append(">=%gx fresh push: %s"
+                                  % (REPLAY_TARGET_VS_FRESH,
+                                     yes_no(row["fresh_vs_replay"] >= REPLAY_TARGET_VS_FRESH)))
+                    one = r.stat("weft", metric, 1)
+                    if t > 1 and one:
+                        row["notes"].append("%dT/1T %.2f" % (t, weft["median"] / one["median"]))
                     row["target"] = ", ".join(tg)
                 if w == "pipeline" and weft:
                     if metric in HIGHER_BETTER and ser:
@@ -714,6 +762,12 @@ def main():
               "dependencies (STARPU_RW/STARPU_R), N CPU workers. At 1 thread libomp runs each")
         print("      task of a one-thread (serialized) team at once and skips dependence tracking, "
               "so omp_clang T1 is the loop plus task creation.")
+        print("      *_replay: the same list recorded once, outside the timed region, then run "
+              "again each repetition: weft captures the pushes into a graph")
+        print("      (weft_graph_launch + weft_wait_all from main), tbb builds the flow graph once "
+              "(try_put to the sources + wait_for_all); no other peer has it.")
+        print("      'weft fresh push (main)' is the main-mode figure of the same run; "
+              "fresh/replay = that / weft replay.")
 
     if "pipeline" in workloads:
         print("pipeline: %s items through load -> preprocess -> compute -> write-back (128 KB "
