@@ -4,6 +4,7 @@
  * and busy threads (those that may take or run tasks).
  */
 #include "pool/core.h"
+#include "pool/pool_ext.h"
 
 #include <limits.h>
 
@@ -12,6 +13,8 @@
 #include "common/sync.h"
 
 _Thread_local weft_worker *weft_tls_worker WEFT_TLS;
+_Thread_local const weft_pool *weft_tls_self_pool WEFT_TLS;
+_Thread_local int weft_tls_self_index WEFT_TLS = -1;
 _Thread_local weft_pool *weft_tls_task_pool WEFT_TLS;
 
 bool weft_pool_is_inside(const weft_pool *pool)

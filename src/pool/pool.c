@@ -38,11 +38,6 @@ struct weft_prof *weft_pool_prof(const weft_pool *pool)
   return pool->prof;
 }
 
-int weft_pool_worker_index(const weft_pool *pool)
-{
-  weft_worker *w = weft_tls_worker;
-  return (w && w->pool == pool) ? w->index : -1;
-}
 
 bool weft_pool_forked(const weft_pool *pool)
 {

@@ -27,8 +27,16 @@ bool weft_pool_help_one(weft_pool *pool);
  * layers above add tracks of their own to it (src/common/prof.h). */
 struct weft_prof *weft_pool_prof(const weft_pool *pool);
 
+/* The calling worker's pool and index (set once when a worker starts; NULL
+ * and -1 on other threads): read on every operator, so inline. */
+extern _Thread_local const weft_pool *weft_tls_self_pool __attribute__((tls_model("initial-exec")));
+extern _Thread_local int weft_tls_self_index __attribute__((tls_model("initial-exec")));
+
 /* The calling thread's worker index in pool, or -1. */
-int weft_pool_worker_index(const weft_pool *pool);
+static inline int weft_pool_worker_index(const weft_pool *pool)
+{
+  return weft_tls_self_pool == pool ? weft_tls_self_index : -1;
+}
 
 /* Whether the calling thread is running one of pool's tasks. */
 bool weft_pool_in_task(const weft_pool *pool);

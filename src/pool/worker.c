@@ -31,6 +31,8 @@ static void set_up(weft_worker *w)
 {
   weft_pool *pool = w->pool;
   weft_tls_worker = w;
+  weft_tls_self_pool = pool;
+  weft_tls_self_index = w->index;
   weft_tls_task_pool = pool;
   weft_prof_tls = w->prof; /* operators record on the worker's track */
 
