@@ -144,7 +144,7 @@ static int make_counters(struct weft_graph *g, const build *b)
   int nsinks = 0;
   for (int i = 0; i < b->n; i++)
     if (b->nsucc[i] == 0)
-      g->meta[i].counter = nsinks++ / WEFT_GRAPH_FANIN;
+      weft_graph_node(g, i)->gn.counter = nsinks++ / WEFT_GRAPH_FANIN;
   int total = 0;
   for (int level = (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN;;
        level = (level + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN) {
@@ -186,12 +186,12 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
   g->stride = (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
   g->nodes = weft_aligned_alloc(WEFT_CACHE_LINE, g->stride * (size_t)n);
-  g->meta = weft_calloc((size_t)n, sizeof *g->meta);
+  g->pending = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->pending * (size_t)n);
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
-  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_opr *) * b->nedges +
+  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(int32_t) * b->nedges +
                  sizeof(weft_var_use) * b->u;
   g->store = weft_malloc(bytes ? bytes : 1);
-  if (!order || !rank || !g->vars || !g->uses || !g->nodes || !g->meta ||
+  if (!order || !rank || !g->vars || !g->uses || !g->nodes || !g->pending ||
       !g->roots || !g->store) {
     weft_free(order);
     weft_free(rank);
@@ -214,26 +214,14 @@ static int make_nodes(struct weft_graph *g, build *b)
   weft_free(order);
   weft_free(rank);
 
+  /* One block for the nodes' arrays: var lists of more than
+   * WEFT_OPR_INLINE_VARS (the others use their block's own), successor
+   * lists, uses. */
   weft_var_impl **vstore = g->store;
-  weft_opr **sstore = (weft_opr **)(vstore + b->u);
+  int32_t *sstore = (int32_t *)(vstore + b->u);
   weft_var_use *ustore = (weft_var_use *)(sstore + b->nedges);
   memcpy(ustore, c->uses, sizeof *ustore * b->u);
   size_t soff = 0;
-  for (int i = 0; i < n; i++) {
-    weft_gnode *m = &g->meta[i];
-    m->graph = g;
-    m->succ = sstore + soff;
-    soff += (size_t)b->nsucc[i];
-    m->npred = b->npred[i];
-    m->root = -1;
-    m->counter = -1;
-    m->uses = ustore + c->recs[i].use0;
-    m->nuses = c->recs[i].nuses;
-  }
-  for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
-    weft_gnode *m = &g->meta[b->edge[e][0]];
-    m->succ[m->nsucc++] = weft_graph_node(g, b->edge[e][1]);
-  }
   for (int i = 0; i < n; i++) {
     const weft_capture_rec *r = &c->recs[i];
     weft_opr *op = weft_graph_node(g, i);
@@ -248,21 +236,37 @@ static int make_nodes(struct weft_graph *g, build *b)
     op->priority = r->desc.priority;
     op->flags = r->desc.flags;
     op->internal = WEFT_OPR_GNODE;
-    op->var = vstore + r->use0;
+    op->var = r->nuses <= WEFT_OPR_INLINE_VARS ? op->var_inline : vstore + r->use0;
     for (int k = 0; k < r->nuses; k++)
       op->var[k] = c->uses[r->use0 + (size_t)k].var;
     op->req = NULL; /* its requests are its launch's gate's */
     op->nvars = r->nuses;
-    atomic_init(&op->wait, b->npred[i]);
+    atomic_init(&op->wait, 0); /* its count is pending[i] */
     atomic_init(&op->async_refs, 0);
     atomic_init(&op->async_done, 0);
     atomic_init(&op->ndevwaits, 0);
     atomic_init(&op->dev_refs, 0);
-    op->gnode = &g->meta[i];
+    weft_gnode *m = &op->gn;
+    m->graph = g;
+    m->succ = sstore + soff;
+    soff += (size_t)b->nsucc[i];
+    m->npred = b->npred[i];
+    m->index = i;
+    m->root = -1;
+    m->counter = -1;
+    m->uses = ustore + r->use0;
+    for (int k = 0; k < r->nuses && k < 32; k++)
+      if (c->uses[r->use0 + (size_t)k].write)
+        m->wmask |= 1u << k;
+    atomic_init(&g->pending[i], b->npred[i]);
     if (b->npred[i] == 0) {
-      g->meta[i].root = g->nroots;
+      m->root = g->nroots;
       g->roots[g->nroots++] = op;
     }
+  }
+  for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
+    weft_gnode *m = &weft_graph_node(g, b->edge[e][0])->gn;
+    ((int32_t *)m->succ)[m->nsucc++] = b->edge[e][1];
   }
   g->nnodes = n;
   return make_counters(g, b);

@@ -113,14 +113,14 @@ void weft_graph_orphan_all(weft_engine *eng)
 void weft_graph_release_nodes(struct weft_graph *g)
 {
   weft_free(g->nodes);
-  weft_free(g->meta);
+  weft_free((void *)g->pending);
   weft_free(g->roots);
   weft_free(g->vars);
   weft_free(g->uses);
   weft_free(g->counters);
   weft_free(g->store);
   g->nodes = NULL;
-  g->meta = NULL;
+  g->pending = NULL;
   g->roots = NULL;
   g->vars = NULL;
   g->uses = NULL;

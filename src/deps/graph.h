@@ -4,10 +4,11 @@
  * (replay.c runs them; graph_api.c launches).
  *
  * Nodes are op blocks of their own (struct weft_opr, internal kind
- * WEFT_OPR_GNODE), owned by the graph and never recycled: the dispatch and
- * run paths treat them as any operator; only their finish differs. A
- * node's wait counter holds the predecessors it still waits for; it starts
- * at npred, and each node resets its own counter to npred when it
+ * WEFT_OPR_GNODE, their place in the graph in the block's request lines:
+ * weft_gnode, opr.h), owned by the graph and never recycled: the dispatch
+ * and run paths treat them as any operator; only their finish differs. A
+ * node's count of predecessors still to finish (the graph's dense pending
+ * array) starts at npred, and each node resets its own to npred when it
  * finishes, so a launch writes nothing per node.
  *
  * A launch registers one gate (an op block of kind WEFT_OPR_GATE) on every
@@ -36,18 +37,10 @@
 
 /* Sinks per leaf counter, and counters per parent. */
 #define WEFT_GRAPH_FANIN 16
+/* A starting node prefetches what its finish reads of its first this many
+ * successors. */
+#define WEFT_GRAPH_PREFETCH 4
 
-/* A node's place in its graph (immutable once built). */
-typedef struct weft_gnode {
-  struct weft_graph *graph;
-  struct weft_opr **succ; /* [nsucc]: released when it finishes */
-  int nsucc;
-  int npred;              /* its wait counter's value at every launch */
-  int root;               /* its index among the roots, or -1 */
-  int counter;            /* the leaf counter it counts off as a sink, or -1 */
-  weft_var_use *uses;     /* [nuses]: its vars, as pushed (the naive engine replays them) */
-  int nuses;
-} weft_gnode;
 
 /* A counter of the sink tree, on a line of its own. */
 typedef struct weft_gcounter {
@@ -73,7 +66,11 @@ struct weft_graph {
   int nnodes, nroots, nvars, ncounters; /* immutable */
   char *nodes;             /* [nnodes] op blocks, stride bytes apart, line aligned */
   size_t stride;           /* immutable */
-  weft_gnode *meta;        /* [nnodes] */
+  /* [nnodes], dense, a node's count of predecessors still to finish this
+   * launch (atomic: a predecessor's finish takes one off; the node puts it
+   * back to npred when it finishes). Apart from the blocks, so that a
+   * finish touches its successors' blocks only when it releases them. */
+  _Atomic int32_t *pending;
   weft_opr **roots;        /* [nroots], in capture order */
   weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */
   weft_var_use *uses;      /* [nvars]: each var's handle (its liveness at launch), its
@@ -121,7 +118,7 @@ void weft_graph_release_nodes(struct weft_graph *g);
 /* The graph node behind op, or NULL for any other operator. */
 static inline weft_gnode *weft_opr_gnode(const weft_opr *op)
 {
-  return op->internal == WEFT_OPR_GNODE ? op->gnode : NULL;
+  return op->internal == WEFT_OPR_GNODE ? (weft_gnode *)&op->gn : NULL;
 }
 
 /* Whether op (running on this thread) belongs to a launch of a graph that

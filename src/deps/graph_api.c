@@ -47,7 +47,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
   int rc = 0;
   for (int i = 0; i < g->nnodes && !rc; i++) {
     const weft_opr *op = weft_graph_node(g, i);
-    const weft_gnode *m = op->gnode;
+    const weft_gnode *m = &op->gn;
     weft_op_desc d = {0};
     d.fn = op->fn;
     d.async_fn = op->async_fn;
@@ -57,7 +57,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
     d.priority = op->priority;
     d.flags = op->flags;
     d.name = op->name;
-    rc = weft_push_uses(eng, &d, m->uses, m->nuses, NULL, out);
+    rc = weft_push_uses(eng, &d, m->uses, op->nvars, NULL, out);
   }
   return rc;
 }
@@ -68,7 +68,7 @@ static void log_dead_var(const weft_graph *g, int k)
   for (int i = 0; i < g->nnodes; i++) {
     const weft_opr *op = weft_graph_node(g, i);
     for (int j = 0; j < op->nvars; j++)
-      if (op->gnode->uses[j].handle == g->uses[k].handle) {
+      if (op->gn.uses[j].handle == g->uses[k].handle) {
         weft_log("weft_graph_launch: a var of the graph's operator %d (\"%s\") was deleted", i,
                  op->name ? op->name : "op");
         return;

@@ -45,6 +45,20 @@ typedef struct weft_var_use {
   bool write;
 } weft_var_use;
 
+/* A captured graph's node's place in its graph (graph.h), kept in its op
+ * block's request lines (a node's requests are its launch's gate's). */
+typedef struct weft_gnode {
+  struct weft_graph *graph; /* immutable, as every field */
+  const int32_t *succ;      /* [nsucc]: its successors' node indices */
+  int32_t nsucc;
+  int32_t npred;            /* its count of predecessors at every launch */
+  int32_t index;            /* its own node index */
+  int32_t root;             /* its index among the roots, or -1 */
+  int32_t counter;          /* the leaf counter it counts off as a sink, or -1 */
+  uint32_t wmask;           /* bit k: it writes var k (k < 32; beyond, uses tells) */
+  weft_var_use *uses;       /* [nvars]: its vars as pushed (handles: the naive engine) */
+} weft_gnode;
+
 /* A reusable operator (weft_op_new). */
 typedef struct weft_op_impl {
   weft_slot slot;
@@ -87,7 +101,10 @@ typedef struct weft_opr {
    * it at each step (written only where assertions are on). */
   uint8_t st;
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
-  weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+  union {
+    weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
+    weft_gnode gn; /* internal WEFT_OPR_GNODE: its place in its graph */
+  };
   /* What only some operators use, each written only for them. */
   weft_async_op_fn async_fn;  /* fn NULL */
   /* atomic: an async op finishes when both its signal and its async_fn's
@@ -95,7 +112,6 @@ typedef struct weft_opr {
   _Atomic int async_refs;
   _Atomic uint32_t async_done; /* naive engine (a block on the pusher's stack): set at the signal */
   int priority;               /* WEFT_PROP_PRIORITIZED: higher runs first */
-  struct weft_gnode *gnode;   /* immutable: a graph node's place (graph.h), else unused */
   /* A queue node (common/fifo.h): inline operators queued on a thread
    * (dispatch.c), device operators in their executor's queues. */
   weft_fifo_node node;
@@ -114,6 +130,7 @@ typedef struct weft_opr {
   void *exec_state;           /* the executor's (its event, its worker) */
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
+_Static_assert(sizeof(weft_gnode) <= WEFT_CACHE_LINE, "a graph node's place is one line");
 _Static_assert(offsetof(weft_opr, req_inline) == 2 * WEFT_CACHE_LINE,
                "an operator's header and var array fill two lines, its requests start the third");
 _Static_assert(offsetof(weft_opr, req_inline) + 2 * sizeof(weft_var_req) <= 3 * WEFT_CACHE_LINE &&

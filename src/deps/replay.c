@@ -33,10 +33,20 @@ void weft_graph_start(weft_opr *gate, weft_fifo *ready)
 
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
 {
-  const weft_gnode *n = op->gnode;
+  const weft_gnode *n = &op->gn;
+  const struct weft_graph *g = n->graph;
+  /* Its finish reads what it releases: start moving those lines (the
+   * successors' counts, their blocks' first lines, each most likely in
+   * memory in a graph bigger than the cache) while its fn runs. */
+  for (int k = 0; k < n->nsucc && k < WEFT_GRAPH_PREFETCH; k++) {
+    __builtin_prefetch((const void *)&g->pending[n->succ[k]], 1);
+    const char *s = (const char *)weft_graph_node(g, n->succ[k]);
+    __builtin_prefetch(s, 0);
+    __builtin_prefetch(s + WEFT_CACHE_LINE, 1);
+    __builtin_prefetch(s + 2 * WEFT_CACHE_LINE, 0);
+  }
   if (n->root < 0)
     return;
-  const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
     weft_opr *r = g->roots[c];
     node_ready(r, op->epoch);
@@ -71,7 +81,8 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
               op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
   WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
-  const weft_gnode *n = op->gnode;
+  const weft_gnode *n = &op->gn;
+  struct weft_graph *g = n->graph;
   weft_engine *eng = op->eng;
   if (keep_one && weft_pool_worker_index(eng->pool) < 0)
     keep_one = false;
@@ -80,9 +91,10 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */
-  for (int k = 0; k < n->nuses; k++) {
+  for (int k = 0; k < op->nvars; k++) {
     weft_var_impl *v = op->var[k];
-    if (n->uses[k].write && (status || weft_var_failed(v))) {
+    bool write = k < 32 ? (n->wmask >> k) & 1u : n->uses[k].write;
+    if (write && (status || weft_var_failed(v))) {
       weft_spin_lock(&v->q.lock);
       weft_var_set_failed(eng, v, status, op->epoch);
       weft_spin_unlock(&v->q.lock);
@@ -91,16 +103,16 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   uint64_t epoch = op->epoch;
   /* relaxed: its predecessors are done with it this launch; the next
    * launch's release of the roots publishes it (see count_off). */
-  atomic_store_explicit(&op->wait, n->npred, memory_order_relaxed);
+  atomic_store_explicit(&g->pending[n->index], n->npred, memory_order_relaxed);
   weft_opr *next = NULL;
   for (int k = 0; k < n->nsucc; k++) {
-    weft_opr *s = n->succ[k];
     /* acq_rel: as a grant (weft_grant_list): the last decrement releases
-     * s and sees what every predecessor wrote. */
-    int was = atomic_fetch_sub_explicit(&s->wait, 1, memory_order_acq_rel);
+     * the successor and sees what every predecessor wrote. */
+    int was = atomic_fetch_sub_explicit(&g->pending[n->succ[k]], 1, memory_order_acq_rel);
     WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
     if (was != 1)
       continue;
+    weft_opr *s = weft_graph_node(g, n->succ[k]);
     node_ready(s, epoch);
     if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
       next = s;
@@ -109,7 +121,6 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   }
   if (n->counter < 0)
     return next;
-  struct weft_graph *g = n->graph;
   if (!count_off(g, n->counter))
     return next;
   /* The launch's last node: the graph may be launched again from here on,

@@ -18,8 +18,9 @@
  * is appended to ready. */
 void weft_graph_start(weft_opr *gate, weft_fifo *ready);
 
-/* A root starts (or goes to its device): the next two roots of the heap
- * are appended to ready. Nothing for other nodes. */
+/* A node starts (or goes to its device): if it is a root, the next two
+ * roots of the heap are appended to ready; and what its finish will read
+ * of its successors is prefetched. */
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
 
 /* Finishes node op with status, as weft_opr_finish_vars finishes a pushed
