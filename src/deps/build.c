@@ -266,7 +266,8 @@ static int make_nodes(struct weft_graph *g, build *b)
   }
   for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
     weft_gnode *m = &weft_graph_node(g, b->edge[e][0])->gn;
-    ((int32_t *)m->succ)[m->nsucc++] = b->edge[e][1];
+    int to = b->edge[e][1];
+    ((int32_t *)m->succ)[m->nsucc++] = to | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
   }
   g->nnodes = n;
   return make_counters(g, b);
@@ -290,7 +291,7 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
   build b = {0};
   b.c = c;
   b.u = c->nuses;
-  if (c->nrecs > INT_MAX / 4 || c->nuses > INT_MAX / 4)
+  if (c->nrecs >= WEFT_GRAPH_SOLE || c->nuses > INT_MAX / 4)
     goto out; /* beyond what the counters hold: as out of memory */
   b.n = (int)c->nrecs;
   size_t nu = b.u ? b.u : 1;

@@ -40,6 +40,9 @@
 /* A starting node prefetches what its finish reads of its first this many
  * successors. */
 #define WEFT_GRAPH_PREFETCH 4
+/* In a successor list: this successor has no other predecessor (no count
+ * to take off: the finish releases it). */
+#define WEFT_GRAPH_SOLE ((int32_t)0x40000000)
 
 
 /* A counter of the sink tree, on a line of its own. */

@@ -49,7 +49,7 @@ typedef struct weft_var_use {
  * block's request lines (a node's requests are its launch's gate's). */
 typedef struct weft_gnode {
   struct weft_graph *graph; /* immutable, as every field */
-  const int32_t *succ;      /* [nsucc]: its successors' node indices */
+  const int32_t *succ;      /* [nsucc]: its successors' node indices (| WEFT_GRAPH_SOLE) */
   int32_t nsucc;
   int32_t npred;            /* its count of predecessors at every launch */
   int32_t index;            /* its own node index */

@@ -39,8 +39,10 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
    * successors' counts, their blocks' first lines, each most likely in
    * memory in a graph bigger than the cache) while its fn runs. */
   for (int k = 0; k < n->nsucc && k < WEFT_GRAPH_PREFETCH; k++) {
-    __builtin_prefetch((const void *)&g->pending[n->succ[k]], 1);
-    const char *s = (const char *)weft_graph_node(g, n->succ[k]);
+    int32_t e = n->succ[k];
+    if (!(e & WEFT_GRAPH_SOLE))
+      __builtin_prefetch((const void *)&g->pending[e], 1);
+    const char *s = (const char *)weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
     __builtin_prefetch(s, 0);
     __builtin_prefetch(s + WEFT_CACHE_LINE, 1);
     __builtin_prefetch(s + 2 * WEFT_CACHE_LINE, 0);
@@ -102,17 +104,22 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   }
   uint64_t epoch = op->epoch;
   /* relaxed: its predecessors are done with it this launch; the next
-   * launch's release of the roots publishes it (see count_off). */
-  atomic_store_explicit(&g->pending[n->index], n->npred, memory_order_relaxed);
+   * launch's release of the roots publishes it (see count_off). A node
+   * with one predecessor has no count: that one releases it. */
+  if (n->npred > 1)
+    atomic_store_explicit(&g->pending[n->index], n->npred, memory_order_relaxed);
   weft_opr *next = NULL;
   for (int k = 0; k < n->nsucc; k++) {
-    /* acq_rel: as a grant (weft_grant_list): the last decrement releases
-     * the successor and sees what every predecessor wrote. */
-    int was = atomic_fetch_sub_explicit(&g->pending[n->succ[k]], 1, memory_order_acq_rel);
-    WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
-    if (was != 1)
-      continue;
-    weft_opr *s = weft_graph_node(g, n->succ[k]);
+    int32_t e = n->succ[k];
+    if (!(e & WEFT_GRAPH_SOLE)) {
+      /* acq_rel: as a grant (weft_grant_list): the last decrement releases
+       * the successor and sees what every predecessor wrote. */
+      int was = atomic_fetch_sub_explicit(&g->pending[e], 1, memory_order_acq_rel);
+      WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+      if (was != 1)
+        continue;
+    }
+    weft_opr *s = weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
     node_ready(s, epoch);
     if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
       next = s;
