@@ -22,6 +22,8 @@
  */
 #include "pool/idle.h"
 
+#include <sched.h>
+
 #include "common/assert.h"
 #include "common/sync.h"
 #include "pool/search.h"
@@ -144,6 +146,12 @@ static weft_task *spin(weft_pool *pool, weft_worker *w, weft_group_impl *g, bool
         return NULL;
       }
     }
+    /* A round's wait gives the CPU away first: a thread outside the pool
+     * (a user's thread pushing operators, say) may be runnable on this
+     * core and is what the spinning waits for; when nothing else is
+     * runnable this returns at once. Main-thread pusher, 2 threads on 2
+     * cores, side by side: indep 398 -> 238 ns/op, dag 245 -> 150. */
+    sched_yield();
     now = weft_spin_until(now + WEFT_SPIN_ROUND_NS);
   }
 }
