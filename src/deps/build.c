@@ -188,8 +188,8 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->nodes = weft_aligned_alloc(WEFT_CACHE_LINE, g->stride * (size_t)n);
   g->pending = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->pending * (size_t)n);
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
-  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(int32_t) * b->nedges +
-                 sizeof(weft_var_use) * b->u;
+  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use) * b->u +
+                 sizeof(int32_t) * b->nedges;
   g->store = weft_malloc(bytes ? bytes : 1);
   if (!order || !rank || !g->vars || !g->uses || !g->nodes || !g->pending ||
       !g->roots || !g->store) {
@@ -215,11 +215,11 @@ static int make_nodes(struct weft_graph *g, build *b)
   weft_free(rank);
 
   /* One block for the nodes' arrays: var lists of more than
-   * WEFT_OPR_INLINE_VARS (the others use their block's own), successor
-   * lists, uses. */
-  weft_var_impl **vstore = g->store;
-  int32_t *sstore = (int32_t *)(vstore + b->u);
-  weft_var_use *ustore = (weft_var_use *)(sstore + b->nedges);
+   * WEFT_OPR_INLINE_VARS (the others use their block's own), uses,
+   * successor lists. */
+  weft_var_impl **vstore = g->store; /* the 8-byte-aligned arrays first */
+  weft_var_use *ustore = (weft_var_use *)(vstore + b->u);
+  int32_t *sstore = (int32_t *)(ustore + b->u);
   memcpy(ustore, c->uses, sizeof *ustore * b->u);
   size_t soff = 0;
   for (int i = 0; i < n; i++) {
