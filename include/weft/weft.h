@@ -362,6 +362,12 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * weft_wait_all reports them, async operators complete with their
  * weft_done_signal, priorities and GPU operators go where they would go.
  *
+ * Inside a replayed operator, the graph's launch holds every var of the
+ * graph: weft_var_wait on any of them returns WEFT_EDEADLK (not only on the
+ * operator's own vars), and an operator it pushes on one of them runs after
+ * the launch. A recorded descriptor's arg and name are used at every
+ * launch: they must outlive the graph.
+ *
  * A graph belongs to the engine it was captured on; destroy it before the
  * engine. If the engine is destroyed first, the graph's operators are gone:
  * weft_graph_launch returns WEFT_ESHUTDOWN, and weft_graph_destroy frees
@@ -372,15 +378,19 @@ typedef struct weft_graph weft_graph;
 /* The calling thread's pushes to eng (weft_push, weft_op_push) are recorded
  * from now on, not run: each returns 0, or the error its push would return
  * (the descriptor is checked and its vars must be live). Meanwhile, on this
- * thread and engine, weft_var_delete, weft_var_wait, weft_wait_all and
- * weft_engine_destroy return WEFT_EBUSY and do nothing; other threads and
- * engines are not affected. WEFT_EBUSY if this thread is already
- * capturing; WEFT_EINVAL from inside one of eng's operators. */
+ * thread and engine, weft_var_delete, weft_var_wait, weft_wait_all,
+ * weft_graph_launch and weft_engine_destroy return WEFT_EBUSY and do
+ * nothing; other threads and engines, and operators this thread happens to
+ * run meanwhile, are not affected. The thread must end its capture (a
+ * capture left open at its exit is lost). WEFT_EBUSY if this thread is
+ * already capturing; WEFT_EINVAL from inside one of eng's operators or on a
+ * worker thread of its pool (capture from a thread of your own). */
 WEFT_API int weft_graph_begin_capture(weft_engine *eng);
 /* Ends the calling thread's capture on eng and makes its graph (*out; a
  * capture of nothing makes an empty graph, whose launch does nothing).
- * WEFT_EINVAL if this thread is not capturing on eng; WEFT_ENOMEM (the
- * capture ends all the same, *out NULL). */
+ * WEFT_EINVAL if this thread is not capturing on eng; WEFT_ENOMEM, or
+ * WEFT_ESHUTDOWN once eng's destroy began (the capture ends all the same,
+ * *out NULL). */
 WEFT_API int weft_graph_end_capture(weft_engine *eng, weft_graph **out);
 /* Runs the graph's operators once more (see above) and returns without
  * waiting for them. WEFT_EBUSY while an earlier launch of it still runs
@@ -391,7 +401,8 @@ WEFT_API int weft_graph_end_capture(weft_engine *eng, weft_graph **out);
  * place. May be called from inside operators, as weft_push. */
 WEFT_API int weft_graph_launch(weft_graph *graph);
 /* Frees the graph. WEFT_EBUSY while a launch of it runs (nothing happens);
- * NULL: WEFT_EINVAL. */
+ * NULL: WEFT_EINVAL; WEFT_ESHUTDOWN in a fork child for a graph it
+ * inherited (frees nothing, as for pools and engines). */
 WEFT_API int weft_graph_destroy(weft_graph *graph);
 
 #ifdef __cplusplus

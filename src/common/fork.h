@@ -20,6 +20,8 @@
 enum {
   WEFT_FORK_ENGINE_SYNC = 0, /* deps/inflight.c: the free list of sync blocks */
   WEFT_FORK_DONE_TOKENS,     /* deps/done.c: the async completion-token table */
+  WEFT_FORK_GRAPHS,          /* deps/graph.c: the list of engines' graphs */
+  WEFT_FORK_OBJ_REGISTRY,    /* common/objstore.c: the registry of live stores */
   WEFT_FORK_NSLOTS
 };
 

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "common/alloc.h"
+#include "common/fork.h"
 #include "common/tunables.h"
 #include "weft/weft.h"
 
@@ -24,10 +25,44 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key; /* set (non-NULL) once a thread has a cache: its exit flushes */
 static bool have_key;
 
+static pthread_once_t registry_fork_once = PTHREAD_ONCE_INIT;
+
+static void registry_fork_prepare(void)
+{
+  pthread_mutex_lock(&registry_lock);
+}
+
+static void registry_fork_parent(void)
+{
+  pthread_mutex_unlock(&registry_lock);
+}
+
+/* The child: the stores it inherited belong to pools and engines it may not
+ * use (their locks may be held by threads it does not have), so none is
+ * live here, and the forking thread's caches (the child's thread) are
+ * dropped rather than given back to one of them. */
+static void registry_fork_child(void)
+{
+  live = NULL;
+  for (int k = 0; k < WEFT_OBJ_TLS_KINDS; k++) {
+    weft_obj_tls[k].id = 0;
+    weft_obj_tls[k].c.free = weft_obj_tls[k].c.full = NULL;
+    weft_obj_tls[k].c.n = 0;
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_fork_register(void)
+{
+  weft_fork_register(WEFT_FORK_OBJ_REGISTRY, registry_fork_prepare, registry_fork_parent,
+                     registry_fork_child);
+}
+
 int weft_obj_store_init(weft_obj_store *s, size_t size, long batch)
 {
   if (pthread_mutex_init(&s->lock, NULL))
     return WEFT_ENOMEM;
+  pthread_once(&registry_fork_once, registry_fork_register);
   pthread_mutex_lock(&registry_lock);
   s->id = next_id++;
   s->live_next = live;

@@ -63,13 +63,15 @@ static int map_vars(build *b)
   return 0;
 }
 
-static const build *sort_ctx; /* qsort has no context argument; builds are serialised */
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A graph var by slot index, for the sort. */
+typedef struct gv_key {
+  uint32_t index;
+  int gv;
+} gv_key;
 
 static int cmp_gv(const void *a, const void *b)
 {
-  uint32_t x = (uint32_t)sort_ctx->gv_handle[*(const int *)a];
-  uint32_t y = (uint32_t)sort_ctx->gv_handle[*(const int *)b];
+  uint32_t x = ((const gv_key *)a)->index, y = ((const gv_key *)b)->index;
   return x < y ? -1 : x > y;
 }
 
@@ -180,8 +182,7 @@ static int make_nodes(struct weft_graph *g, build *b)
   const weft_capture *c = b->c;
   int n = b->n;
   /* The gate's vars, sorted by slot index as every operator's are. */
-  int *order = weft_malloc(sizeof(int) * (size_t)b->nv);
-  int *rank = weft_malloc(sizeof(int) * (size_t)b->nv);
+  gv_key *order = weft_malloc(sizeof *order * (size_t)b->nv);
   g->vars = weft_malloc(sizeof *g->vars * (size_t)b->nv);
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
   g->stride = (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
@@ -191,28 +192,23 @@ static int make_nodes(struct weft_graph *g, build *b)
   size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use) * b->u +
                  sizeof(int32_t) * b->nedges;
   g->store = weft_malloc(bytes ? bytes : 1);
-  if (!order || !rank || !g->vars || !g->uses || !g->nodes || !g->pending ||
+  if (!order || !g->vars || !g->uses || !g->nodes || !g->pending ||
       !g->roots || !g->store) {
     weft_free(order);
-    weft_free(rank);
     return WEFT_ENOMEM;
   }
   for (int v = 0; v < b->nv; v++)
-    order[v] = v;
-  pthread_mutex_lock(&sort_lock);
-  sort_ctx = b;
+    order[v] = (gv_key){(uint32_t)b->gv_handle[v], v};
   qsort(order, (size_t)b->nv, sizeof *order, cmp_gv);
-  pthread_mutex_unlock(&sort_lock);
   for (int k = 0; k < b->nv; k++) {
-    rank[order[k]] = k;
-    g->vars[k] = b->gv_var[order[k]];
-    g->uses[k] = (weft_var_use){b->gv_handle[order[k]], g->vars[k], b->gv_write[order[k]]};
+    int v = order[k].gv;
+    g->vars[k] = b->gv_var[v];
+    g->uses[k] = (weft_var_use){b->gv_handle[v], g->vars[k], b->gv_write[v]};
     if (k > 0 && (uint32_t)g->uses[k].handle == (uint32_t)g->uses[k - 1].handle)
       g->stale = true; /* one slot, two generations: one of them is dead */
   }
   g->nvars = b->nv;
   weft_free(order);
-  weft_free(rank);
 
   /* One block for the nodes' arrays: var lists of more than
    * WEFT_OPR_INLINE_VARS (the others use their block's own), uses,

@@ -17,6 +17,7 @@ int weft_capture_begin(weft_engine *eng)
     return WEFT_ENOMEM;
   memset(c, 0, sizeof *c);
   c->eng = eng;
+  c->opr = weft_tls_opr;
   weft_tls_capture = c;
   return 0;
 }
@@ -55,6 +56,15 @@ int weft_capture_push(weft_capture *c, const weft_op_desc *d, const weft_var_use
   memcpy(&c->uses[c->nuses], uses, sizeof *uses * (size_t)n);
   c->nuses += (size_t)n;
   return 0;
+}
+
+void weft_capture_drop(void)
+{
+  weft_capture *c = weft_tls_capture;
+  weft_tls_capture = NULL;
+  weft_free(c->recs);
+  weft_free(c->uses);
+  weft_free(c);
 }
 
 int weft_capture_end(weft_engine *eng, struct weft_graph **out)

@@ -22,6 +22,10 @@ typedef struct weft_capture_rec {
 /* A thread's capture (owned by that thread). */
 typedef struct weft_capture {
   weft_engine *eng;
+  /* The operator the thread ran at the begin (of another engine, or NULL):
+   * an operator run on this thread meanwhile (an inline successor of a
+   * weft_done_signal, say) is not the capture's, and pushes as usual. */
+  const struct weft_opr *opr;
   weft_capture_rec *recs;
   size_t nrecs, caprecs;
   weft_var_use *uses; /* each record's, normalised (sorted by slot index) */
@@ -31,10 +35,12 @@ typedef struct weft_capture {
 /* The calling thread's capture, or NULL. */
 extern _Thread_local weft_capture *weft_tls_capture __attribute__((tls_model("initial-exec")));
 
-/* Whether the calling thread captures its pushes to eng. */
+/* Whether the calling thread captures its pushes to eng (not from inside
+ * an operator it runs meanwhile). */
 static inline bool weft_capturing(const weft_engine *eng)
 {
-  return __builtin_expect(weft_tls_capture != NULL, 0) && weft_tls_capture->eng == eng;
+  const weft_capture *c = weft_tls_capture;
+  return __builtin_expect(c != NULL, 0) && c->eng == eng && weft_tls_opr == c->opr;
 }
 
 /* Starts, on the calling thread: WEFT_EBUSY if it already captures,
@@ -42,6 +48,9 @@ static inline bool weft_capturing(const weft_engine *eng)
 int weft_capture_begin(weft_engine *eng);
 /* Records a push of the checked descriptor d on its n normalised uses. */
 int weft_capture_push(weft_capture *c, const weft_op_desc *d, const weft_var_use *uses, int n);
+/* Ends the calling thread's capture, recording nothing more (its engine is
+ * going away). */
+void weft_capture_drop(void);
 /* Ends the calling thread's capture on eng (WEFT_EINVAL if none) and
  * resolves it into *out (WEFT_ENOMEM: *out NULL, the capture ended). */
 int weft_capture_end(weft_engine *eng, struct weft_graph **out);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/fork.h"
 #include "deps/graph.h"
 #include "deps/var.h"
 
@@ -66,9 +67,27 @@ bool weft_graph_holds(const weft_opr *op, const weft_var_impl *v)
 /* Every engine's graphs, for the engine's destroy: not on any hot path. */
 static pthread_mutex_t graphs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct weft_graph *graphs; /* under graphs_lock */
+static pthread_once_t graphs_fork_once = PTHREAD_ONCE_INIT;
+
+static void graphs_fork_prepare(void)
+{
+  pthread_mutex_lock(&graphs_lock);
+}
+
+static void graphs_fork_release(void)
+{
+  pthread_mutex_unlock(&graphs_lock);
+}
+
+static void graphs_fork_register(void)
+{
+  weft_fork_register(WEFT_FORK_GRAPHS, graphs_fork_prepare, graphs_fork_release,
+                     graphs_fork_release);
+}
 
 void weft_graph_track(struct weft_graph *g)
 {
+  pthread_once(&graphs_fork_once, graphs_fork_register);
   pthread_mutex_lock(&graphs_lock);
   g->prev = NULL;
   g->next = graphs;

@@ -7,6 +7,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/error.h"
+#include "common/fork.h"
 #include "deps/capture.h"
 #include "deps/inflight.h"
 #include "deps/push.h"
@@ -15,11 +16,22 @@ int weft_graph_begin_capture(weft_engine *eng)
 {
   if (!eng)
     return WEFT_EINVAL;
-  if (weft_engine_inside_op(eng)) {
-    weft_log("weft_graph_begin_capture: called from inside one of the engine's operators");
+  if (weft_engine_inside_op(eng) || weft_pool_worker_index(eng->pool) >= 0) {
+    /* A worker runs others' tasks while it waits or helps: their pushes
+     * would be recorded into this thread's capture. */
+    weft_log("weft_graph_begin_capture: called from inside one of the engine's operators or "
+             "on a worker of its pool");
     return WEFT_EINVAL;
   }
   WEFT_GUARDED(guest, weft_capture_begin(eng));
+}
+
+static int end_capture(weft_engine *eng, weft_graph **out)
+{
+  int rc = weft_capture_end(eng, out);
+  if (rc == 0)
+    weft_graph_track(*out); /* inside the engine: its destroy waits for us */
+  return rc;
 }
 
 int weft_graph_end_capture(weft_engine *eng, weft_graph **out)
@@ -27,9 +39,16 @@ int weft_graph_end_capture(weft_engine *eng, weft_graph **out)
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
-  int rc = weft_capture_end(eng, out);
-  if (rc == 0)
-    weft_graph_track(*out);
+  if (!weft_capturing(eng))
+    return WEFT_EINVAL;
+  bool guest;
+  int rc = weft_engine_enter(eng, &guest);
+  if (rc) { /* its engine is going away: the capture ends with nothing */
+    weft_capture_drop();
+    return rc;
+  }
+  rc = end_capture(eng, out);
+  weft_engine_leave(eng, guest);
   return rc;
 }
 
@@ -39,9 +58,13 @@ static void log_dead_var(const weft_graph *g, int k);
  * every var is known live (nothing runs otherwise). */
 static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
 {
+  /* As one operator: nothing else runs between its nodes (the lock is
+   * recursive: each node's own push takes it again). */
+  pthread_mutex_lock(&eng->naive_lock);
   for (int k = 0; k < g->nvars; k++)
     if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
       log_dead_var(g, k);
+      pthread_mutex_unlock(&eng->naive_lock);
       return WEFT_EINVAL;
     }
   int rc = 0;
@@ -59,6 +82,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
     d.name = op->name;
     rc = weft_push_uses(eng, &d, m->uses, op->nvars, NULL, out);
   }
+  pthread_mutex_unlock(&eng->naive_lock);
   return rc;
 }
 
@@ -69,8 +93,9 @@ static void log_dead_var(const weft_graph *g, int k)
     const weft_opr *op = weft_graph_node(g, i);
     for (int j = 0; j < op->nvars; j++)
       if (op->gn.uses[j].handle == g->uses[k].handle) {
-        weft_log("weft_graph_launch: a var of the graph's operator %d (\"%s\") was deleted", i,
-                 op->name ? op->name : "op");
+        weft_log("weft_graph_launch: var %d of the graph's operator %d (\"%s\") was deleted "
+                 "(handle %#llx)", j, i, op->name ? op->name : "op",
+                 (unsigned long long)g->uses[k].handle);
         return;
       }
   }
@@ -155,7 +180,12 @@ int weft_graph_destroy(weft_graph *g)
 {
   if (!g)
     return WEFT_EINVAL;
-  if (atomic_load_explicit(&g->running, memory_order_relaxed))
+  weft_engine *eng = atomic_load_explicit(&g->eng, memory_order_relaxed);
+  if (eng && weft_fork_stale(eng->fork_gen))
+    return WEFT_ESHUTDOWN; /* inherited through fork: frees nothing (weft.h) */
+  /* acquire: pairs with the release that ends a launch (replay.c): the
+   * nodes' last writes come before their memory is freed. */
+  if (atomic_load_explicit(&g->running, memory_order_acquire))
     return WEFT_EBUSY;
   /* acquire: pairs with weft_gate_put's release; a gate finishing the last
    * launch is done with the graph once the count is back to zero. */

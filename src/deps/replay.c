@@ -102,37 +102,43 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
       weft_spin_unlock(&v->q.lock);
     }
   }
+  /* Everything read of the node and the graph below is read now: once its
+   * last successor count is taken off, the launch may end elsewhere and
+   * the graph be destroyed (what it still releases is alive: not run yet). */
   uint64_t epoch = op->epoch;
+  const int32_t *succ = n->succ;
+  int nsucc = n->nsucc, counter = n->counter;
+  _Atomic int32_t *pending = g->pending;
   /* relaxed: its predecessors are done with it this launch; the next
    * launch's release of the roots publishes it (see count_off). A node
    * with one predecessor has no count: that one releases it. */
   if (n->npred > 1)
-    atomic_store_explicit(&g->pending[n->index], n->npred, memory_order_relaxed);
+    atomic_store_explicit(&pending[n->index], n->npred, memory_order_relaxed);
   weft_opr *next = NULL;
-  for (int k = 0; k < n->nsucc; k++) {
-    int32_t e = n->succ[k];
+  for (int k = 0; k < nsucc; k++) {
+    int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_SOLE)) {
       /* acq_rel: as a grant (weft_grant_list): the last decrement releases
        * the successor and sees what every predecessor wrote. */
-      int was = atomic_fetch_sub_explicit(&g->pending[e], 1, memory_order_acq_rel);
+      int was = atomic_fetch_sub_explicit(&pending[e], 1, memory_order_acq_rel);
       WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
       if (was != 1)
         continue;
     }
-    weft_opr *s = weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
+    weft_opr *s = weft_graph_node(g, e & ~WEFT_GRAPH_SOLE); /* released: the launch lives */
     node_ready(s, epoch);
     if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
       next = s;
     else
       weft_fifo_push(ready, &s->node);
   }
-  if (n->counter < 0)
+  if (counter < 0)
     return next;
-  if (!count_off(g, n->counter))
-    return next;
+  if (!count_off(g, counter))
+    return next; /* not the last: the launch may be over already */
   /* The launch's last node: the graph may be launched again from here on,
    * while this gate still releases the vars (the next gate queues behind
-   * it on every one). */
+   * it on every var this one writes; the nodes are all done either way). */
   weft_gate *gate = g->cur;
   /* release: every node's reset (gathered by count_off) before the next
    * launch; pairs with the acquire CAS in weft_graph_launch. */

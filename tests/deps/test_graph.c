@@ -501,3 +501,72 @@ Test(graph, max_inflight_counts_a_launch_once, .init = setup, .timeout = TU_TIME
   cr_assert_eq(te_free(&t), 0);
   tu_assert_no_errors();
 }
+
+/* An operator that runs on the capturing thread meanwhile (here: an inline
+ * successor of a weft_done_signal the thread makes) is not the capture's:
+ * its pushes run. And a worker of the engine's pool cannot capture (it runs
+ * others' tasks while it waits). */
+typedef struct inline_pusher {
+  weft_engine *eng;
+  weft_var *w;
+  atomic_int pushed_ran;
+  _Atomic(weft_done *) token;
+  int push_rc;
+} inline_pusher;
+
+static void token_async(const weft_run_ctx *rc, void *arg, weft_done *done)
+{
+  (void)rc;
+  atomic_store(&((inline_pusher *)arg)->token, done); /* signalled by the test's thread */
+}
+
+static int pushing_inline(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  inline_pusher *p = arg;
+  p->push_rc = te_push(p->eng, te_count_fn, &p->pushed_ran, TE_NONE, TE_V(p->w), 0);
+  return 0;
+}
+
+static int begin_on_worker(void *arg)
+{
+  begin_inside *b = arg;
+  b->rc = weft_graph_begin_capture(b->eng);
+  return 0;
+}
+
+Test(graph, operators_run_by_the_capturing_thread_are_not_captured, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *x = te_var(t.eng), *w = te_var(t.eng);
+  inline_pusher p = {t.eng, w, 0, NULL, -1};
+  weft_op_desc a = te_adesc(token_async, &p);
+  a.writes = &x;
+  a.num_writes = 1;
+  cr_assert_eq(weft_push(t.eng, &a), 0);
+  weft_op_desc b = te_desc(pushing_inline, &p);
+  b.reads = &x;
+  b.num_reads = 1;
+  b.prop = WEFT_PROP_ASYNC; /* runs inline on the thread that makes it ready */
+  cr_assert_eq(weft_push(t.eng, &b), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&p.token) != NULL, TU_DEADLINE_S));
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  weft_done_signal(atomic_load(&p.token), 0); /* b runs here, inside the capture */
+  weft_graph *g = capture_end(t.eng);
+  cr_assert_eq(p.push_rc, 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&p.pushed_ran), 1, "the inline operator's push was captured");
+  cr_assert_eq(weft_graph_launch(g), 0); /* an empty graph */
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&p.pushed_ran), 1);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+
+  begin_inside bw = {t.eng, 0};
+  cr_assert_eq(weft_pool_submit(t.pool, begin_on_worker, &bw), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert(TU_WAIT_UNTIL(bw.rc != 0, TU_DEADLINE_S));
+  cr_assert_eq(bw.rc, WEFT_EINVAL, "begin_capture on a worker = %d", bw.rc);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}

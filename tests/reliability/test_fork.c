@@ -42,7 +42,20 @@ typedef struct parent {
   atomic_bool stop;
   atomic_long ran;    /* operators and tasks that ran */
   long pushed;        /* pusher only, read after join */
+  weft_graph *graph;  /* 4 operators on gv, launched by the pusher now and then */
+  weft_var *gv;
+  atomic_long graph_ran;
+  long launches;      /* pusher only, read after join */
 } parent;
+
+enum { P_GRAPH_OPS = 4 };
+
+static int p_graph_op(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add(&((parent *)arg)->graph_ran, 1);
+  return 0;
+}
 
 static int p_task(void *arg)
 {
@@ -105,6 +118,11 @@ static void *pusher(void *arg)
     d.num_writes = 1;
     TU_CHECK(weft_push(p->eng, &d) == 0, "parent push failed");
     n++;
+    if (n % 64 == 0) { /* a graph launch now and then (busy: the last one still runs) */
+      int lrc = weft_graph_launch(p->graph);
+      TU_CHECK(lrc == 0 || lrc == WEFT_EBUSY, "parent launch failed: %d", lrc);
+      p->launches += lrc == 0;
+    }
     if (n % 512 == 0) /* bounded memory: let the engine catch up */
       TU_CHECK(weft_var_wait(p->eng, p->v) == 0, "parent var_wait failed");
   }
@@ -133,6 +151,13 @@ static int c_range(size_t b, size_t e, void *arg)
 typedef struct c_chain {
   long next;
 } c_chain;
+
+static int c_count(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add((atomic_long *)arg, 1);
+  return 0;
+}
 
 static int c_link(const weft_run_ctx *rc, void *arg)
 {
@@ -207,6 +232,8 @@ static int child_main(parent *p)
   CHILD_CHECK(weft_var_new(p->eng, &v) == WEFT_ESHUTDOWN);
   CHILD_CHECK(weft_var_wait(p->eng, p->v) == WEFT_ESHUTDOWN);
   CHILD_CHECK(weft_wait_all(p->eng) == WEFT_ESHUTDOWN);
+  CHILD_CHECK(weft_graph_launch(p->graph) == WEFT_ESHUTDOWN);
+  CHILD_CHECK(weft_graph_begin_capture(p->eng) == WEFT_ESHUTDOWN);
   weft_engine_config ecfg;
   weft_engine_config_default(&ecfg);
   ecfg.pool = p->pool;
@@ -263,10 +290,28 @@ static int child_main(parent *p)
   }
   CHILD_CHECK(weft_wait_all(e) == 0);
   CHILD_CHECK(c.next == 300);
+  /* A graph of its own on it: capture, launch, destroy. */
+  atomic_long graph_ran = 0;
+  CHILD_CHECK(weft_graph_begin_capture(e) == 0);
+  for (int i = 0; i < 10; i++) {
+    weft_op_desc gd = te_desc(c_count, &graph_ran);
+    gd.writes = &v;
+    gd.num_writes = 1;
+    CHILD_CHECK(weft_push(e, &gd) == 0);
+  }
+  weft_graph *cg = NULL;
+  CHILD_CHECK(weft_graph_end_capture(e, &cg) == 0);
+  for (int r = 0; r < 3; r++) {
+    CHILD_CHECK(weft_graph_launch(cg) == 0);
+    CHILD_CHECK(weft_wait_all(e) == 0);
+  }
+  CHILD_CHECK(atomic_load(&graph_ran) == 30);
+  CHILD_CHECK(weft_graph_destroy(cg) == 0);
   CHILD_CHECK(weft_engine_destroy(e) == 0);
   CHILD_CHECK(weft_pool_destroy(q) == 0);
 
   /* Destroying the inherited ones frees nothing and returns at once. */
+  CHILD_CHECK(weft_graph_destroy(p->graph) == WEFT_ESHUTDOWN);
   CHILD_CHECK(weft_engine_destroy(p->eng) == WEFT_ESHUTDOWN);
   CHILD_CHECK(weft_pool_destroy(p->pool) == WEFT_ESHUTDOWN);
   return 0;
@@ -308,6 +353,16 @@ static long fork_while_busy(bool gpu)
   cfg.pool = p.pool;
   cr_assert_eq(weft_engine_create(&p.eng, &cfg), 0);
   p.v = te_var(p.eng);
+  p.gv = te_var(p.eng);
+  atomic_init(&p.graph_ran, 0);
+  cr_assert_eq(weft_graph_begin_capture(p.eng), 0);
+  for (int k = 0; k < P_GRAPH_OPS; k++) {
+    weft_op_desc gd = te_desc(p_graph_op, &p);
+    gd.writes = &p.gv;
+    gd.num_writes = 1;
+    cr_assert_eq(weft_push(p.eng, &gd), 0);
+  }
+  cr_assert_eq(weft_graph_end_capture(p.eng, &p.graph), 0);
   atomic_init(&p.stop, false);
   atomic_init(&p.ran, 0);
   pthread_t t;
@@ -357,6 +412,9 @@ static long fork_while_busy(bool gpu)
   cr_assert(TU_WAIT_UNTIL(atomic_load(&p.ran) == p.pushed, TU_DEADLINE_S),
             "the parent pushed/submitted %ld, %ld ran", p.pushed, atomic_load(&p.ran));
   tu_assert_no_errors();
+  cr_assert_eq(atomic_load(&p.graph_ran), p.launches * P_GRAPH_OPS, "%ld graph ops ran, %ld launches",
+               atomic_load(&p.graph_ran), p.launches);
+  cr_assert_eq(weft_graph_destroy(p.graph), 0);
   cr_assert_eq(weft_engine_destroy(p.eng), 0);
   cr_assert_eq(weft_pool_destroy(p.pool), 0);
   cr_assert_eq(atomic_load(&p.ran), p.pushed);
