@@ -5,8 +5,7 @@
 
 int weft_inject_init(weft_inject *q)
 {
-  if (pthread_mutex_init(&q->lock, NULL))
-    return WEFT_ENOMEM;
+  weft_spin_init(&q->lock);
   weft_fifo_init(&q->tasks);
   atomic_init(&q->count, 0);
   return 0;
@@ -14,25 +13,25 @@ int weft_inject_init(weft_inject *q)
 
 void weft_inject_destroy(weft_inject *q)
 {
-  pthread_mutex_destroy(&q->lock);
+  WEFT_ASSERT(weft_fifo_empty(&q->tasks)); /* destroy ran everything submitted */
 }
 
 void weft_inject_push(weft_inject *q, weft_task *t)
 {
-  pthread_mutex_lock(&q->lock);
+  weft_spin_lock(&q->lock);
   weft_fifo_push(&q->tasks, &t->link);
   /* relaxed: a hint for lock-free emptiness checks; the task itself is
-   * published by the mutex, and the parking handshake has its own fence. */
+   * published by the lock, and the parking handshake has its own fence. */
   atomic_store_explicit(&q->count, atomic_load_explicit(&q->count, memory_order_relaxed) + 1,
                         memory_order_relaxed);
-  pthread_mutex_unlock(&q->lock);
+  weft_spin_unlock(&q->lock);
 }
 
 weft_task *weft_inject_pop(weft_inject *q)
 {
   if (weft_inject_looks_empty(q))
     return NULL;
-  pthread_mutex_lock(&q->lock);
+  weft_spin_lock(&q->lock);
   weft_fifo_node *n = weft_fifo_pop(&q->tasks);
   weft_task *t = NULL;
   if (n) {
@@ -42,6 +41,6 @@ weft_task *weft_inject_pop(weft_inject *q)
     atomic_store_explicit(&q->count, count - 1, memory_order_relaxed);
   }
   WEFT_ASSERT(n || atomic_load_explicit(&q->count, memory_order_relaxed) == 0);
-  pthread_mutex_unlock(&q->lock);
+  weft_spin_unlock(&q->lock);
   return t;
 }
