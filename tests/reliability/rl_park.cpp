@@ -76,8 +76,10 @@ struct park_test_base {
   rl::atomic<int> wake_pending;
   rl::atomic<int> state;
 
-  /* --- the injection queue (inject.c): a mutex-protected list and an
-   * atomic count read without the lock --- */
+  /* --- the injection queue (inject.c): a lock-protected list and an
+   * atomic count read without the lock (the C code's lock is a spinlock,
+   * an acquire exchange and a release store: rl::mutex gives the same
+   * mutual exclusion and ordering) --- */
   rl::mutex inject_lock;
   rl::var<int> inject_items[kTasks]; /* a FIFO of task ids, under the lock */
   rl::var<int> inject_head, inject_tail;
