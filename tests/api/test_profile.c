@@ -212,9 +212,14 @@ Test(profile, mixed_workload_trace, .init = setup, .fini = teardown, .timeout = 
   cr_assert_eq(weft_group_wait(&g), 0);
   cr_assert_eq(f.r, 377);
 
+  /* A loop from outside the pool splits only while some worker is idle
+   * (parked or searching): let both park first, or on a loaded machine a
+   * worker still on its way to sleep leaves the loop unsplit and the trace
+   * without a "pfor" span. */
+  tu_sleep_us(20 * 1000);
   atomic_store(&g_pfor_sum, 0);
-  cr_assert_eq(weft_parallel_for(g_pool, 0, 20000, 100, pfor_body, NULL), 0);
-  cr_assert_eq(atomic_load(&g_pfor_sum), 20000L * 19999 / 2);
+  cr_assert_eq(weft_parallel_for(g_pool, 0, 200000, 100, pfor_body, NULL), 0);
+  cr_assert_eq(atomic_load(&g_pfor_sum), 200000L * 199999 / 2);
 
   weft_engine_config ec;
   weft_engine_config_default(&ec);
