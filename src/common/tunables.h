@@ -34,6 +34,10 @@
  * pusher, freed by the workers that complete them, objects. */
 #define WEFT_TASK_BATCH 1024
 #define WEFT_OPR_BATCH 128
+/* A worker taking tasks off the injection queue takes its share (the
+ * queue's length over the workers, plus one) under one lock, up to this
+ * many: the rest go onto its own deque, tasks. */
+#define WEFT_INJECT_BATCH 32
 /* Operators with more vars than fit inline take their var and request
  * arrays from a second store, up to this many vars (more: the heap), vars. */
 #define WEFT_OPR_BIG_VARS 64

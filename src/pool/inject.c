@@ -44,3 +44,20 @@ weft_task *weft_inject_pop(weft_inject *q)
   weft_spin_unlock(&q->lock);
   return t;
 }
+
+int weft_inject_pop_batch(weft_inject *q, weft_task **out, int max)
+{
+  if (weft_inject_looks_empty(q) || max <= 0)
+    return 0;
+  weft_spin_lock(&q->lock);
+  int64_t count = atomic_load_explicit(&q->count, memory_order_relaxed);
+  int n = 0;
+  for (weft_fifo_node *node; n < max && (node = weft_fifo_pop(&q->tasks));)
+    out[n++] = weft_fifo_entry(node, weft_task, link);
+  WEFT_ASSERT(count >= n); /* count is the list's length, under the lock */
+  /* relaxed: as in weft_inject_push. */
+  atomic_store_explicit(&q->count, count - n, memory_order_relaxed);
+  WEFT_ASSERT(n == max || count == n); /* stopped short only when it emptied */
+  weft_spin_unlock(&q->lock);
+  return n;
+}

@@ -35,6 +35,9 @@ void weft_inject_destroy(weft_inject *q);
 void weft_inject_push(weft_inject *q, struct weft_task *t);
 /* NULL when empty. */
 struct weft_task *weft_inject_pop(weft_inject *q);
+/* Takes up to max of the oldest tasks under one lock, oldest first, into
+ * out; returns how many (0 when empty). */
+int weft_inject_pop_batch(weft_inject *q, struct weft_task **out, int max);
 static inline bool weft_inject_looks_empty(weft_inject *q)
 {
   return atomic_load_explicit(&q->count, memory_order_relaxed) == 0;

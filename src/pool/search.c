@@ -57,13 +57,36 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
   return NULL;
 }
 
+/* A worker takes its share of the injection queue under one lock (at most
+ * WEFT_INJECT_BATCH tasks): the first to run, the rest onto its own deque,
+ * the oldest at the bottom so that it runs them oldest first (thieves take
+ * the newest). A user's thread pushing operators hands them over one lock
+ * per push; the workers then take that lock once per batch instead of once
+ * per task, and the queue's line stays with the pusher meanwhile. Taken
+ * tasks wake nobody: the pushes woke whom they needed, and this worker is
+ * awake to run them (as with a push onto its own deque). */
+static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
+{
+  weft_task *batch[WEFT_INJECT_BATCH];
+  int64_t queued = atomic_load_explicit(&pool->inject.count, memory_order_relaxed); /* a hint */
+  if (queued <= 0)
+    return NULL;
+  int64_t share = queued / pool->nworkers + 1;
+  int n = weft_inject_pop_batch(&pool->inject, batch,
+                                share < WEFT_INJECT_BATCH ? (int)share : WEFT_INJECT_BATCH);
+  for (int i = n - 1; i >= 1; i--)
+    if (weft_deque_push(&w->deque, batch[i])) /* no memory to grow: back to the queue */
+      weft_inject_push(&pool->inject, batch[i]);
+  return n ? batch[0] : NULL;
+}
+
 weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
 {
   for (;;) {
     weft_task *t = weft_prio_pop(&pool->prio);
     if (t)
       return t;
-    t = weft_inject_pop(&pool->inject);
+    t = w ? inject_batch(pool, w) : weft_inject_pop(&pool->inject);
     if (t)
       return t;
     bool retry = false;

@@ -1074,3 +1074,76 @@ Test(stats, bounds_and_counts, .init = setup, .timeout = TU_TIMEOUT(30))
   cr_assert_eq(TU_STATS_SUM(p, tasks_run), n);
   tu_destroy(p);
 }
+
+/* ------------------------------------------------------ injection batches */
+
+/* Tasks submitted from outside the pool go through the injection queue; a
+ * worker takes them a share at a time (src/pool/search.c), running the first
+ * and putting the rest on its own deque. With one worker held while they
+ * queue up, it must still run each exactly once and in submission order
+ * (its deque gives back the oldest first). */
+enum { INJ_N = 1000 };
+static atomic_int g_inj_open, g_inj_next, g_inj_bad;
+static atomic_int g_inj_hits[INJ_N];
+static int g_inj_ids[INJ_N];
+
+static int inj_gate_task(void *p)
+{
+  (void)p;
+  TU_WAIT_UNTIL(atomic_load(&g_inj_open), TU_DEADLINE_S);
+  return 0;
+}
+
+static int inj_task(void *p)
+{
+  int id = *(int *)p;
+  atomic_fetch_add(&g_inj_hits[id], 1);
+  /* One worker: tasks run one at a time, so "next" is a plain sequence. */
+  if (atomic_fetch_add(&g_inj_next, 1) != id)
+    atomic_store(&g_inj_bad, 1);
+  return 0;
+}
+
+Test(inject, a_held_worker_runs_a_queued_batch_once_and_in_order, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  weft_pool *p = tu_pool(1, -1);
+  for (int round = 0; round < 3; round++) {
+    atomic_store(&g_inj_open, 0);
+    atomic_store(&g_inj_next, 0);
+    atomic_store(&g_inj_bad, 0);
+    for (int i = 0; i < INJ_N; i++) {
+      atomic_store(&g_inj_hits[i], 0);
+      g_inj_ids[i] = i;
+    }
+    cr_assert_eq(weft_pool_submit(p, inj_gate_task, NULL), 0);
+    tu_sleep_us(2000); /* the worker takes the gate and holds */
+    for (int i = 0; i < INJ_N; i++)
+      cr_assert_eq(weft_pool_submit(p, inj_task, &g_inj_ids[i]), 0);
+    atomic_store(&g_inj_open, 1);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&g_inj_next) == INJ_N, TU_DEADLINE_S),
+              "%d of %d tasks ran", atomic_load(&g_inj_next), INJ_N);
+    for (int i = 0; i < INJ_N; i++)
+      cr_assert_eq(atomic_load(&g_inj_hits[i]), 1, "task %d ran %d times", i,
+                   atomic_load(&g_inj_hits[i]));
+    cr_assert_eq(atomic_load(&g_inj_bad), 0, "round %d: tasks ran out of submission order",
+                 round);
+  }
+  tu_destroy(p);
+}
+
+Test(inject, outside_submissions_spread_over_workers, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  /* Many tasks from outside onto 2 workers: every one runs exactly once
+   * (batches taken onto one worker's deque can be stolen by the other). */
+  weft_pool *p = tu_pool(2, -1);
+  const long n = tu_scaled(100000, 10000);
+  atomic_store(&g_ran, 0);
+  for (long i = 0; i < n; i++)
+    cr_assert_eq(weft_pool_submit(p, tally_task, NULL), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&g_ran) == n, TU_DEADLINE_S), "%ld of %ld ran",
+            atomic_load(&g_ran), n);
+  tu_sleep_us(20000);
+  cr_assert_eq(atomic_load(&g_ran), n, "a task ran twice");
+  tu_destroy(p);
+}
