@@ -63,8 +63,11 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
  * the newest). A user's thread pushing operators hands them over one lock
  * per push; the workers then take that lock once per batch instead of once
  * per task, and the queue's line stays with the pusher meanwhile. Taken
- * tasks wake nobody: the pushes woke whom they needed, and this worker is
- * awake to run them (as with a push onto its own deque). */
+ * tasks wake nobody: each push woke a worker if none was searching, this
+ * worker is awake to run them (as with a push onto its own deque), and a
+ * searcher that takes a batch stops searching only after the batch is on
+ * its deque, so the last searcher's re-check (idle.c) sees what is left
+ * there and hands the search on. */
 static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
 {
   weft_task *batch[WEFT_INJECT_BATCH];
