@@ -57,6 +57,16 @@
 #define WEFT_PACE_OPS 16384
 #define WEFT_PACE_EVERY 256
 #define WEFT_PACE_STALL_NS (20 * 1000)
+/* The same for a thread outside the pool (a user's own thread pushing,
+ * weft_engine_pace_outside), operators: lower, since every block such a
+ * thread pushes crosses to another core anyway and should still be in the
+ * shared cache when it arrives. It sleeps meanwhile (it is no worker) in
+ * slices this long, checking for progress after each, nanoseconds. */
+#define WEFT_PACE_OUTSIDE_OPS 4096
+#define WEFT_PACE_OUTSIDE_SLEEP_NS (50 * 1000)
+/* ... and pushes on once this long passes without a new low (what is left
+ * may wait for that very thread), nanoseconds. */
+#define WEFT_PACE_OUTSIDE_STALL_NS (200 * 1000)
 
 /* A push from inside an operator at max_inflight helps run operators; one
  * of those may push at the cap and help in turn. Nested helps on one thread

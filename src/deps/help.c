@@ -2,6 +2,8 @@
  * Waiting by helping (help.h): a wait inside the pool's work runs other
  * work meanwhile; pacing; helping at max_inflight, with a bounded depth.
  */
+#include <time.h>
+
 #include "common/assert.h"
 #include "common/sync.h"
 #include "deps/dispatch.h"
@@ -67,6 +69,40 @@ void weft_engine_pace(weft_engine *eng)
   pacing = false;
 }
 
+/* A thread outside the pool's work that paced and found no progress: it
+ * paces again only once the backlog passes this mark (PACE_OPS beyond what
+ * was left then), so ops that wait for this very thread cost it one
+ * stall per PACE_OPS pushes, not one per check. */
+static _Thread_local uint64_t outside_resume_above __attribute__((tls_model("initial-exec")));
+
+void weft_engine_pace_outside(weft_engine *eng)
+{
+  uint64_t left = weft_engine_backlog(eng);
+  if (left <= WEFT_PACE_OUTSIDE_OPS) {
+    outside_resume_above = 0;
+    return;
+  }
+  if (left <= outside_resume_above)
+    return;
+  uint64_t low = left;
+  int64_t low_at = weft_now_ns();
+  while (left > WEFT_PACE_OUTSIDE_OPS / 2) {
+    /* Sleep, not spin: the CPU is the workers' meanwhile (a user's thread
+     * pushing shares the cores with them). */
+    struct timespec ts = {0, WEFT_PACE_OUTSIDE_SLEEP_NS};
+    nanosleep(&ts, NULL);
+    left = weft_engine_backlog(eng);
+    int64_t now = weft_now_ns();
+    if (left < low) {
+      low = left;
+      low_at = now;
+    } else if (now - low_at >= WEFT_PACE_OUTSIDE_STALL_NS) { /* no progress: push on */
+      outside_resume_above = left + WEFT_PACE_OUTSIDE_OPS;
+      return;
+    }
+  }
+  outside_resume_above = 0;
+}
 
 /* How deep this thread is in weft_engine_help_over_cap: an operator it runs
  * there may push at the cap and help again, and so on down a chain. */

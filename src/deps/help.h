@@ -22,6 +22,15 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
  * others catch up (tunables.h). Never nests. */
 void weft_engine_pace(weft_engine *eng);
 
+/* The same for a thread outside the pool (a user's thread pushing), every
+ * WEFT_PACE_EVERY pushes: past WEFT_PACE_OPS operators pushed and not
+ * finished it sleeps in slices of WEFT_PACE_OUTSIDE_SLEEP_NS until half as
+ * many are left, and pushes on once WEFT_PACE_OUTSIDE_STALL_NS pass without
+ * progress (what is left may wait for this thread); after such a stall it
+ * lets WEFT_PACE_OUTSIDE_OPS more accumulate before it paces again. It
+ * never runs operators. */
+void weft_engine_pace_outside(weft_engine *eng);
+
 /* A push from inside the engine's work found max_inflight reached: helps
  * run operators while the count stays over the cap, then returns (such a
  * push never blocks). Helping runs operators that may push and help again:

@@ -19,7 +19,8 @@
 #include "deps/var.h"
 #include "pool/pool_ext.h"
 
-/* Pushes from inside operators on this thread, for pacing (help.c). */
+/* Pushes on this thread (from inside operators, or from a thread outside
+ * the pool), for pacing (help.c). */
 static _Thread_local unsigned pace_count __attribute__((tls_model("initial-exec")));
 
 /* Checks everything in desc but its vars. */
@@ -327,8 +328,13 @@ int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *
   bool capped = eng->max_inflight > 0;
   if (capped)
     weft_push_admit(eng, out);
-  else if (!out && ++pace_count % WEFT_PACE_EVERY == 0 && weft_pool_worker_index(eng->pool) >= 0)
-    weft_engine_pace(eng);
+  else if (++pace_count % WEFT_PACE_EVERY == 0) {
+    bool worker = weft_pool_worker_index(eng->pool) >= 0;
+    if (!out && worker)
+      weft_engine_pace(eng); /* an operator pushing: helps meanwhile */
+    else if (out && !worker && !weft_pool_in_task(eng->pool))
+      weft_engine_pace_outside(eng); /* a user's own thread: sleeps meanwhile */
+  }
   int rc = weft_push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
   if (rc && capped)
     weft_push_unadmit(eng);

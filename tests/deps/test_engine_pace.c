@@ -2,7 +2,9 @@
  * Pacing (src/deps/help.c, weft_engine_pace): an operator that pushes
  * operators stops, past WEFT_PACE_OPS pushed and not finished, to let the
  * pool catch up (helping), so the blocks it pushed are still in cache when
- * they run; and never waits for operators that wait for it.
+ * they run; and never waits for operators that wait for it. A user's own
+ * thread pushing does the same past WEFT_PACE_OUTSIDE_OPS, sleeping instead
+ * of helping (weft_engine_pace_outside).
  *
  * What is checked is counts, not time: the most operators pushed and not
  * yet run, seen by the pusher after each push (without pacing it reaches
@@ -76,10 +78,12 @@ static int pusher_fn(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
-/* Runs a pusher op over n ops on a pool of `threads`; returns the most ops
- * it saw pushed and not yet run. own: the ops also read a var the pusher
- * writes (none can run before it finishes). */
-static long run_pacer(int threads, long n, double work_s, bool own)
+/* Runs a pusher over n ops on a pool of `threads`; returns the most ops it
+ * saw pushed and not yet run. own: the ops also read a var the pusher
+ * writes (none can run before it finishes). outside: the test's own thread
+ * pushes (a user's thread, outside the pool), and own is written by an op
+ * that holds its worker until the pushes are done. */
+static long run_pacer_from(int threads, long n, double work_s, bool own, bool outside)
 {
   te t = te_new("threaded", threads, 0);
   pacer *p = calloc(1, sizeof *p);
@@ -95,11 +99,20 @@ static long run_pacer(int threads, long n, double work_s, bool own)
   p->own = own ? te_var(t.eng) : NULL;
   for (long i = 0; i < n; i++)
     args[i] = (pace_arg){p, i};
-  if (own)
+  te_gate gate = {0};
+  if (outside) {
+    if (own)
+      cr_assert_eq(te_push(t.eng, te_gate_fn, &gate, TE_NONE, TE_V(p->own), 0), 0);
+    pusher_fn(NULL, p);
+    atomic_store(&gate.open, 1);
+    cr_assert_eq(atomic_load(&gate.timed_out), 0, "the gate timed out");
+  } else if (own) {
     cr_assert_eq(te_push(t.eng, pusher_fn, p, TE_NONE, TE_V(p->own), 0), 0);
-  else
+  } else {
     cr_assert_eq(te_push(t.eng, pusher_fn, p, TE_NONE, TE_NONE, 0), 0);
+  }
   cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&gate.timed_out), 0, "the gate timed out: the pushes waited for it");
   cr_assert_eq(p->rc, 0, "a push failed: %d (%s)", p->rc, weft_strerror(p->rc));
   cr_assert_eq(p->pushed, n);
   cr_assert_eq(atomic_load(&p->ran), n, "%ld of %ld ops ran", atomic_load(&p->ran), n);
@@ -113,6 +126,11 @@ static long run_pacer(int threads, long n, double work_s, bool own)
   free(p);
   cr_assert_eq(te_free(&t), 0);
   return max_ahead;
+}
+
+static long run_pacer(int threads, long n, double work_s, bool own)
+{
+  return run_pacer_from(threads, n, work_s, own, false);
 }
 
 /* The bound: the pace, the pushes between two checks, and as much again
@@ -146,6 +164,41 @@ Test(pace, ops_that_wait_for_the_pusher_do_not_hold_it, .init = setup,
   long n = 3L * WEFT_PACE_OPS;
   for (int threads = 1; threads <= 2; threads++) {
     long ahead = run_pacer(threads, n, 0, true);
+    cr_assert_eq(ahead, n, "%ld ops ran before the op they wait for ended", n - ahead);
+  }
+}
+
+/* ------------------------------------------ a user's own thread pushing */
+
+/* As PACE_BOUND, for a thread outside the pool (WEFT_PACE_OUTSIDE_OPS),
+ * with room for three false stalls (workers descheduled for
+ * WEFT_PACE_OUTSIDE_STALL_NS on a loaded machine): still a quarter of what
+ * a pusher without pacing reaches here. */
+#define OUTSIDE_BOUND (4L * WEFT_PACE_OUTSIDE_OPS + 4L * WEFT_PACE_EVERY)
+
+Test(pace, a_user_thread_pushing_stays_near_the_pace, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  /* Each op takes longer than a push (2 us), so without pacing the test's
+   * thread runs nearly all of them ahead (a mutant without it: 95999 of
+   * 98304); paced, it sleeps past the pace. */
+  long n = 24L * WEFT_PACE_OUTSIDE_OPS;
+  for (int threads = 1; threads <= 2; threads++) {
+    long ahead = run_pacer_from(threads, n, 2e-6, false, true);
+    cr_assert_leq(ahead, OUTSIDE_BOUND, "%d threads: %ld ops pushed and not run (pace %d)",
+                  threads, ahead, WEFT_PACE_OUTSIDE_OPS);
+  }
+}
+
+Test(pace, ops_that_wait_for_a_user_thread_do_not_hold_it, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  /* Every op reads a var an op holds until the test's thread has pushed
+   * them all: none can run meanwhile, so the pushes must go on past the
+   * pace (a pacer that waited for progress would hang until the gate's
+   * deadline, which the test reports). */
+  long n = 3L * WEFT_PACE_OUTSIDE_OPS;
+  for (int threads = 1; threads <= 2; threads++) {
+    long ahead = run_pacer_from(threads, n, 0, true, true);
     cr_assert_eq(ahead, n, "%ld ops ran before the op they wait for ended", n - ahead);
   }
 }
