@@ -264,6 +264,22 @@ def machine_load(window_s):
     return max(0.0, b1 - b0) / ((t1 - t0) * (os.cpu_count() or 1))
 
 
+def cache_line_transfer(bindir):
+    """bench_xfer's median [min-max] ns per cache-line move, or None."""
+    exe = os.path.join(bindir, "bench_xfer")
+    if not os.access(exe, os.X_OK):
+        return None
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=60).stdout
+        rec = json.loads(out.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+    if rec.get("check") != "ok" or not rec.get("samples"):
+        return None
+    s = sorted(rec["samples"])
+    return "%.0f [%.0f-%.0f]" % (statistics.median(s), s[0], s[-1])
+
+
 class Runner:
     def __init__(self, bindir, quick, reps_override):
         self.bindir = bindir
@@ -710,6 +726,12 @@ def main():
         % (platform.node(), ncpu, load[0], bindir, "quick" if a.quick else "full"))
     if max(threads_list) > ncpu:
         log("note: more threads than usable CPUs: timings include oversubscription")
+    xfer = cache_line_transfer(bindir)
+    if xfer:
+        log("cache-line transfer between two threads (bench_xfer, the floor under every "
+            "hand-over): %s ns" % xfer)
+    elif os.path.isfile(os.path.join(bindir, "bench_xfer")):
+        r.failures.append("bench_xfer failed its check")
     if r.exe("weft") is None and "weft" in rts:
         r.failures.append("bench_weft not found in %s" % bindir)
 
