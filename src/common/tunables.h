@@ -64,9 +64,12 @@
  * slices this long, checking for progress after each, nanoseconds. */
 #define WEFT_PACE_OUTSIDE_OPS 4096
 #define WEFT_PACE_OUTSIDE_SLEEP_NS (50 * 1000)
-/* ... and pushes on once this long passes without a new low (what is left
- * may wait for that very thread), nanoseconds. */
+/* ... and pushes on once this long passes without a new low while nothing
+ * ready is queued in the pool (what is left may wait for that very thread),
+ * or once the longer time passes whatever is queued (the workers may be
+ * descheduled for a time slice or more on a loaded machine), nanoseconds. */
 #define WEFT_PACE_OUTSIDE_STALL_NS (200 * 1000)
+#define WEFT_PACE_OUTSIDE_STALL_MAX_NS (5 * 1000 * 1000)
 
 /* A push from inside an operator at max_inflight helps run operators; one
  * of those may push at the cap and help in turn. Nested helps on one thread

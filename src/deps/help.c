@@ -96,7 +96,14 @@ void weft_engine_pace_outside(weft_engine *eng)
     if (left < low) {
       low = left;
       low_at = now;
-    } else if (now - low_at >= WEFT_PACE_OUTSIDE_STALL_NS) { /* no progress: push on */
+    } else if (now - low_at >= WEFT_PACE_OUTSIDE_STALL_NS &&
+               (!weft_pool_has_queued(eng->pool) ||
+                now - low_at >= WEFT_PACE_OUTSIDE_STALL_MAX_NS)) {
+      /* No progress, and nothing ready waits in the pool (what is left
+       * waits for operators that have not finished, maybe for this very
+       * thread); or none for so long that it may: push on. Ready work
+       * still queued means the workers are merely slow (descheduled on a
+       * loaded machine): wait for them up to the longer bound. */
       outside_resume_above = left + WEFT_PACE_OUTSIDE_OPS;
       return;
     }

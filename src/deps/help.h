@@ -26,7 +26,9 @@ void weft_engine_pace(weft_engine *eng);
  * WEFT_PACE_EVERY pushes: past WEFT_PACE_OPS operators pushed and not
  * finished it sleeps in slices of WEFT_PACE_OUTSIDE_SLEEP_NS until half as
  * many are left, and pushes on once WEFT_PACE_OUTSIDE_STALL_NS pass without
- * progress (what is left may wait for this thread); after such a stall it
+ * progress and with nothing ready queued in the pool (what is left may wait
+ * for this thread), or WEFT_PACE_OUTSIDE_STALL_MAX_NS whatever is queued;
+ * after such a stall it
  * lets WEFT_PACE_OUTSIDE_OPS more accumulate before it paces again. It
  * never runs operators. */
 void weft_engine_pace_outside(weft_engine *eng);

@@ -26,6 +26,7 @@
 
 #include "common/assert.h"
 #include "common/sync.h"
+#include "pool/pool_ext.h"
 #include "pool/search.h"
 
 /* ------------------------------------------------------ who wakes whom */
@@ -38,6 +39,11 @@ bool weft_pool_any_work(weft_pool *pool)
     if (!weft_deque_looks_empty(&pool->workers[i].deque))
       return true;
   return false;
+}
+
+bool weft_pool_has_queued(weft_pool *pool)
+{
+  return weft_pool_any_work(pool);
 }
 
 static void wake_one(weft_pool *pool)
