@@ -38,6 +38,9 @@
  * queue's length over the workers, plus one) under one lock, up to this
  * many: the rest go onto its own deque, tasks. */
 #define WEFT_INJECT_BATCH 32
+/* The injection queue's ring of task pointers, inside the pool's block
+ * (tasks beyond it wait in a list through their own links), tasks. */
+#define WEFT_INJECT_RING 1024
 /* Operators with more vars than fit inline take their var and request
  * arrays from a second store, up to this many vars (more: the heap), vars. */
 #define WEFT_OPR_BIG_VARS 64

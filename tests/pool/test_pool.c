@@ -1081,8 +1081,9 @@ Test(stats, bounds_and_counts, .init = setup, .timeout = TU_TIMEOUT(30))
  * worker takes them a share at a time (src/pool/search.c), running the first
  * and putting the rest on its own deque. With one worker held while they
  * queue up, it must still run each exactly once and in submission order
- * (its deque gives back the oldest first). */
-enum { INJ_N = 1000 };
+ * (its deque gives back the oldest first), also past the queue's ring
+ * (WEFT_INJECT_RING, 1024), where they wait in its overflow list. */
+enum { INJ_N = 3000 };
 static atomic_int g_inj_open, g_inj_next, g_inj_bad;
 static atomic_int g_inj_hits[INJ_N];
 static int g_inj_ids[INJ_N];
@@ -1094,9 +1095,14 @@ static int inj_gate_task(void *p)
   return 0;
 }
 
+static atomic_int g_inj_open2; /* task INJ_GATE2 holds its worker until set */
+enum { INJ_GATE2 = 10 };
+
 static int inj_task(void *p)
 {
   int id = *(int *)p;
+  if (id == INJ_GATE2)
+    TU_WAIT_UNTIL(atomic_load(&g_inj_open2), TU_DEADLINE_S);
   atomic_fetch_add(&g_inj_hits[id], 1);
   /* One worker: tasks run one at a time, so "next" is a plain sequence. */
   if (atomic_fetch_add(&g_inj_next, 1) != id)
@@ -1116,11 +1122,20 @@ Test(inject, a_held_worker_runs_a_queued_batch_once_and_in_order, .init = setup,
       atomic_store(&g_inj_hits[i], 0);
       g_inj_ids[i] = i;
     }
+    atomic_store(&g_inj_open2, round == 0); /* round 0: no second gate */
     cr_assert_eq(weft_pool_submit(p, inj_gate_task, NULL), 0);
     tu_sleep_us(2000); /* the worker takes the gate and holds */
-    for (int i = 0; i < INJ_N; i++)
+    /* Past the ring: the rest waits in the overflow list. */
+    for (int i = 0; i < INJ_N / 2; i++)
       cr_assert_eq(weft_pool_submit(p, inj_task, &g_inj_ids[i]), 0);
     atomic_store(&g_inj_open, 1);
+    /* Rounds 1 and 2: the worker takes a first batch, which frees room in
+     * the ring while older tasks still wait in the list, and holds at
+     * INJ_GATE2; what comes now must still queue behind those. */
+    tu_sleep_us(2000);
+    for (int i = INJ_N / 2; i < INJ_N; i++)
+      cr_assert_eq(weft_pool_submit(p, inj_task, &g_inj_ids[i]), 0);
+    atomic_store(&g_inj_open2, 1);
     cr_assert(TU_WAIT_UNTIL(atomic_load(&g_inj_next) == INJ_N, TU_DEADLINE_S),
               "%d of %d tasks ran", atomic_load(&g_inj_next), INJ_N);
     for (int i = 0; i < INJ_N; i++)
