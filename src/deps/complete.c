@@ -13,6 +13,18 @@
 #include "deps/inflight.h"
 #include "deps/var.h"
 
+/* Of the operators a finish makes ready, the one its thread runs next is
+ * the one pushed first (by the same thread: the lowest seq), the rest go to
+ * the ready list: the program order of whoever pushed them, so a pipeline
+ * pushed item by item runs an item's stages before the next item's first
+ * (depth first, what a serial loop keeps in cache), not every item's first
+ * stage ahead of the rest. A successor found on a var after one already
+ * kept displaces it if it was pushed earlier. */
+static inline bool pushed_before(const weft_var_req *g, const weft_opr *kept)
+{
+  return (int32_t)(g->seq - kept->req[0].seq) < 0; /* mod 2^32 */
+}
+
 weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
 {
   weft_opr *kept = keep ? *keep : NULL;
@@ -26,10 +38,14 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
     WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
     if (was == 1) {
       WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
-      if (keep && !kept && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU)
+      if (keep && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU &&
+          (!kept || pushed_before(g, kept))) {
+        if (kept)
+          weft_fifo_push(ready, &kept->node);
         kept = o;
-      else
+      } else {
         weft_fifo_push(ready, &o->node);
+      }
     }
     g = gnext;
   }

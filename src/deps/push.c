@@ -23,6 +23,9 @@
  * the pool), for pacing (help.c). */
 static _Thread_local unsigned pace_count __attribute__((tls_model("initial-exec")));
 
+/* This thread's pushes, numbered (var_queue.h, weft_var_req.seq). */
+static _Thread_local uint32_t push_seq __attribute__((tls_model("initial-exec")));
+
 /* Checks everything in desc but its vars. */
 int weft_push_check_desc(const weft_engine *eng, const weft_op_desc *d)
 {
@@ -158,10 +161,12 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
   op->admitted = admitted;
   int granted = 0;
   bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
+  uint32_t seq = push_seq++;
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
     op->req[k].simple = simple;
+    op->req[k].seq = seq;
     if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
       granted++;
       if (op->var[k]->fences) /* a host-side wait for a device fence adds one */

@@ -59,6 +59,11 @@ typedef struct weft_var_req {
   /* Whether next is a simple write (written with next, by whoever links it:
    * the completion of a holder reads it in its own line, not next's). */
   bool next_sw;
+  /* immutable: its operator's place in its pushing thread's pushes (mod
+   * 2^32), for the release policy's choice of the successor to run next
+   * (complete.c); in every request of an operator, so a grant reads it in
+   * the request's own line. */
+  uint32_t seq;
   /* under the var's lock: link in the var's fence list (its operator's
    * device work is pending) or fence-waiter list (its operator waits for a
    * fence on the host); see src/deps/executor.h. */

@@ -28,6 +28,79 @@ static te_rec *recs_with_order(int n, atomic_long *ctr)
   return r;
 }
 
+/* -------------------------------------------- the successor to run next */
+
+/* A pipeline pushed item by item, each stage an actor (it writes its stage
+ * var) that also writes the item's var: a finished stage makes ready both
+ * the item's next stage and the stage's next item. On one worker the engine
+ * runs next the one pushed first, so the items go through depth first, in
+ * exactly the order they were pushed (a serial loop's, whose working set is
+ * one item), not every item's first stage ahead of the rest. The stage vars
+ * are made before the item vars, so a choice by var order would take the
+ * next item's first stage. */
+enum { PL_ITEMS = 16, PL_STAGES = 4, PL_N = PL_ITEMS * PL_STAGES };
+
+typedef struct pl {
+  weft_engine *eng;
+  weft_var *stage[PL_STAGES], *item[PL_ITEMS];
+  te_rec *r;
+  atomic_int failed;
+} pl;
+
+static void pl_push_all(pl *p)
+{
+  for (int k = 0; k < PL_ITEMS; k++)
+    for (int s = 0; s < PL_STAGES; s++)
+      if (te_push(p->eng, te_rec_fn, &p->r[k * PL_STAGES + s], TE_NONE,
+                  TE_V(p->stage[s], p->item[k]), 0))
+        atomic_store(&p->failed, 1);
+}
+
+static int pl_driver(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  pl_push_all(arg);
+  return 0;
+}
+
+Test(successor, a_pipeline_runs_depth_first_in_push_order, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  /* from_op 0: the test's thread pushes while the only worker is held (the
+   * ready ones wait in the injection queue); 1: an operator pushes them all
+   * on the only worker (the ready ones wait on its deque). */
+  for (int from_op = 0; from_op < 2; from_op++) {
+    te t = te_new("threaded", 1, 0);
+    atomic_long ctr = 0;
+    pl p = {.eng = t.eng, .r = recs_with_order(PL_N, &ctr)};
+    for (int s = 0; s < PL_STAGES; s++)
+      p.stage[s] = te_var(t.eng);
+    for (int k = 0; k < PL_ITEMS; k++)
+      p.item[k] = te_var(t.eng);
+    if (from_op) {
+      cr_assert_eq(te_push(t.eng, pl_driver, &p, TE_NONE, TE_NONE, 0), 0);
+    } else {
+      te_gate gate = {0};
+      cr_assert_eq(te_push(t.eng, te_gate_fn, &gate, TE_NONE, TE_NONE, 0), 0);
+      cr_assert(TU_WAIT_UNTIL(atomic_load(&gate.started), TU_DEADLINE_S));
+      pl_push_all(&p);
+      atomic_store(&gate.open, 1);
+      cr_assert_eq(weft_wait_all(t.eng), 0);
+      cr_assert_eq(atomic_load(&gate.timed_out), 0);
+    }
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&p.failed), 0, "a push failed");
+    for (int i = 0; i < PL_N; i++) {
+      cr_assert_eq(atomic_load(&p.r[i].ran), 1);
+      cr_assert_eq(p.r[i].order, i, "%s: item %d stage %d ran at position %ld, pushed at %d",
+                   from_op ? "from an op" : "from outside", i / PL_STAGES, i % PL_STAGES,
+                   p.r[i].order, i);
+    }
+    free(p.r);
+    cr_assert_eq(te_free(&t), 0);
+  }
+}
+
 static int push_prio(weft_engine *e, te_rec *r, int priority, weft_var *const *reads, size_t nr,
                      weft_var *w)
 {
