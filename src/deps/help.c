@@ -69,10 +69,10 @@ void weft_engine_pace(weft_engine *eng)
   pacing = false;
 }
 
-/* A thread outside the pool's work that paced and found no progress: it
- * paces again only once the backlog passes this mark (PACE_OPS beyond what
- * was left then), so ops that wait for this very thread cost it one
- * stall per PACE_OPS pushes, not one per check. */
+/* A thread outside the pool that paced and found no progress: it paces
+ * again only once the backlog passes this mark (WEFT_PACE_OUTSIDE_OPS
+ * beyond what was left then), so ops that wait for this very thread cost
+ * it one stall per WEFT_PACE_OUTSIDE_OPS pushes, not one per check. */
 static _Thread_local uint64_t outside_resume_above __attribute__((tls_model("initial-exec")));
 
 void weft_engine_pace_outside(weft_engine *eng)
