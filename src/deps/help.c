@@ -97,7 +97,7 @@ void weft_engine_pace_outside(weft_engine *eng)
       low = left;
       low_at = now;
     } else if (now - low_at >= WEFT_PACE_OUTSIDE_STALL_NS &&
-               (!weft_pool_has_queued(eng->pool) ||
+               (!weft_pool_any_work(eng->pool) ||
                 now - low_at >= WEFT_PACE_OUTSIDE_STALL_MAX_NS)) {
       /* No progress, and nothing ready waits in the pool (what is left
        * waits for operators that have not finished, maybe for this very

@@ -41,11 +41,6 @@ bool weft_pool_any_work(weft_pool *pool)
   return false;
 }
 
-bool weft_pool_has_queued(weft_pool *pool)
-{
-  return weft_pool_any_work(pool);
-}
-
 static void wake_one(weft_pool *pool)
 {
   if (atomic_load_explicit(&pool->wake_pending, memory_order_relaxed))

@@ -18,8 +18,7 @@ void weft_pool_wake_heuristic(weft_pool *pool);
 /* After a push to a shared queue (injection, priority): the exact, fenced
  * check. */
 void weft_pool_wake_exact(weft_pool *pool);
-/* Whether any queue of pool looks non-empty (a hint unless fenced). */
-bool weft_pool_any_work(weft_pool *pool);
+/* weft_pool_any_work: pool_ext.h (the engine's pacing reads it too). */
 
 /* The idle protocol: searches, spins, then parks. g NULL: the worker loop's
  * idle phase; returns a task, or NULL when the pool is exiting. g non-NULL:

@@ -52,8 +52,8 @@ extern _Thread_local weft_between_fn weft_tls_between __attribute__((tls_model("
 bool weft_pool_top_task(void);
 
 /* Whether any task waits in pool's queues (its deques, injection and
- * priority queues): relaxed looks, a hint. */
-bool weft_pool_has_queued(weft_pool *pool);
+ * priority queues): relaxed looks, a hint unless fenced. */
+bool weft_pool_any_work(weft_pool *pool);
 
 /* Whether pool was inherited through fork (unusable: common/fork.h). */
 bool weft_pool_forked(const weft_pool *pool);

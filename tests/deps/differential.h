@@ -264,13 +264,11 @@ static inline void d_push(weft_engine *e, dstate *s, dop *o)
   cr_assert_eq(rc, 0, "push of op %ld = %d (%s)", o->idx, rc, weft_strerror(rc));
 }
 
-/* Runs the ops on an engine; final values into out. With failures (fails
- * non-NULL): which ops ran into ran[], each var's var_wait result at the
- * end into fails[], after op i into clears[i] (ops[i].clear) and walls[i]
- * (wait_all, ops[i].wait_all), the last wait_all's result returned; else
- * wait_all must be 0. */
-static inline int d_run(const char *kind, int threads, const dop *proto, long n, uint64_t *out,
-                 int *fails, char *ran, int *clears, int *walls)
+/* What every differential run starts with: the state holding a copy of
+ * proto's n ops (each knowing its state, none run yet), the helper thread
+ * that signals async ops, and an engine of kind on `threads` with DV vars. */
+static inline dstate *d_start(const char *kind, int threads, const dop *proto, long n, te *t,
+                              pthread_t *helper)
 {
   dstate *s = calloc(1, sizeof *s);
   cr_assert_not_null(s);
@@ -282,17 +280,50 @@ static inline int d_run(const char *kind, int threads, const dop *proto, long n,
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->qtail = &s->qhead;
-  pthread_t helper;
-  cr_assert_eq(pthread_create(&helper, NULL, d_helper, s), 0);
-
-  te t = te_new(kind, threads, 0);
-  s->ndev = weft_gpu_count(t.eng);
+  cr_assert_eq(pthread_create(helper, NULL, d_helper, s), 0);
+  *t = te_new(kind, threads, 0);
+  s->ndev = weft_gpu_count(t->eng);
   for (int i = 0; i < DV; i++)
-    s->var[i] = te_var(t.eng);
+    s->var[i] = te_var(t->eng);
   for (long i = 0; i < n; i++) {
     s->ops[i].s = s;
     atomic_init(&s->ops[i].ran, 0);
   }
+  return s;
+}
+
+/* Stops and joins d_start's helper thread. */
+static inline void d_stop_helper(dstate *s, pthread_t helper)
+{
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  te_join(helper);
+}
+
+/* Frees the engine and the state; no error may have been logged. */
+static inline void d_finish(dstate *s, te *t)
+{
+  cr_assert_eq(te_free(t), 0);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s->ops);
+  free(s);
+  tu_assert_no_errors();
+}
+
+/* Runs the ops on an engine; final values into out. With failures (fails
+ * non-NULL): which ops ran into ran[], each var's var_wait result at the
+ * end into fails[], after op i into clears[i] (ops[i].clear) and walls[i]
+ * (wait_all, ops[i].wait_all), the last wait_all's result returned; else
+ * wait_all must be 0. */
+static inline int d_run(const char *kind, int threads, const dop *proto, long n, uint64_t *out,
+                 int *fails, char *ran, int *clears, int *walls)
+{
+  te t;
+  pthread_t helper;
+  dstate *s = d_start(kind, threads, proto, n, &t, &helper);
   for (long i = 0; i < n; i++) {
     d_push(t.eng, s, &s->ops[i]);
     if (s->ops[i].clear >= 0 && clears)
@@ -309,11 +340,7 @@ static inline int d_run(const char *kind, int threads, const dop *proto, long n,
     rc = weft_wait_all(t.eng);
     cr_assert_eq(rc, 0, "%s engine, %d threads: wait_all = %d", kind, threads, rc);
   }
-  pthread_mutex_lock(&s->mu);
-  s->stop = true;
-  pthread_cond_signal(&s->cv);
-  pthread_mutex_unlock(&s->mu);
-  te_join(helper);
+  d_stop_helper(s, helper);
   if (ran) {
     for (long i = 0; i < n; i++)
       ran[i] = (char)atomic_load(&s->ops[i].ran);
@@ -322,12 +349,7 @@ static inline int d_run(const char *kind, int threads, const dop *proto, long n,
                  threads, atomic_load(&s->ran), n);
   }
   memcpy(out, s->val, sizeof s->val);
-  cr_assert_eq(te_free(&t), 0);
-  pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
-  free(s->ops);
-  free(s);
-  tu_assert_no_errors();
+  d_finish(s, &t);
   return rc;
 }
 
@@ -376,30 +398,13 @@ static inline void dg_run(const char *kind, int threads, const dop *proto, long 
                           int reps, uint64_t *out)
 {
   long n = ng + na * (reps + 1);
-  dstate *s = calloc(1, sizeof *s);
-  cr_assert_not_null(s);
-  s->ops = malloc((size_t)n * sizeof *s->ops);
-  cr_assert_not_null(s->ops);
-  memcpy(s->ops, proto, (size_t)n * sizeof *s->ops);
-  s->nops = n;
-  d_init_values(s->val);
   uint64_t sim[DV];
   d_init_values(sim);
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->cv, NULL);
-  s->qtail = &s->qhead;
+  te t;
   pthread_t helper;
-  cr_assert_eq(pthread_create(&helper, NULL, d_helper, s), 0);
-
-  te t = te_new(kind, threads, 0);
-  s->ndev = weft_gpu_count(t.eng);
-  for (int i = 0; i < DV; i++)
-    s->var[i] = te_var(t.eng);
-  for (long i = 0; i < n; i++) {
-    s->ops[i].s = s;
+  dstate *s = d_start(kind, threads, proto, n, &t, &helper);
+  for (long i = 0; i < n; i++)
     s->ops[i].runs_max = i < ng ? reps : 0;
-    atomic_init(&s->ops[i].ran, 0);
-  }
   int rc = weft_graph_begin_capture(t.eng);
   cr_assert_eq(rc, 0, "begin_capture = %d", rc);
   for (long i = 0; i < ng; i++)
@@ -436,11 +441,7 @@ static inline void dg_run(const char *kind, int threads, const dop *proto, long 
   }
   rc = weft_wait_all(t.eng);
   cr_assert_eq(rc, 0, "%s engine, %d threads: wait_all = %d", kind, threads, rc);
-  pthread_mutex_lock(&s->mu);
-  s->stop = true;
-  pthread_cond_signal(&s->cv);
-  pthread_mutex_unlock(&s->mu);
-  te_join(helper);
+  d_stop_helper(s, helper);
   for (long i = 0; i < n; i++) {
     int want = i < ng ? reps : 1;
     cr_assert_eq(atomic_load(&s->ops[i].ran), want, "%s engine, %d threads: op %ld%s ran %d "
@@ -452,12 +453,7 @@ static inline void dg_run(const char *kind, int threads, const dop *proto, long 
                  kind, threads, v, (unsigned long long)s->val[v], (unsigned long long)sim[v]);
   memcpy(out, s->val, sizeof s->val);
   cr_assert_eq(weft_graph_destroy(g), 0);
-  cr_assert_eq(te_free(&t), 0);
-  pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
-  free(s->ops);
-  free(s);
-  tu_assert_no_errors();
+  d_finish(s, &t);
 }
 
 /* Several seeds; returns the number of (seed, var) values compared. */
