@@ -150,6 +150,19 @@ typedef struct weft_worker_stats {
   uint64_t wakeups;             /* times it was woken from sleep */
 } weft_worker_stats;
 
+/* The number of workers a pool with num_threads 0 (automatic) would start
+ * now: WEFT_NUM_THREADS, else the CPUs the process may use. Returns it, or
+ * WEFT_EINVAL for a malformed WEFT_NUM_THREADS (with a message naming it),
+ * WEFT_ENOMEM. */
+WEFT_API int weft_pool_default_threads(void);
+
+/* Asks the pool's workers to park at once the next time they are idle,
+ * instead of spinning first: those spinning now park within a round, the
+ * others skip the spin of their next idle period, then spin as usual again.
+ * For a caller that knows no work comes for a while (pthreadpool's
+ * PTHREADPOOL_FLAG_YIELD_WORKERS). Returns 0 or WEFT_EINVAL (NULL pool). */
+WEFT_API int weft_pool_park_idle(weft_pool *pool);
+
 /* Fills out[0..k) for the first k = min(max, workers) workers and returns k,
  * or WEFT_EINVAL (NULL pool, NULL out with max > 0, max < 0). Counters are
  * read without stopping the workers: each is exact once the pool is idle. */

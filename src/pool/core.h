@@ -45,6 +45,7 @@ typedef struct weft_worker {
   weft_task_cache tasks;     /* owner only */
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
+  uint32_t park_gen_seen;    /* owner only: the pool's park_gen last obeyed */
   uintptr_t steal_floor;     /* owner only: below this stack address a
                                 waiter stops stealing (see wait.c) */
   pthread_t thread;          /* written by create, read by destroy */
@@ -90,6 +91,9 @@ struct weft_pool {
    * last searcher spins until spin_count rounds after it, so a burst whose
    * workers finish at different times costs one spin, not one per worker. */
   _Alignas(WEFT_CACHE_LINE) _Atomic int64_t last_idle_ns;
+  /* atomic, relaxed: bumped by weft_pool_park_idle; a spinning worker that
+   * sees it differ from its park_gen_seen parks at once (idle.c). */
+  _Atomic uint32_t park_gen;
 
   /* Life cycle and quiescence, for destroy. */
   _Alignas(WEFT_CACHE_LINE) _Atomic int state;

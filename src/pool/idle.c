@@ -126,6 +126,12 @@ static weft_task *spin(weft_pool *pool, weft_worker *w, weft_group_impl *g, bool
       return t;
     }
     weft_stat_inc(&w->failed_steal_rounds);
+    /* relaxed: see weft_pool_park_idle. Asked to park: skip the spin once. */
+    uint32_t gen = atomic_load_explicit(&pool->park_gen, memory_order_relaxed);
+    if (gen != w->park_gen_seen) {
+      w->park_gen_seen = gen;
+      return NULL;
+    }
     if (now >= deadline) {
       /* Spin on if another worker ran out of work since we started. */
       int64_t d = atomic_load_explicit(&pool->last_idle_ns, memory_order_relaxed) + spin_ns;

@@ -60,6 +60,33 @@ int weft_pool_num_threads(const weft_pool *pool)
   return pool ? pool->nworkers : WEFT_EINVAL;
 }
 
+int weft_pool_default_threads(void)
+{
+  long v;
+  int rc = weft_env_int("WEFT_NUM_THREADS", 0, WEFT_MAX_THREADS, &v);
+  if (rc < 0)
+    return rc;
+  if (rc == 0 && v > 0)
+    return (int)v;
+  weft_topo topo;
+  rc = weft_topo_init(&topo);
+  if (rc)
+    return rc;
+  int n = weft_topo_default_threads(&topo);
+  weft_topo_destroy(&topo);
+  return n;
+}
+
+int weft_pool_park_idle(weft_pool *pool)
+{
+  if (!pool)
+    return WEFT_EINVAL;
+  /* relaxed: a request, not a publication; each spinning worker reads it
+   * once a round (idle.c) and parks through the usual handshake. */
+  atomic_fetch_add_explicit(&pool->park_gen, 1, memory_order_relaxed);
+  return 0;
+}
+
 int weft_pool_stats(const weft_pool *pool, weft_worker_stats *out, int max)
 {
   if (!pool || max < 0 || (!out && max > 0))
@@ -229,6 +256,7 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
   atomic_init(&pool->nsearching, 0);
   atomic_init(&pool->wake_pending, 0);
   atomic_init(&pool->last_idle_ns, 0);
+  atomic_init(&pool->park_gen, 0);
   atomic_init(&pool->state, WEFT_POOL_RUNNING);
   atomic_init(&pool->nsubmitting, 0);
   atomic_init(&pool->drain_seq, 0);

@@ -85,6 +85,32 @@ Test(config, env_num_threads, .init = setup, .timeout = TU_TIMEOUT(30))
   }
 }
 
+/* weft_pool_default_threads says what an automatic pool would start. */
+Test(config, default_threads_is_what_automatic_starts, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  const char *vals[] = {NULL, "0", "5"};
+  for (size_t i = 0; i < 3; i++) {
+    if (vals[i])
+      setenv("WEFT_NUM_THREADS", vals[i], 1);
+    int n = weft_pool_default_threads();
+    cr_assert(n >= 1, "WEFT_NUM_THREADS=%s: %d", vals[i] ? vals[i] : "(unset)", n);
+    weft_pool *p = NULL;
+    cr_assert_eq(weft_pool_create(&p, NULL), 0);
+    cr_assert_eq(weft_pool_num_threads(p), n, "WEFT_NUM_THREADS=%s: default %d, pool %d",
+                 vals[i] ? vals[i] : "(unset)", n, weft_pool_num_threads(p));
+    cr_assert_eq(weft_pool_destroy(p), 0);
+  }
+  cr_assert_eq(weft_pool_default_threads(), 5);
+  tu_capture cap;
+  char err[1024];
+  setenv("WEFT_NUM_THREADS", "many", 1);
+  tu_capture_begin(&cap);
+  int rc = weft_pool_default_threads();
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EINVAL);
+  cr_assert(tu_line_has_all(err, "weft: ", "WEFT_NUM_THREADS", "many"), "stderr: %s", err);
+}
+
 Test(config, explicit_num_threads_beats_env, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   weft_pool *p;

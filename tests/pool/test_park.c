@@ -488,3 +488,33 @@ Test(shutdown, create_destroy_cycles, .init = setup, .timeout = TU_TIMEOUT(90))
                cycles);
   tu_assert_no_leaks();
 }
+
+/* ------------------------------------------------------------ park_idle */
+
+static int nop_task(void *arg)
+{
+  atomic_fetch_add((atomic_int *)arg, 1);
+  return 0;
+}
+
+/* A worker spinning out a spin count of 100 s parks as soon as it is
+ * asked, and spins again after its next task. */
+Test(park, park_idle_parks_a_spinning_worker_now, .init = setup, .timeout = TU_TIMEOUT(90))
+{
+  cr_assert_eq(weft_pool_park_idle(NULL), WEFT_EINVAL);
+  weft_pool *p = tu_pool(1, 100000000);
+  atomic_int ran = 0;
+  cr_assert_eq(weft_pool_submit(p, nop_task, &ran), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&ran) == 1, TU_DEADLINE_S));
+  tu_sleep_us(20000);
+  cr_assert_eq(TU_STATS_SUM(p, parks), 0, "the worker should still be spinning");
+  cr_assert_eq(weft_pool_park_idle(p), 0);
+  cr_assert(TU_WAIT_UNTIL(TU_STATS_SUM(p, parks) == 1, TU_DEADLINE_S),
+            "asked to park, the worker kept spinning");
+  /* Woken by a task, it spins again: no second park. */
+  cr_assert_eq(weft_pool_submit(p, nop_task, &ran), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&ran) == 2, TU_DEADLINE_S));
+  tu_sleep_us(20000);
+  cr_assert_eq(TU_STATS_SUM(p, parks), 1, "the request held past its idle period");
+  tu_destroy(p);
+}
