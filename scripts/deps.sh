@@ -5,6 +5,7 @@ set -euo pipefail
 want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev libjemalloc-dev
   libudev-dev  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
   relacy-dev spin  # tests/reliability: the relacy harnesses and the spin model checker
+  libpthreadpool-dev libxnnpack-dev  # tests/compat, bench_xnnpack: the system pthreadpool and XNNPACK
   clang libclang-rt-14-dev)  # tests/reliability/fuzz.sh: clang with libFuzzer
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU;

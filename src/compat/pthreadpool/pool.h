@@ -1,0 +1,69 @@
+/*
+ * The pthreadpool object (pool.c) and the call path (run.c).
+ *
+ * A pool of T threads is the caller plus a weft pool of T - 1 workers
+ * (none when T is 1: every call then runs on the caller). Calls on one pool
+ * are serialized, as pthreadpool documents; a call from inside a call's
+ * function on the same pool runs serially on that thread.
+ *
+ * A call splits its items into T slots, one per member: the caller is
+ * member 0, and the workers that run the call's member tasks join it as
+ * members 1..T-1 (crew.h). A member takes its own slot's items from the
+ * front, one at a time, then the other slots' from the back. Items are claimed one by one, so an item that
+ * blocks until the others are done (pthreadpool's tests have one) holds
+ * only itself: every other item stays free for whoever is running.
+ */
+#ifndef PTP_POOL_H
+#define PTP_POOL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compat/pthreadpool/grid.h"
+#include "weft/weft.h"
+
+/* One member's share of a call's items. */
+typedef struct ptp_slot {
+  /* atomic, relaxed: items of the slot not yet claimed. A claim is a
+   * fetch_sub that saw it above zero; one that saw zero or less failed
+   * (and left it lower: harmless), so claims never exceed the items. */
+  _Alignas(64) _Atomic ptrdiff_t left;
+  /* atomic, relaxed: one past the slot's last unclaimed item; a thief with
+   * a claim takes end - 1 (fetch_sub), the owner the front. */
+  _Atomic size_t end;
+  size_t start; /* the slot's first item: set before the crew opens */
+} ptp_slot;
+
+struct pthreadpool {
+  weft_pool *workers;         /* immutable; NULL when threads is 1 */
+  size_t threads;             /* immutable: the caller included */
+  pthread_mutex_t call_lock;  /* held by the thread whose parallel call runs */
+  /* atomic: parallel calls under way (or waiting for call_lock) << 1, plus
+   * bit 0 once pthreadpool_destroy was called; whoever brings it to exactly
+   * 1 frees the pool (pool.c). */
+  _Atomic uint64_t state;
+  ptp_slot *slots;            /* threads of them; under call_lock */
+  const struct ptp_call *call; /* the call under way: written before the
+                                  crew opens, read by its members (crew.h) */
+  /* atomic: the call's crew (crew.h). */
+  _Alignas(64) _Atomic uint32_t crew;
+  /* atomic, relaxed: member tasks submitted and not started yet; the caller
+   * submits only as many as the call can use beyond those. */
+  _Atomic int queued;
+};
+
+/* A parallel call's registration: destroy waits for it (by deferring the
+ * free to ptp_leave). */
+void ptp_enter(struct pthreadpool *tp);
+void ptp_leave(struct pthreadpool *tp);
+
+/* Runs the grid on tp (NULL: on the caller). `who` names the API function
+ * in messages. Every tile runs exactly once before this returns. */
+void ptp_run(struct pthreadpool *tp, ptp_grid *g, const char *who);
+
+/* One line on stderr: "pthreadpool (weft): <who>: <what>". */
+void ptp_complain(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* PTP_POOL_H */

@@ -1,0 +1,862 @@
+/*
+ * libpthreadpool.so.0 on weft (src/compat/pthreadpool), seen as its users
+ * see it: compiled against the system's <pthreadpool.h>, linked with ours.
+ *
+ * Every one of the 27 parallelize/compute functions, at 1, 2 and 4 threads
+ * and on a NULL pool: each item covered exactly once, tiles where and as
+ * large as the variant says, the uarch index passed; row-major order when
+ * serial; the caller taking part; thread counts; both flags; nested calls;
+ * calls from two threads serialized; destroy during a call; bad input.
+ */
+#include "../common/testutil.h"
+
+#include <float.h>
+#include <pthreadpool.h>
+#include <time.h>
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* the legacy API is tested too */
+
+#define MAX_DIMS 6
+#define NO_UARCH UINT32_MAX
+#define DEFAULT_UARCH 3u
+#define MAX_UARCH 7u
+
+/* What one parallelize call must do, and what it did. */
+typedef struct grid_check {
+  int nd, ntiled; /* the last ntiled dimensions are tiled */
+  size_t range[MAX_DIMS], tile[MAX_DIMS];
+  size_t total;          /* items: the product of range */
+  atomic_uchar *hits;    /* per item: times covered */
+  size_t *order;         /* NULL, or: first item of each call, in call order */
+  atomic_size_t norder;
+  pthread_t caller;
+  atomic_long on_caller; /* calls made on the calling thread */
+  useconds_t sleep_us;   /* per call, to let every thread take part */
+} grid_check;
+
+static size_t linear(const grid_check *g, const size_t *idx)
+{
+  size_t x = 0;
+  for (int d = 0; d < g->nd; d++)
+    x = x * g->range[d] + idx[d];
+  return x;
+}
+
+/* Marks every item of the tile (starts s, sizes z) once, checking the
+ * tile's shape against the variant's. */
+static void cover(void *arg, uint32_t uarch, const size_t *s, const size_t *z)
+{
+  grid_check *g = arg;
+  TU_CHECK(uarch == NO_UARCH || uarch == DEFAULT_UARCH, "uarch index %u", uarch);
+  size_t n = 1;
+  for (int d = 0; d < g->nd; d++) {
+    TU_CHECK(s[d] < g->range[d], "dim %d: start %zu of %zu", d, s[d], g->range[d]);
+    if (s[d] >= g->range[d])
+      return;
+    size_t want = g->range[d] - s[d] < g->tile[d] ? g->range[d] - s[d] : g->tile[d];
+    TU_CHECK(s[d] % g->tile[d] == 0 && z[d] == want, "dim %d: tile at %zu of size %zu (tile %zu)",
+             d, s[d], z[d], g->tile[d]);
+    if (z[d] != want)
+      return;
+    n *= z[d];
+  }
+  if (g->order)
+    g->order[atomic_fetch_add(&g->norder, 1)] = linear(g, s);
+  if (pthread_equal(pthread_self(), g->caller))
+    atomic_fetch_add(&g->on_caller, 1);
+  /* Every item of the box: an odometer over the tile's indices. */
+  size_t idx[MAX_DIMS];
+  memcpy(idx, s, sizeof(size_t) * (size_t)g->nd);
+  for (size_t k = 0; k < n; k++) {
+    atomic_fetch_add(&g->hits[linear(g, idx)], 1);
+    for (int d = g->nd - 1; d >= 0; d--) {
+      if (++idx[d] < s[d] + z[d])
+        break;
+      idx[d] = s[d];
+    }
+  }
+  if (g->sleep_us)
+    usleep(g->sleep_us);
+}
+
+static void cb_1d(void *c, size_t s0)
+{
+  const size_t s[] = {s0};
+  const size_t z[] = {1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_1d_with_uarch(void *c, uint32_t u, size_t s0)
+{
+  const size_t s[] = {s0};
+  const size_t z[] = {1};
+  cover(c, u, s, z);
+}
+
+static void cb_1d_tile_1d(void *c, size_t s0, size_t z0)
+{
+  const size_t s[] = {s0};
+  const size_t z[] = {z0};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_2d(void *c, size_t s0, size_t s1)
+{
+  const size_t s[] = {s0, s1};
+  const size_t z[] = {1, 1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_2d_tile_1d(void *c, size_t s0, size_t s1, size_t z1)
+{
+  const size_t s[] = {s0, s1};
+  const size_t z[] = {1, z1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_2d_tile_2d(void *c, size_t s0, size_t s1, size_t z0, size_t z1)
+{
+  const size_t s[] = {s0, s1};
+  const size_t z[] = {z0, z1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_2d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t z0, size_t z1)
+{
+  const size_t s[] = {s0, s1};
+  const size_t z[] = {z0, z1};
+  cover(c, u, s, z);
+}
+
+static void cb_3d(void *c, size_t s0, size_t s1, size_t s2)
+{
+  const size_t s[] = {s0, s1, s2};
+  const size_t z[] = {1, 1, 1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_3d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t z2)
+{
+  const size_t s[] = {s0, s1, s2};
+  const size_t z[] = {1, 1, z2};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_3d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t z1, size_t z2)
+{
+  const size_t s[] = {s0, s1, s2};
+  const size_t z[] = {1, z1, z2};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_3d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t s2, size_t z1, size_t z2)
+{
+  const size_t s[] = {s0, s1, s2};
+  const size_t z[] = {1, z1, z2};
+  cover(c, u, s, z);
+}
+
+static void cb_4d(void *c, size_t s0, size_t s1, size_t s2, size_t s3)
+{
+  const size_t s[] = {s0, s1, s2, s3};
+  const size_t z[] = {1, 1, 1, 1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_4d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t z3)
+{
+  const size_t s[] = {s0, s1, s2, s3};
+  const size_t z[] = {1, 1, 1, z3};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_4d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t z2, size_t z3)
+{
+  const size_t s[] = {s0, s1, s2, s3};
+  const size_t z[] = {1, 1, z2, z3};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_4d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t s2, size_t s3, size_t z2, size_t z3)
+{
+  const size_t s[] = {s0, s1, s2, s3};
+  const size_t z[] = {1, 1, z2, z3};
+  cover(c, u, s, z);
+}
+
+static void cb_5d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4)
+{
+  const size_t s[] = {s0, s1, s2, s3, s4};
+  const size_t z[] = {1, 1, 1, 1, 1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_5d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t z4)
+{
+  const size_t s[] = {s0, s1, s2, s3, s4};
+  const size_t z[] = {1, 1, 1, 1, z4};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_5d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t z3, size_t z4)
+{
+  const size_t s[] = {s0, s1, s2, s3, s4};
+  const size_t z[] = {1, 1, 1, z3, z4};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_6d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5)
+{
+  const size_t s[] = {s0, s1, s2, s3, s4, s5};
+  const size_t z[] = {1, 1, 1, 1, 1, 1};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_6d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5, size_t z5)
+{
+  const size_t s[] = {s0, s1, s2, s3, s4, s5};
+  const size_t z[] = {1, 1, 1, 1, 1, z5};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_6d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5, size_t z4, size_t z5)
+{
+  const size_t s[] = {s0, s1, s2, s3, s4, s5};
+  const size_t z[] = {1, 1, 1, 1, z4, z5};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_3d_tiled(void *c, size_t s0, size_t s1, size_t s2, size_t z0, size_t z1, size_t z2)
+{
+  const size_t s[] = {s0, s1, s2}, z[] = {z0, z1, z2};
+  cover(c, NO_UARCH, s, z);
+}
+
+static void cb_4d_tiled(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t z0, size_t z1,
+                        size_t z2, size_t z3)
+{
+  const size_t s[] = {s0, s1, s2, s3}, z[] = {z0, z1, z2, z3};
+  cover(c, NO_UARCH, s, z);
+}
+
+typedef struct variant {
+  const char *name;
+  int nd, ntiled, uarch;
+} variant;
+
+static const variant variants[] = {
+  {"1d", 1, 0, 0},
+  {"1d_with_uarch", 1, 0, 1},
+  {"1d_tile_1d", 1, 1, 0},
+  {"2d", 2, 0, 0},
+  {"2d_tile_1d", 2, 1, 0},
+  {"2d_tile_2d", 2, 2, 0},
+  {"2d_tile_2d_with_uarch", 2, 2, 1},
+  {"3d", 3, 0, 0},
+  {"3d_tile_1d", 3, 1, 0},
+  {"3d_tile_2d", 3, 2, 0},
+  {"3d_tile_2d_with_uarch", 3, 2, 1},
+  {"4d", 4, 0, 0},
+  {"4d_tile_1d", 4, 1, 0},
+  {"4d_tile_2d", 4, 2, 0},
+  {"4d_tile_2d_with_uarch", 4, 2, 1},
+  {"5d", 5, 0, 0},
+  {"5d_tile_1d", 5, 1, 0},
+  {"5d_tile_2d", 5, 2, 0},
+  {"6d", 6, 0, 0},
+  {"6d_tile_1d", 6, 1, 0},
+  {"6d_tile_2d", 6, 2, 0},
+  {"compute_1d", 1, 0, 0},
+  {"compute_1d_tiled", 1, 1, 0},
+  {"compute_2d", 2, 0, 0},
+  {"compute_2d_tiled", 2, 2, 0},
+  {"compute_3d_tiled", 3, 3, 0},
+  {"compute_4d_tiled", 4, 4, 0},};
+#define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
+
+static const size_t ranges[MAX_DIMS + 1][MAX_DIMS] = {
+    {0},           {1003},       {13, 17},     {5, 7, 9},
+    {3, 4, 5, 6},  {2, 3, 4, 5, 3}, {2, 3, 2, 3, 4, 5},
+};
+static const size_t tiles[MAX_DIMS + 1][MAX_DIMS] = {
+    {0},           {7},          {3, 5},       {2, 3, 4},
+    {2, 3, 2, 4},  {1, 2, 3, 2, 2}, {1, 2, 1, 2, 3, 2},
+};
+
+static void check_init(grid_check *g, const variant *v)
+{
+  memset(g, 0, sizeof *g);
+  g->nd = v->nd;
+  g->ntiled = v->ntiled;
+  g->total = 1;
+  for (int d = 0; d < v->nd; d++) {
+    g->range[d] = ranges[v->nd][d];
+    g->tile[d] = d >= v->nd - v->ntiled ? tiles[v->nd][d] : 1;
+    g->total *= g->range[d];
+  }
+  g->hits = calloc(g->total, sizeof *g->hits);
+  cr_assert(g->hits);
+  g->caller = pthread_self();
+}
+
+static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags)
+{
+#define g (*gp) /* the calls below name g */
+  switch (i) {
+  case 0:
+    pthreadpool_parallelize_1d(tp, cb_1d, &g, g.range[0], flags);
+    break;
+  case 1:
+    pthreadpool_parallelize_1d_with_uarch(tp, cb_1d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], flags);
+    break;
+  case 2:
+    pthreadpool_parallelize_1d_tile_1d(tp, cb_1d_tile_1d, &g, g.range[0], g.tile[0], flags);
+    break;
+  case 3:
+    pthreadpool_parallelize_2d(tp, cb_2d, &g, g.range[0], g.range[1], flags);
+    break;
+  case 4:
+    pthreadpool_parallelize_2d_tile_1d(tp, cb_2d_tile_1d, &g, g.range[0], g.range[1], g.tile[1], flags);
+    break;
+  case 5:
+    pthreadpool_parallelize_2d_tile_2d(tp, cb_2d_tile_2d, &g, g.range[0], g.range[1], g.tile[0], g.tile[1], flags);
+    break;
+  case 6:
+    pthreadpool_parallelize_2d_tile_2d_with_uarch(tp, cb_2d_tile_2d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], g.range[1], g.tile[0], g.tile[1], flags);
+    break;
+  case 7:
+    pthreadpool_parallelize_3d(tp, cb_3d, &g, g.range[0], g.range[1], g.range[2], flags);
+    break;
+  case 8:
+    pthreadpool_parallelize_3d_tile_1d(tp, cb_3d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.tile[2], flags);
+    break;
+  case 9:
+    pthreadpool_parallelize_3d_tile_2d(tp, cb_3d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.tile[1], g.tile[2], flags);
+    break;
+  case 10:
+    pthreadpool_parallelize_3d_tile_2d_with_uarch(tp, cb_3d_tile_2d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], g.range[1], g.range[2], g.tile[1], g.tile[2], flags);
+    break;
+  case 11:
+    pthreadpool_parallelize_4d(tp, cb_4d, &g, g.range[0], g.range[1], g.range[2], g.range[3], flags);
+    break;
+  case 12:
+    pthreadpool_parallelize_4d_tile_1d(tp, cb_4d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[3], flags);
+    break;
+  case 13:
+    pthreadpool_parallelize_4d_tile_2d(tp, cb_4d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[2], g.tile[3], flags);
+    break;
+  case 14:
+    pthreadpool_parallelize_4d_tile_2d_with_uarch(tp, cb_4d_tile_2d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[2], g.tile[3], flags);
+    break;
+  case 15:
+    pthreadpool_parallelize_5d(tp, cb_5d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], flags);
+    break;
+  case 16:
+    pthreadpool_parallelize_5d_tile_1d(tp, cb_5d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.tile[4], flags);
+    break;
+  case 17:
+    pthreadpool_parallelize_5d_tile_2d(tp, cb_5d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.tile[3], g.tile[4], flags);
+    break;
+  case 18:
+    pthreadpool_parallelize_6d(tp, cb_6d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5], flags);
+    break;
+  case 19:
+    pthreadpool_parallelize_6d_tile_1d(tp, cb_6d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5], g.tile[5], flags);
+    break;
+  case 20:
+    pthreadpool_parallelize_6d_tile_2d(tp, cb_6d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5], g.tile[4], g.tile[5], flags);
+    break;
+  case 21:
+    pthreadpool_compute_1d(tp, cb_1d, &g, g.range[0]);
+    break;
+  case 22:
+    pthreadpool_compute_1d_tiled(tp, cb_1d_tile_1d, &g, g.range[0], g.tile[0]);
+    break;
+  case 23:
+    pthreadpool_compute_2d(tp, cb_2d, &g, g.range[0], g.range[1]);
+    break;
+  case 24:
+    pthreadpool_compute_2d_tiled(tp, cb_2d_tile_2d, &g, g.range[0], g.range[1], g.tile[0], g.tile[1]);
+    break;
+  case 25:
+    pthreadpool_compute_3d_tiled(tp, cb_3d_tiled, &g, g.range[0], g.range[1], g.range[2], g.tile[0], g.tile[1], g.tile[2]);
+    break;
+  case 26:
+    pthreadpool_compute_4d_tiled(tp, cb_4d_tiled, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[0], g.tile[1], g.tile[2], g.tile[3]);
+    break;  default:
+    cr_assert_fail("no variant %d", i);
+  }
+#undef g
+}
+
+/* Runs variant i on tp; every item must be covered exactly once. */
+static void run_variant(pthreadpool_t tp, int i, uint32_t flags, bool record_order)
+{
+  grid_check g;
+  check_init(&g, &variants[i]);
+  if (record_order)
+    g.order = calloc(g.total, sizeof *g.order);
+  call_variant(tp, i, &g, flags);
+  tu_assert_no_errors();
+  for (size_t k = 0; k < g.total; k++)
+    cr_assert_eq(atomic_load(&g.hits[k]), 1, "%s on %zu threads: item %zu covered %d times",
+                 variants[i].name, pthreadpool_get_threads_count(tp), k,
+                 (int)atomic_load(&g.hits[k]));
+  if (record_order) {
+    size_t n = atomic_load(&g.norder);
+    for (size_t k = 1; k < n; k++)
+      cr_assert_lt(g.order[k - 1], g.order[k], "%s: call %zu out of row-major order",
+                   variants[i].name, k);
+    free(g.order);
+  }
+  free(g.hits);
+}
+
+/* Each test in its own process (Criterion, or the mini runner under TSan),
+ * with no WEFT_* variable from the caller's environment. */
+#define COMPAT_TEST(name) Test(compat, name, .init = tu_clear_weft_env, .timeout = TU_TIMEOUT(120))
+
+COMPAT_TEST(every_variant_covers_every_item_once)
+{
+  cr_assert_eq(NVARIANTS, 27);
+  run_variant(NULL, 0, 0, false);
+  for (int i = 0; i < NVARIANTS; i++)
+    run_variant(NULL, i, 0, true); /* NULL pool: serially, in order */
+  const size_t counts[] = {1, 2, 4};
+  for (int c = 0; c < 3; c++) {
+    pthreadpool_t tp = pthreadpool_create(counts[c]);
+    cr_assert(tp);
+    cr_assert_eq(pthreadpool_get_threads_count(tp), counts[c]);
+    for (int i = 0; i < NVARIANTS; i++)
+      run_variant(tp, i, 0, counts[c] == 1);
+    pthreadpool_destroy(tp);
+  }
+}
+
+/* ------------------------------------------------------------ threads */
+
+static void sleepy_item(void *arg, size_t i)
+{
+  (void)i;
+  grid_check *g = arg;
+  atomic_fetch_add(&g->hits[i], 1);
+  if (pthread_equal(pthread_self(), g->caller))
+    atomic_fetch_add(&g->on_caller, 1);
+  if (g->sleep_us)
+    usleep(g->sleep_us);
+}
+
+/* Workers of the pools named "pthreadpool" (two at most here), once they
+ * have named themselves. */
+static int workers_named(int want)
+{
+  int n = 0;
+  TU_WAIT_UNTIL((n = tu_threads_named("pthreadpool-w0") + tu_threads_named("pthreadpool-w1")) ==
+                    want,
+                10.0);
+  return n;
+}
+
+COMPAT_TEST(a_pool_of_n_is_the_caller_and_n_minus_1_workers)
+{
+  int base = tu_thread_baseline();
+  pthreadpool_t tp = pthreadpool_create(3);
+  cr_assert(tp);
+  cr_assert_eq(pthreadpool_get_threads_count(tp), 3);
+  cr_assert_eq(tu_wait_thread_count(base + 2), base + 2, "3 threads: the caller and 2 workers");
+  cr_assert_eq(workers_named(2), 2);
+  grid_check g = {.caller = pthread_self(), .sleep_us = 300};
+  g.hits = calloc(64, sizeof *g.hits);
+  pthreadpool_parallelize_1d(tp, sleepy_item, &g, 64, 0);
+  for (int i = 0; i < 64; i++)
+    cr_assert_eq(atomic_load(&g.hits[i]), 1);
+  long mine = atomic_load(&g.on_caller);
+  cr_assert(mine > 0 && mine < 64, "the caller ran %ld of 64 items: it must take part, and not "
+            "alone", mine);
+  free(g.hits);
+  pthreadpool_destroy(tp);
+  cr_assert_eq(tu_wait_thread_count(base), base, "threads left after destroy");
+  cr_assert_eq(pthreadpool_get_threads_count(NULL), 1);
+}
+
+COMPAT_TEST(zero_threads_means_weft_automatic_count)
+{
+  setenv("WEFT_NUM_THREADS", "3", 1);
+  pthreadpool_t tp = pthreadpool_create(0);
+  cr_assert(tp);
+  cr_assert_eq(pthreadpool_get_threads_count(tp), 3);
+  cr_assert_eq(workers_named(2), 2);
+  pthreadpool_destroy(tp);
+
+  setenv("WEFT_NUM_THREADS", "1", 1);
+  int base = tu_thread_baseline();
+  tp = pthreadpool_create(0);
+  cr_assert(tp);
+  cr_assert_eq(pthreadpool_get_threads_count(tp), 1);
+  cr_assert_eq(tu_thread_count(), base, "one thread: the caller alone, no worker");
+  run_variant(tp, 0, 0, true);
+  pthreadpool_destroy(tp);
+
+  setenv("WEFT_NUM_THREADS", "three", 1);
+  tu_capture cap;
+  char err[2048];
+  tu_capture_begin(&cap);
+  tp = pthreadpool_create(0);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_null(tp, "a malformed WEFT_NUM_THREADS must fail the create");
+  cr_assert(tu_line_has_all(err, "WEFT_NUM_THREADS", "three", NULL), "stderr: %s", err);
+  cr_assert(tu_line_has_all(err, "pthreadpool_create", NULL, NULL), "stderr: %s", err);
+}
+
+/* -------------------------------------------------------------- flags */
+
+/* Whether a denormal result is flushed to zero on this thread now. */
+static bool flushes_denormals(void)
+{
+  volatile float tiny = FLT_MIN;
+  volatile float half = 0.5f;
+  return tiny * half == 0.0f;
+}
+
+typedef struct fpu_check {
+  atomic_long flushed, kept, on_caller;
+  pthread_t caller;
+} fpu_check;
+
+static void fpu_item(void *arg, size_t i)
+{
+  (void)i;
+  fpu_check *c = arg;
+  atomic_fetch_add(flushes_denormals() ? &c->flushed : &c->kept, 1);
+  if (pthread_equal(pthread_self(), c->caller))
+    atomic_fetch_add(&c->on_caller, 1);
+  usleep(100);
+}
+
+COMPAT_TEST(disable_denormals_holds_on_every_thread_for_the_call_only)
+{
+  cr_assert_not(flushes_denormals(), "the test starts with denormals on");
+  pthreadpool_t tp = pthreadpool_create(4);
+  cr_assert(tp);
+  for (int round = 0; round < 3; round++) {
+    fpu_check c = {.caller = pthread_self()};
+    pthreadpool_parallelize_1d(tp, fpu_item, &c, 200, PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+    cr_assert_eq(atomic_load(&c.flushed), 200, "with the flag: %ld of 200 items saw denormals",
+                 atomic_load(&c.kept));
+    cr_assert(atomic_load(&c.on_caller) < 200, "the workers took no item: test proves nothing");
+    cr_assert_not(flushes_denormals(), "the caller's FPU state was not restored");
+    fpu_check d = {.caller = pthread_self()};
+    pthreadpool_parallelize_1d(tp, fpu_item, &d, 200, 0);
+    cr_assert_eq(atomic_load(&d.kept), 200,
+                 "without the flag: %ld of 200 items flushed (a worker kept the state)",
+                 atomic_load(&d.flushed));
+  }
+  /* Serially too (one thread). */
+  pthreadpool_t one = pthreadpool_create(1);
+  fpu_check e = {.caller = pthread_self()};
+  pthreadpool_parallelize_1d(one, fpu_item, &e, 10, PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+  cr_assert_eq(atomic_load(&e.flushed), 10);
+  cr_assert_not(flushes_denormals());
+  pthreadpool_destroy(one);
+  pthreadpool_destroy(tp);
+}
+
+static double cpu_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void empty_item(void *arg, size_t i)
+{
+  atomic_fetch_add(&((atomic_long *)arg)[i % 4], 1);
+}
+
+/* CPU the process burns while the caller sleeps `s` right after a call. */
+static double cpu_after_call(pthreadpool_t tp, uint32_t flags, double s)
+{
+  atomic_long n[4] = {0};
+  pthreadpool_parallelize_1d(tp, empty_item, n, 4000, flags);
+  cr_assert_eq(atomic_load(&n[0]) + atomic_load(&n[1]) + atomic_load(&n[2]) + atomic_load(&n[3]),
+               4000);
+  double c0 = cpu_seconds();
+  tu_sleep_us((long)(s * 1e6));
+  return cpu_seconds() - c0;
+}
+
+/* Not a timing assertion: a parked worker burns no CPU at all, a spinning
+ * one all it gets; the bounds are far from both. */
+COMPAT_TEST(yield_workers_parks_them_after_the_call)
+{
+  setenv("WEFT_SPIN_COUNT", "400000", 1); /* workers spin 400 ms unless told */
+  pthreadpool_t tp = pthreadpool_create(2);
+  cr_assert(tp);
+  double spun = cpu_after_call(tp, 0, 0.2);
+  double yielded = cpu_after_call(tp, PTHREADPOOL_FLAG_YIELD_WORKERS, 0.2);
+  /* The flag holds for one call: the next idle period spins again. */
+  double again = cpu_after_call(tp, 0, 0.2);
+  pthreadpool_destroy(tp);
+  cr_assert(yielded < 0.03, "with YIELD_WORKERS the worker burned %.3f s in 0.2 s", yielded);
+  cr_assert(spun > 0.05 && again > 0.05,
+            "control: without the flag the worker spins (burned %.3f s, then %.3f s in 0.2 s)",
+            spun, again);
+}
+
+COMPAT_TEST(unknown_flags_are_reported_once_and_ignored)
+{
+  pthreadpool_t tp = pthreadpool_create(2);
+  tu_capture cap;
+  char err[2048];
+  tu_capture_begin(&cap);
+  run_variant(tp, 0, 0x100, false);
+  run_variant(tp, 0, 0x100, false);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert(tu_line_has_all(err, "pthreadpool_parallelize_1d", "unknown flags 0x100", NULL),
+            "stderr: %s", err);
+  cr_assert_null(strstr(strstr(err, "unknown flags") + 1, "unknown flags"), "said twice: %s", err);
+  pthreadpool_destroy(tp);
+}
+
+/* ------------------------------------------------------ nesting, threads */
+
+typedef struct nest {
+  pthreadpool_t tp;
+  atomic_long inner_total, inner_elsewhere;
+} nest;
+
+typedef struct nest_inner {
+  nest *n;
+  pthread_t outer_thread;
+} nest_inner;
+
+static void inner_item(void *arg, size_t i)
+{
+  (void)i;
+  nest_inner *in = arg;
+  atomic_fetch_add(&in->n->inner_total, 1);
+  if (!pthread_equal(pthread_self(), in->outer_thread))
+    atomic_fetch_add(&in->n->inner_elsewhere, 1);
+}
+
+static void outer_item(void *arg, size_t i)
+{
+  (void)i;
+  nest *n = arg;
+  nest_inner in = {n, pthread_self()};
+  pthreadpool_parallelize_1d(n->tp, inner_item, &in, 100, 0);
+  usleep(200);
+}
+
+COMPAT_TEST(a_call_from_inside_a_call_runs_serially_on_its_thread)
+{
+  pthreadpool_t tp = pthreadpool_create(4);
+  nest n = {.tp = tp};
+  pthreadpool_parallelize_1d(tp, outer_item, &n, 16, 0);
+  cr_assert_eq(atomic_load(&n.inner_total), 1600);
+  cr_assert_eq(atomic_load(&n.inner_elsewhere), 0, "an inner item left its outer item's thread");
+  pthreadpool_destroy(tp);
+}
+
+typedef struct serial_check {
+  atomic_int inside[2]; /* items of call 0 / call 1 running now */
+  atomic_long overlaps, items;
+} serial_check;
+
+typedef struct serial_arg {
+  serial_check *c;
+  int me;
+} serial_arg;
+
+static void serial_item(void *arg, size_t i)
+{
+  (void)i;
+  serial_arg *a = arg;
+  atomic_fetch_add(&a->c->inside[a->me], 1);
+  if (atomic_load(&a->c->inside[1 - a->me]) > 0)
+    atomic_fetch_add(&a->c->overlaps, 1);
+  usleep(50);
+  atomic_fetch_sub(&a->c->inside[a->me], 1);
+  atomic_fetch_add(&a->c->items, 1);
+}
+
+typedef struct caller_arg {
+  pthreadpool_t tp;
+  serial_arg a;
+} caller_arg;
+
+static void *caller_thread(void *arg)
+{
+  caller_arg *ca = arg;
+  for (int k = 0; k < 20; k++)
+    pthreadpool_parallelize_1d(ca->tp, serial_item, &ca->a, 16, 0);
+  return NULL;
+}
+
+COMPAT_TEST(calls_from_two_threads_are_serialized)
+{
+  pthreadpool_t tp = pthreadpool_create(4);
+  serial_check c = {0};
+  caller_arg a0 = {tp, {&c, 0}}, a1 = {tp, {&c, 1}};
+  pthread_t t0, t1;
+  pthread_create(&t0, NULL, caller_thread, &a0);
+  pthread_create(&t1, NULL, caller_thread, &a1);
+  pthread_join(t0, NULL);
+  pthread_join(t1, NULL);
+  cr_assert_eq(atomic_load(&c.items), 2 * 20 * 16);
+  cr_assert_eq(atomic_load(&c.overlaps), 0, "items of two calls ran at once");
+  pthreadpool_destroy(tp);
+}
+
+typedef struct long_call {
+  pthreadpool_t tp;
+  grid_check g;
+} long_call;
+
+static void *long_call_thread(void *arg)
+{
+  long_call *lc = arg;
+  pthreadpool_parallelize_1d(lc->tp, sleepy_item, &lc->g, 200, 0);
+  return NULL;
+}
+
+static long items_done(const grid_check *g, size_t n)
+{
+  long done = 0;
+  for (size_t i = 0; i < n; i++)
+    done += atomic_load(&g->hits[i]);
+  return done;
+}
+
+COMPAT_TEST(destroy_during_a_call_frees_the_pool_after_it)
+{
+  int base = tu_thread_baseline();
+  long_call lc = {.tp = pthreadpool_create(2)};
+  cr_assert(lc.tp);
+  lc.g.hits = calloc(200, sizeof *lc.g.hits);
+  lc.g.sleep_us = 500;
+  pthread_t t;
+  pthread_create(&t, NULL, long_call_thread, &lc);
+  TU_WAIT_UNTIL(items_done(&lc.g, 200) >= 10, TU_DEADLINE_S);
+  tu_capture cap;
+  char err[2048];
+  tu_capture_begin(&cap);
+  pthreadpool_destroy(lc.tp);
+  tu_capture_end(&cap, err, sizeof err);
+  long at_destroy = items_done(&lc.g, 200);
+  pthread_join(t, NULL);
+  cr_assert(at_destroy < 200, "destroy waited for the call (the test needs it not to)");
+  cr_assert(tu_line_has_all(err, "pthreadpool_destroy", "while 1 parallelize calls", NULL),
+            "stderr: %s", err);
+  for (int i = 0; i < 200; i++)
+    cr_assert_eq(atomic_load(&lc.g.hits[i]), 1, "item %d", i);
+  free(lc.g.hits);
+  /* The call's return freed the pool: its workers are gone. */
+  cr_assert_eq(tu_wait_thread_count(base), base, "the workers outlived the call");
+  tu_assert_no_leaks();
+}
+
+/* ----------------------------------------------------------- bad input */
+
+static void never(void *arg, size_t i)
+{
+  (void)i;
+  atomic_fetch_add((atomic_long *)arg, 1);
+}
+
+static void never_2d(void *arg, size_t i, size_t j, size_t ti, size_t tj)
+{
+  (void)i, (void)j, (void)ti, (void)tj;
+  atomic_fetch_add((atomic_long *)arg, 1);
+}
+
+COMPAT_TEST(bad_input_is_reported_and_runs_nothing)
+{
+  pthreadpool_t tp = pthreadpool_create(2);
+  atomic_long calls = 0;
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  pthreadpool_parallelize_1d(tp, NULL, &calls, 10, 0);
+  pthreadpool_parallelize_1d(tp, never, &calls, 0, 0);
+  pthreadpool_parallelize_2d_tile_2d(tp, never_2d, &calls, 10, 0, 3, 3, 0); /* empty: fine */
+  pthreadpool_parallelize_2d_tile_2d(tp, never_2d, &calls, 10, 10, 0, 3, 0);
+  pthreadpool_parallelize_2d_tile_2d(NULL, never_2d, &calls, 10, 10, 3, 0, 0);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(atomic_load(&calls), 0);
+  cr_assert(tu_line_has_all(err, "pthreadpool_parallelize_1d", "NULL function", NULL), "%s", err);
+  cr_assert(tu_line_has_all(err, "pthreadpool_parallelize_2d_tile_2d", "a tile of 0", NULL),
+            "%s", err);
+  int lines = 0;
+  for (const char *p = err; (p = strchr(p, '\n')); p++)
+    lines++;
+  cr_assert_eq(lines, 3, "one line per bad call, none for empty ranges: %s", err);
+  pthreadpool_destroy(tp);
+  pthreadpool_destroy(NULL); /* as pthreadpool: nothing */
+}
+
+COMPAT_TEST(a_million_items_on_four_threads)
+{
+  pthreadpool_t tp = pthreadpool_create(4);
+  const size_t n = (size_t)tu_scaled(1 << 20, 1 << 12);
+  grid_check g = {.caller = pthread_self()};
+  g.hits = calloc(n, sizeof *g.hits);
+  pthreadpool_parallelize_1d(tp, sleepy_item, &g, n, 0);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(atomic_load(&g.hits[i]), 1, "item %zu", i);
+  free(g.hits);
+  pthreadpool_destroy(tp);
+}
+
+/* --------------------------------------------------------- stealing */
+
+typedef struct imbalance {
+  atomic_long done;
+  long total;
+  atomic_bool gave_up;
+} imbalance;
+
+/* Item 0 waits until every other item is done: each item must be free for
+ * other threads while one of them blocks (pthreadpool's work stealing). The
+ * deadline only turns a hang into a failure. */
+static void wait_for_the_rest(imbalance *im, size_t first)
+{
+  atomic_fetch_add(&im->done, 1);
+  if (first != 0)
+    return;
+  double deadline = tu_now() + 10.0;
+  while (atomic_load(&im->done) != im->total) {
+    if (tu_now() > deadline) {
+      atomic_store(&im->gave_up, true);
+      return;
+    }
+  }
+}
+
+static void imbalance_1d(void *arg, size_t i)
+{
+  wait_for_the_rest(arg, i);
+}
+
+static void imbalance_2d(void *arg, size_t i, size_t j, size_t ti, size_t tj)
+{
+  (void)ti, (void)tj;
+  wait_for_the_rest(arg, i + j);
+}
+
+COMPAT_TEST(an_item_that_waits_for_all_others_holds_only_itself)
+{
+  const size_t counts[] = {2, 4};
+  for (int c = 0; c < 2; c++) {
+    pthreadpool_t tp = pthreadpool_create(counts[c]);
+    imbalance a = {.total = 1000};
+    pthreadpool_parallelize_1d(tp, imbalance_1d, &a, 1000, 0);
+    cr_assert_not(atomic_load(&a.gave_up), "1d, %zu threads: item 0 waited 10 s for %ld others",
+                  counts[c], a.total - atomic_load(&a.done));
+    imbalance b = {.total = 40 * 25};
+    pthreadpool_parallelize_2d_tile_2d(tp, imbalance_2d, &b, 80, 100, 2, 4, 0);
+    cr_assert_not(atomic_load(&b.gave_up), "2d tiles, %zu threads: tile 0 waited 10 s for %ld",
+                  counts[c], b.total - atomic_load(&b.done));
+    pthreadpool_destroy(tp);
+  }
+}
