@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The bench suite: installs what is missing (weft's build and the peers),
 # configures, builds and runs bench/run.py with the given arguments
-# (--quick for the quick mode; see bench/run.py for the others).
+# (--quick for the quick mode; see bench/run.py for the others), then
+# bench/run_pthreadpool.py (weft's libpthreadpool.so.0 against the stock one
+# under XNNPACK; --quick passed on). Non-zero exit if either found a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -12,4 +14,9 @@ else
   meson setup "$builddir" -Dtests=disabled -Dbench=true >/dev/null
 fi
 ninja -C "$builddir" >/dev/null
-exec python3 bench/run.py --builddir "$builddir" "$@"
+rc=0
+python3 bench/run.py --builddir "$builddir" "$@" || rc=$?
+quick=()
+for a in "$@"; do [ "$a" = --quick ] && quick=(--quick); done
+python3 bench/run_pthreadpool.py --builddir "$builddir" "${quick[@]}" || rc=1
+exit "$rc"

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""weft's libpthreadpool.so.0 against the stock one, under XNNPACK: one table.
+
+    python3 bench/run_pthreadpool.py --builddir build-bench [--quick]
+
+Runs <builddir>/bench/bench_xnnpack (bench/bench_xnnpack.c: MobileNet v1, a
+1x1 convolution 7x7x1024->1024, a depthwise 3x3 on 112x112x32, a fully
+connected 1024->1000, and pthreadpool_parallelize_1d with an empty body over
+1, 100 and 10k items) once on the system's libpthreadpool.so.0 and once on
+weft's (<builddir>/src/compat/pthreadpool, through LD_LIBRARY_PATH), in
+alternation, `--rounds` times each (default 3; the order flips every
+round), at each thread count (default 1, 2, and 4, 8, 16 up to the CPU
+count; --threads N[,N]). Each run
+reports which library it had; a run on the wrong one is an error.
+
+The table: per case and thread count, the median over the rounds of each
+round's median (min-max of those), for stock and weft, the p99 likewise,
+and stock / weft (> 1: weft faster), with the issue's target: parity for
+the network and the large operators, 1.2x for the small operator (fc,
+under 100 us at one thread), below stock for the empty loops. Speed is
+measured, never asserted; the exit status is non-zero only when a run
+failed its own checks (bench_xnnpack verifies every output) or had the
+wrong library.
+
+Options: --quick (fewer samples per run), --threads, --rounds, --json FILE.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+SMALL_US = 100.0  # an operator under this at one thread (stock) is "small"
+
+
+def run_once(exe, threads, quick, libdir):
+    env = dict(os.environ)
+    env.pop("LD_LIBRARY_PATH", None)
+    if libdir:
+        env["LD_LIBRARY_PATH"] = libdir
+    cmd = [exe, "--threads", str(threads)] + (["--quick"] if quick else [])
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("%s (%s): exit %d: %s" % (" ".join(cmd), libdir or "stock",
+                                                     p.returncode, p.stderr.strip()[-500:]))
+    recs = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    for r in recs:
+        ours = libdir is not None and r["lib"].startswith(libdir)
+        if ours != (libdir is not None):
+            raise RuntimeError("%s ran on %s, expected %s" % (r["case"], r["lib"],
+                                                            libdir or "the stock library"))
+    return recs
+
+
+def fmt(x):
+    if x >= 1000:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--builddir", default="build-bench")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", action="append")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    exe = os.path.join(a.builddir, "bench", "bench_xnnpack")
+    libdir = os.path.abspath(os.path.join(a.builddir, "src", "compat", "pthreadpool"))
+    if not os.path.exists(exe) or not os.path.exists(os.path.join(libdir, "libpthreadpool.so.0")):
+        print("run_pthreadpool: no %s or no weft libpthreadpool.so.0 (Debian: libxnnpack-dev)"
+              % exe, file=sys.stderr)
+        return 1
+    default = [1, 2] + [t for t in (4, 8, 16) if t <= (os.cpu_count() or 1)]
+    threads = ([int(t) for ts in a.threads for t in ts.split(",")] if a.threads else default)
+    # samples[(case, threads, lib)] = list of (median, p99) per round
+    samples, unit = {}, {}
+    for t in threads:
+        for rnd in range(a.rounds):
+            order = [None, libdir] if rnd % 2 == 0 else [libdir, None]
+            for lib in order:
+                for r in run_once(exe, t, a.quick, lib):
+                    u = r["unit"]
+                    unit[r["case"]] = u
+                    key = (r["case"], t, "weft" if lib else "stock")
+                    samples.setdefault(key, []).append((r["median_" + u], r["p99_" + u]))
+            print("run_pthreadpool: %d threads, round %d done" % (t, rnd + 1), file=sys.stderr)
+
+    cases = list(dict.fromkeys(k[0] for k in samples))
+    stock1 = {c: statistics.median(m for m, _ in samples.get((c, 1, "stock"), [(0, 0)]))
+              for c in cases}
+    hdr = ("case", "thr", "unit", "stock median [min-max]", "weft median [min-max]",
+           "stock p99", "weft p99", "stock/weft", "target", "met")
+    rows = []
+    for c in cases:
+        for t in threads:
+            s, w = samples[(c, t, "stock")], samples[(c, t, "weft")]
+            sm, wm = [m for m, _ in s], [m for m, _ in w]
+            ratio = statistics.median(sm) / statistics.median(wm)
+            if c.startswith("pfor_empty"):
+                target, goal = "> 1 (below stock)", 1.0 + 1e-9
+            elif c != "mobilenet_v1" and stock1.get(c, 0) and stock1[c] < SMALL_US:
+                target, goal = ">= 1.2 (small op)", 1.2
+            else:
+                target, goal = ">= 1.0 (parity)", 1.0
+            rows.append({
+                "case": c, "threads": t, "unit": unit[c],
+                "stock": [statistics.median(sm), min(sm), max(sm)],
+                "weft": [statistics.median(wm), min(wm), max(wm)],
+                "stock_p99": statistics.median(p for _, p in s),
+                "weft_p99": statistics.median(p for _, p in w),
+                "ratio": ratio, "target": target, "met": ratio >= goal})
+    table = [hdr] + [(r["case"], str(r["threads"]), r["unit"],
+                      "%s [%s-%s]" % tuple(fmt(x) for x in r["stock"]),
+                      "%s [%s-%s]" % tuple(fmt(x) for x in r["weft"]),
+                      fmt(r["stock_p99"]), fmt(r["weft_p99"]), "%.2f" % r["ratio"], r["target"],
+                      "yes" if r["met"] else "NO") for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
+    print()
+    print("pthreadpool under XNNPACK: stock libpthreadpool.so.0 vs weft's drop-in "
+          "(%d rounds each, alternating; medians of the rounds' medians)" % a.rounds)
+    for i, row in enumerate(table):
+        print("  ".join(cell.ljust(widths[k]) for k, cell in enumerate(row)).rstrip())
+        if i == 0:
+            print("  ".join("-" * widths[k] for k in range(len(hdr))))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": rows, "samples": {"|".join(map(str, k)): v
+                                                 for k, v in samples.items()}}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print("run_pthreadpool: FAILED: %s" % e, file=sys.stderr)
+        sys.exit(1)
