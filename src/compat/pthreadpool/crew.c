@@ -13,12 +13,7 @@
 
 #include "compat/pthreadpool/pool.h"
 
-/* How long the caller spins for the members still inside before it
- * sleeps, ns: long enough for a small operator's stragglers (tens of us
- * here), short enough not to burn a core behind a long item. */
-#define PTP_JOIN_SPIN_NS 50000
-
-static void cpu_relax(void)
+void ptp_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -27,7 +22,7 @@ static void cpu_relax(void)
 #endif
 }
 
-static int64_t now_ns(void)
+int64_t ptp_now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -71,12 +66,12 @@ void ptp_crew_close_and_wait(struct pthreadpool *tp)
   s |= PTP_CREW_CLOSED;
   if ((s & 0xffffu) == 0)
     return;
-  int64_t deadline = now_ns() + PTP_JOIN_SPIN_NS;
+  int64_t deadline = ptp_now_ns() + PTP_JOIN_SPIN_NS;
   unsigned spins = 0;
   /* acquire: pairs with the members' release in ptp_crew_leave. */
   while (((s = atomic_load_explicit(&tp->crew, memory_order_acquire)) & 0xffffu) != 0) {
-    if ((++spins & 63) != 0 || now_ns() < deadline) {
-      cpu_relax();
+    if ((++spins & 63) != 0 || ptp_now_ns() < deadline) {
+      ptp_cpu_relax();
       continue;
     }
     /* The last member to leave wakes us once it sees the closed bit. */

@@ -20,7 +20,20 @@
 #define PTP_CREW_JOINED_ONE 0x10000u
 #define PTP_CREW_MAX 0x7fffu /* joiners per call: more than WEFT_MAX_THREADS */
 
+/* Tunables, ns. The caller spins this long for the members still inside
+ * before it sleeps: long enough for a small operator's stragglers (tens of
+ * us here), short enough not to burn a core behind a long item. */
+#define PTP_JOIN_SPIN_NS 50000
+/* A member lingers this long after a call for the next one (run.c), as
+ * weft's idle workers spin before they park (WEFT_SPIN_COUNT's default is
+ * 300 rounds of 1 us). */
+#define PTP_LINGER_NS 300000
+
 struct pthreadpool;
+
+/* A spin-wait hint (pause), and CLOCK_MONOTONIC in ns. */
+void ptp_cpu_relax(void);
+int64_t ptp_now_ns(void);
 
 /* The crew is closed at create. Open: the call (tp->call, the slots) was
  * written before; every joiner sees it. Caller only, under call_lock. */

@@ -33,6 +33,8 @@ void ptp_complain(const char *who, const char *fmt, ...)
 
 static void free_pool(struct pthreadpool *tp)
 {
+  /* relaxed: a request; weft_pool_destroy waits for the members anyway. */
+  atomic_store_explicit(&tp->linger_off, true, memory_order_relaxed);
   if (tp->workers) {
     int rc = weft_pool_destroy(tp->workers);
     if (rc)
@@ -84,6 +86,9 @@ pthreadpool_t pthreadpool_create(size_t threads_count)
   atomic_init(&tp->state, 0);
   atomic_init(&tp->crew, PTP_CREW_CLOSED);
   atomic_init(&tp->queued, 0);
+  atomic_init(&tp->lingering, 0);
+  atomic_init(&tp->gen, 0);
+  atomic_init(&tp->linger_off, false);
   tp->threads = (size_t)n;
   if (n > 1) {
     tp->slots = aligned_alloc(_Alignof(ptp_slot), sizeof(ptp_slot) * (size_t)n);

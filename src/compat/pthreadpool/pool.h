@@ -9,7 +9,7 @@
  * A call splits its items into T slots, one per member: the caller is
  * member 0, and the workers that run the call's member tasks join it as
  * members 1..T-1 (crew.h). A member takes its own slot's items from the
- * front, one at a time, then the other slots' from the back. Items are claimed one by one, so an item that
+ * front, one at a time, then halves of the other slots' from the back. Items are claimed one by one, so an item that
  * blocks until the others are done (pthreadpool's tests have one) holds
  * only itself: every other item stays free for whoever is running.
  */
@@ -18,22 +18,20 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "compat/pthreadpool/grid.h"
 #include "weft/weft.h"
 
-/* One member's share of a call's items. */
+/* One member's share of a call's items, on a line of its own. */
 typedef struct ptp_slot {
-  /* atomic, relaxed: items of the slot not yet claimed. A claim is a
-   * fetch_sub that saw it above zero; one that saw zero or less failed
-   * (and left it lower: harmless), so claims never exceed the items. */
-  _Alignas(64) _Atomic ptrdiff_t left;
-  /* atomic, relaxed: one past the slot's last unclaimed item; a thief with
-   * a claim takes end - 1 (fetch_sub), the owner the front. */
-  _Atomic size_t end;
-  size_t start; /* the slot's first item: set before the crew opens */
+  /* atomic, relaxed: the unclaimed items [lo, hi) of the call's segment,
+   * packed hi << 32 | lo. The owner claims lo with a fetch_add; a thief
+   * takes the upper half with a CAS of hi, then refills its own (empty)
+   * slot with what it took (run.c). */
+  _Alignas(64) _Atomic uint64_t range;
 } ptp_slot;
 
 struct pthreadpool {
@@ -49,9 +47,15 @@ struct pthreadpool {
                                   crew opens, read by its members (crew.h) */
   /* atomic: the call's crew (crew.h). */
   _Alignas(64) _Atomic uint32_t crew;
-  /* atomic, relaxed: member tasks submitted and not started yet; the caller
-   * submits only as many as the call can use beyond those. */
-  _Atomic int queued;
+  /* atomic, relaxed: member tasks submitted and not started yet, and those
+   * lingering after a call for the next (run.c); the caller submits only as
+   * many as the call can use beyond both. */
+  _Atomic int queued, lingering;
+  /* atomic, relaxed: bumped by the caller before each open, so that a
+   * lingering member can tell a new call from the one it served. */
+  _Atomic uint32_t gen;
+  /* atomic, relaxed: lingering members leave at once (YIELD_WORKERS, destroy). */
+  _Atomic bool linger_off;
 };
 
 /* A parallel call's registration: destroy waits for it (by deferring the

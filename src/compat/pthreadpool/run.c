@@ -5,6 +5,7 @@
  */
 #include "compat/pthreadpool/pool.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -18,44 +19,89 @@
  * alike); a call on that same pool from inside them runs serially. */
 static _Thread_local const struct pthreadpool *tls_inside;
 
-/* A parallel call, on the caller's stack while it runs. */
+/* A parallel call, on the caller's stack while it runs: the items
+ * [base, base + count) of the grid (a call of more than PTP_SEGMENT items
+ * runs as several: a slot counts in 32 bits). */
 typedef struct ptp_call {
   const ptp_grid *grid;
   struct pthreadpool *tp;
-  size_t members; /* slots in use: min(threads, tiles) */
+  size_t base;
+  size_t members; /* slots in use: min(threads, items) */
 } ptp_call;
 
-/* Claims one item of s, if any is left: one locked RMW (a CAS loop that
- * stops at zero costs twice as much here). relaxed: the claim needs only
- * atomicity; the items' effects reach the caller through the group. */
-static bool claim(ptp_slot *s)
+#define PTP_SEGMENT ((size_t)1 << 31)
+
+static uint64_t pack(uint32_t lo, uint32_t hi)
 {
-  return atomic_fetch_sub_explicit(&s->left, 1, memory_order_relaxed) > 0;
+  return (uint64_t)hi << 32 | lo;
 }
 
-/* A member's work: its own slot from the front, then the others' from the
- * back, nearest first. A member beyond the call's slots (a late task of an
- * earlier call may join, crew.h) only takes from the others. */
-static void member_items(const ptp_call *c, size_t id)
+static void run_item(const ptp_grid *g, size_t i)
+{
+  if (ptp_grid_is_1d(g))
+    ((pthreadpool_task_1d_t)g->fn)(g->ctx, i);
+  else
+    ptp_grid_run_one(g, i);
+}
+
+/* Runs the items of the member's own slot, one claim at a time: a
+ * fetch_add of lo, the item claimed when lo was below hi (one locked RMW,
+ * half the cost of a CAS here). Past hi the increments are harmless: lo
+ * stays far below 2^32 (PTP_SEGMENT), and only the owner refills. */
+static void run_own(const ptp_call *c, ptp_slot *own)
 {
   const ptp_grid *g = c->grid;
-  ptp_slot *slots = c->tp->slots;
-  if (id < c->members) {
-    ptp_slot *own = &slots[id];
-    size_t i = own->start;
-    if (ptp_grid_is_1d(g)) {
-      pthreadpool_task_1d_t f = (pthreadpool_task_1d_t)g->fn;
-      while (claim(own))
-        f(g->ctx, i++);
-    } else {
-      while (claim(own))
-        ptp_grid_run_one(g, i++);
+  for (;;) {
+    /* relaxed: the claim needs only atomicity; the items' effects reach the
+     * caller through the crew (leave, release). */
+    uint64_t r = atomic_fetch_add_explicit(&own->range, 1, memory_order_relaxed);
+    uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
+    if (lo >= hi)
+      return;
+    run_item(g, c->base + lo);
+  }
+}
+
+/* Takes the upper half of v's unclaimed items (the last one too) with one
+ * CAS of hi; fails (false) when v has none. */
+static bool steal_half(ptp_slot *v, uint32_t *from, uint32_t *to)
+{
+  /* relaxed: as in run_own. */
+  uint64_t r = atomic_load_explicit(&v->range, memory_order_relaxed);
+  for (;;) {
+    uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
+    if (lo >= hi)
+      return false;
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (atomic_compare_exchange_weak_explicit(&v->range, &r, pack(lo, mid), memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      *from = mid;
+      *to = hi;
+      return true;
     }
   }
-  for (size_t k = 1; k <= c->members; k++) {
-    ptp_slot *v = &slots[(id + c->members - k) % c->members];
-    while (claim(v)) /* relaxed: as claim */
-      ptp_grid_run_one(g, atomic_fetch_sub_explicit(&v->end, 1, memory_order_relaxed) - 1);
+}
+
+/* A member's work: its own slot from the front, then halves of the
+ * others' from the back, each moved into its own slot first, so that
+ * they stay open to thieves while it runs them: an item that waits for
+ * the others holds only itself. */
+static void member_items(const ptp_call *c, size_t id)
+{
+  ptp_slot *slots = c->tp->slots;
+  ptp_slot *own = &slots[id];
+  const size_t n = c->tp->threads;
+  for (;;) {
+    run_own(c, own);
+    uint32_t from = 0, to = 0;
+    bool got = false;
+    for (size_t k = 1; k < n && !got; k++)
+      got = steal_half(&slots[(id + k) % n], &from, &to);
+    if (!got)
+      return;
+    /* relaxed: only this member claims from the front of its slot; a thief
+     * that read its old (empty) value does not CAS it. */
+    atomic_store_explicit(&own->range, pack(from, to), memory_order_relaxed);
   }
 }
 
@@ -75,38 +121,82 @@ static void run_member(const ptp_call *c, size_t id)
   tls_inside = prev;
 }
 
-/* A weft task: joins the pool's call under way, if any, as a member. */
+/* After serving a call, a member lingers a while for the next one, as
+ * pthreadpool's workers do: a new call then finds it joining within
+ * nanoseconds, where a task submitted anew waits for an idle worker's next
+ * sweep (a microsecond or more). Returns true when a call newer than
+ * `served` is open, false after PTP_LINGER_NS or when asked to stop (the
+ * task then ends, and the worker idles as weft's workers do). */
+static bool linger(struct pthreadpool *tp, uint32_t served)
+{
+  atomic_fetch_add_explicit(&tp->lingering, 1, memory_order_relaxed); /* relaxed: a count */
+  int64_t deadline = ptp_now_ns() + PTP_LINGER_NS;
+  bool found = false;
+  for (unsigned spins = 1;; spins++) {
+    /* relaxed: hints; the join's CAS (acquire) is what counts. */
+    if (atomic_load_explicit(&tp->linger_off, memory_order_relaxed))
+      break;
+    if (!(atomic_load_explicit(&tp->crew, memory_order_relaxed) & PTP_CREW_CLOSED) &&
+        atomic_load_explicit(&tp->gen, memory_order_relaxed) != served) {
+      found = true;
+      break;
+    }
+    ptp_cpu_relax();
+    if ((spins & 255) == 0) {
+      if (ptp_now_ns() > deadline)
+        break;
+      sched_yield(); /* an oversubscribed machine: let the caller run */
+    }
+  }
+  atomic_fetch_sub_explicit(&tp->lingering, 1, memory_order_relaxed);
+  return found;
+}
+
+/* A weft task: joins the pool's call under way, if any, as a member, then
+ * lingers for the next. A member beyond the pool's slots (late tasks of an
+ * earlier call may join too) has nothing to add and leaves at once. */
 static int member_task(void *arg)
 {
   struct pthreadpool *tp = arg;
   atomic_fetch_sub_explicit(&tp->queued, 1, memory_order_relaxed); /* relaxed: a count */
-  unsigned id = ptp_crew_join(tp);
-  if (id) {
-    run_member(tp->call, id);
+  uint32_t served = UINT32_MAX;
+  do {
+    unsigned id = ptp_crew_join(tp);
+    if (!id)
+      continue;
+    /* relaxed: written before the open the join acquired. */
+    served = atomic_load_explicit(&tp->gen, memory_order_relaxed);
+    if (id < tp->threads)
+      run_member(tp->call, id);
     ptp_crew_leave(tp);
-  }
+  } while (linger(tp, served));
   return 0;
 }
 
-/* The call on the pool's threads: slots filled, the crew opened, member
- * tasks submitted (as many as the call can use beyond those still queued),
- * the caller's own share run, then the crew closed and its members waited
- * for. Returns 0, or weft_pool_submit's error (the call still ran whole). */
-static int run_parallel(struct pthreadpool *tp, const ptp_grid *g)
+/* Items [base, base + count) on the pool's threads: slots filled (an even
+ * share for each of the first `members`, the others empty), the crew
+ * opened, member tasks submitted (as many as the call can use beyond those
+ * still queued), the caller's own share run, then the crew closed and its
+ * members waited for. Returns 0, or weft_pool_submit's error (the items
+ * all ran all the same: the members take what a missing one leaves). */
+static int run_segment(struct pthreadpool *tp, const ptp_grid *g, size_t base, size_t count)
 {
-  ptp_call c = {g, tp, tp->threads < g->total ? tp->threads : g->total};
-  for (size_t m = 0; m < c.members; m++) {
-    ptp_slot *s = &tp->slots[m];
-    s->start = g->total * m / c.members;
-    size_t end = g->total * (m + 1) / c.members;
+  ptp_call c = {g, tp, base, tp->threads < count ? tp->threads : count};
+  for (size_t m = 0; m < tp->threads; m++) {
+    uint32_t lo = m < c.members ? (uint32_t)(count * m / c.members) : 0;
+    uint32_t hi = m < c.members ? (uint32_t)(count * (m + 1) / c.members) : 0;
     /* relaxed: published by the crew's open (release). */
-    atomic_store_explicit(&s->left, (ptrdiff_t)(end - s->start), memory_order_relaxed);
-    atomic_store_explicit(&s->end, end, memory_order_relaxed);
+    atomic_store_explicit(&tp->slots[m].range, pack(lo, hi), memory_order_relaxed);
   }
   tp->call = &c;
+  /* relaxed: both published by the open (release). */
+  atomic_fetch_add_explicit(&tp->gen, 1, memory_order_relaxed);
+  atomic_store_explicit(&tp->linger_off, false, memory_order_relaxed);
   ptp_crew_open(tp);
   int rc = 0;
-  int want = (int)c.members - 1 - atomic_load_explicit(&tp->queued, memory_order_relaxed);
+  /* relaxed: estimates; a member more or less changes only how many help. */
+  int want = (int)c.members - 1 - atomic_load_explicit(&tp->queued, memory_order_relaxed) -
+             atomic_load_explicit(&tp->lingering, memory_order_relaxed);
   for (int k = 0; k < want && rc == 0; k++) {
     atomic_fetch_add_explicit(&tp->queued, 1, memory_order_relaxed); /* relaxed: a count */
     rc = weft_pool_submit(tp->workers, member_task, tp);
@@ -115,6 +205,18 @@ static int run_parallel(struct pthreadpool *tp, const ptp_grid *g)
   }
   run_member(&c, 0);
   ptp_crew_close_and_wait(tp);
+  return rc;
+}
+
+static int run_parallel(struct pthreadpool *tp, const ptp_grid *g)
+{
+  int rc = 0;
+  for (size_t base = 0; base < g->total; base += PTP_SEGMENT) {
+    size_t left = g->total - base;
+    int r = run_segment(tp, g, base, left < PTP_SEGMENT ? left : PTP_SEGMENT);
+    if (r && !rc)
+      rc = r;
+  }
   return rc;
 }
 
@@ -163,8 +265,11 @@ void ptp_run(struct pthreadpool *tp, ptp_grid *g, const char *who)
   ptp_enter(tp);
   pthread_mutex_lock(&tp->call_lock);
   int rc = run_parallel(tp, g);
-  if (g->flags & PTHREADPOOL_FLAG_YIELD_WORKERS)
+  if (g->flags & PTHREADPOOL_FLAG_YIELD_WORKERS) {
+    /* relaxed: a request (cleared by the next call's open). */
+    atomic_store_explicit(&tp->linger_off, true, memory_order_relaxed);
     weft_pool_park_idle(tp->workers);
+  }
   pthread_mutex_unlock(&tp->call_lock);
   /* Every item ran all the same (the members claim what a member that
    * could not be submitted leaves); weft said why on its log. */
