@@ -73,12 +73,7 @@ static void usage(void)
 
 static size_t parse_count(const char *s)
 {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v == 0 || s[0] == '-' || v > 10000000)
-    usage();
-  return (size_t)v;
+  return xm_parse_count(s, 10000000, usage);
 }
 
 static options parse_args(int argc, char **argv)

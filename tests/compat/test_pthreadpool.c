@@ -25,9 +25,9 @@
 typedef struct grid_check {
   int nd, ntiled; /* the last ntiled dimensions are tiled */
   size_t range[MAX_DIMS], tile[MAX_DIMS];
-  size_t total;          /* items: the product of range */
-  atomic_uchar *hits;    /* per item: times covered */
-  size_t *order;         /* NULL, or: first item of each call, in call order */
+  size_t total;       /* items: the product of range */
+  atomic_uchar *hits; /* per item: times covered */
+  size_t *order;      /* NULL, or: first item of each call, in call order */
   atomic_size_t norder;
   pthread_t caller;
   atomic_long on_caller; /* calls made on the calling thread */
@@ -121,7 +121,8 @@ static void cb_2d_tile_2d(void *c, size_t s0, size_t s1, size_t z0, size_t z1)
   cover(c, NO_UARCH, s, z);
 }
 
-static void cb_2d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t z0, size_t z1)
+static void cb_2d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t z0,
+                                     size_t z1)
 {
   const size_t s[] = {s0, s1};
   const size_t z[] = {z0, z1};
@@ -149,7 +150,8 @@ static void cb_3d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t z1, s
   cover(c, NO_UARCH, s, z);
 }
 
-static void cb_3d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t s2, size_t z1, size_t z2)
+static void cb_3d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t s2,
+                                     size_t z1, size_t z2)
 {
   const size_t s[] = {s0, s1, s2};
   const size_t z[] = {1, z1, z2};
@@ -177,7 +179,8 @@ static void cb_4d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, s
   cover(c, NO_UARCH, s, z);
 }
 
-static void cb_4d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t s2, size_t s3, size_t z2, size_t z3)
+static void cb_4d_tile_2d_with_uarch(void *c, uint32_t u, size_t s0, size_t s1, size_t s2,
+                                     size_t s3, size_t z2, size_t z3)
 {
   const size_t s[] = {s0, s1, s2, s3};
   const size_t z[] = {1, 1, z2, z3};
@@ -198,7 +201,8 @@ static void cb_5d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, s
   cover(c, NO_UARCH, s, z);
 }
 
-static void cb_5d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t z3, size_t z4)
+static void cb_5d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t z3,
+                          size_t z4)
 {
   const size_t s[] = {s0, s1, s2, s3, s4};
   const size_t z[] = {1, 1, 1, z3, z4};
@@ -212,14 +216,16 @@ static void cb_6d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4
   cover(c, NO_UARCH, s, z);
 }
 
-static void cb_6d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5, size_t z5)
+static void cb_6d_tile_1d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5,
+                          size_t z5)
 {
   const size_t s[] = {s0, s1, s2, s3, s4, s5};
   const size_t z[] = {1, 1, 1, 1, 1, z5};
   cover(c, NO_UARCH, s, z);
 }
 
-static void cb_6d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5, size_t z4, size_t z5)
+static void cb_6d_tile_2d(void *c, size_t s0, size_t s1, size_t s2, size_t s3, size_t s4, size_t s5,
+                          size_t z4, size_t z5)
 {
   const size_t s[] = {s0, s1, s2, s3, s4, s5};
   const size_t z[] = {1, 1, 1, 1, z4, z5};
@@ -245,42 +251,41 @@ typedef struct variant {
 } variant;
 
 static const variant variants[] = {
-  {"1d", 1, 0, 0},
-  {"1d_with_uarch", 1, 0, 1},
-  {"1d_tile_1d", 1, 1, 0},
-  {"2d", 2, 0, 0},
-  {"2d_tile_1d", 2, 1, 0},
-  {"2d_tile_2d", 2, 2, 0},
-  {"2d_tile_2d_with_uarch", 2, 2, 1},
-  {"3d", 3, 0, 0},
-  {"3d_tile_1d", 3, 1, 0},
-  {"3d_tile_2d", 3, 2, 0},
-  {"3d_tile_2d_with_uarch", 3, 2, 1},
-  {"4d", 4, 0, 0},
-  {"4d_tile_1d", 4, 1, 0},
-  {"4d_tile_2d", 4, 2, 0},
-  {"4d_tile_2d_with_uarch", 4, 2, 1},
-  {"5d", 5, 0, 0},
-  {"5d_tile_1d", 5, 1, 0},
-  {"5d_tile_2d", 5, 2, 0},
-  {"6d", 6, 0, 0},
-  {"6d_tile_1d", 6, 1, 0},
-  {"6d_tile_2d", 6, 2, 0},
-  {"compute_1d", 1, 0, 0},
-  {"compute_1d_tiled", 1, 1, 0},
-  {"compute_2d", 2, 0, 0},
-  {"compute_2d_tiled", 2, 2, 0},
-  {"compute_3d_tiled", 3, 3, 0},
-  {"compute_4d_tiled", 4, 4, 0},};
+    {"1d", 1, 0, 0},
+    {"1d_with_uarch", 1, 0, 1},
+    {"1d_tile_1d", 1, 1, 0},
+    {"2d", 2, 0, 0},
+    {"2d_tile_1d", 2, 1, 0},
+    {"2d_tile_2d", 2, 2, 0},
+    {"2d_tile_2d_with_uarch", 2, 2, 1},
+    {"3d", 3, 0, 0},
+    {"3d_tile_1d", 3, 1, 0},
+    {"3d_tile_2d", 3, 2, 0},
+    {"3d_tile_2d_with_uarch", 3, 2, 1},
+    {"4d", 4, 0, 0},
+    {"4d_tile_1d", 4, 1, 0},
+    {"4d_tile_2d", 4, 2, 0},
+    {"4d_tile_2d_with_uarch", 4, 2, 1},
+    {"5d", 5, 0, 0},
+    {"5d_tile_1d", 5, 1, 0},
+    {"5d_tile_2d", 5, 2, 0},
+    {"6d", 6, 0, 0},
+    {"6d_tile_1d", 6, 1, 0},
+    {"6d_tile_2d", 6, 2, 0},
+    {"compute_1d", 1, 0, 0},
+    {"compute_1d_tiled", 1, 1, 0},
+    {"compute_2d", 2, 0, 0},
+    {"compute_2d_tiled", 2, 2, 0},
+    {"compute_3d_tiled", 3, 3, 0},
+    {"compute_4d_tiled", 4, 4, 0},
+};
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
 static const size_t ranges[MAX_DIMS + 1][MAX_DIMS] = {
-    {0},           {1003},       {13, 17},     {5, 7, 9},
-    {3, 4, 5, 6},  {2, 3, 4, 5, 3}, {2, 3, 2, 3, 4, 5},
+    {0}, {1003}, {13, 17}, {5, 7, 9}, {3, 4, 5, 6}, {2, 3, 4, 5, 3}, {2, 3, 2, 3, 4, 5},
 };
 static const size_t tiles[MAX_DIMS + 1][MAX_DIMS] = {
-    {0},           {7},          {3, 5},       {2, 3, 4},
-    {2, 3, 2, 4},  {1, 2, 3, 2, 2}, {1, 2, 1, 2, 3, 2},
+    {0}, {7}, {3, 5}, {2, 3, 4}, {2, 3, 2, 4}, {1, 2, 3, 2, 2}, {1, 2, 1, 2, 3, 2},
 };
 
 static void check_init(grid_check *g, const variant *v)
@@ -307,7 +312,8 @@ static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags
     pthreadpool_parallelize_1d(tp, cb_1d, &g, g.range[0], flags);
     break;
   case 1:
-    pthreadpool_parallelize_1d_with_uarch(tp, cb_1d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], flags);
+    pthreadpool_parallelize_1d_with_uarch(tp, cb_1d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH,
+                                          g.range[0], flags);
     break;
   case 2:
     pthreadpool_parallelize_1d_tile_1d(tp, cb_1d_tile_1d, &g, g.range[0], g.tile[0], flags);
@@ -316,55 +322,75 @@ static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags
     pthreadpool_parallelize_2d(tp, cb_2d, &g, g.range[0], g.range[1], flags);
     break;
   case 4:
-    pthreadpool_parallelize_2d_tile_1d(tp, cb_2d_tile_1d, &g, g.range[0], g.range[1], g.tile[1], flags);
+    pthreadpool_parallelize_2d_tile_1d(tp, cb_2d_tile_1d, &g, g.range[0], g.range[1], g.tile[1],
+                                       flags);
     break;
   case 5:
-    pthreadpool_parallelize_2d_tile_2d(tp, cb_2d_tile_2d, &g, g.range[0], g.range[1], g.tile[0], g.tile[1], flags);
+    pthreadpool_parallelize_2d_tile_2d(tp, cb_2d_tile_2d, &g, g.range[0], g.range[1], g.tile[0],
+                                       g.tile[1], flags);
     break;
   case 6:
-    pthreadpool_parallelize_2d_tile_2d_with_uarch(tp, cb_2d_tile_2d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], g.range[1], g.tile[0], g.tile[1], flags);
+    pthreadpool_parallelize_2d_tile_2d_with_uarch(tp, cb_2d_tile_2d_with_uarch, &g, DEFAULT_UARCH,
+                                                  MAX_UARCH, g.range[0], g.range[1], g.tile[0],
+                                                  g.tile[1], flags);
     break;
   case 7:
     pthreadpool_parallelize_3d(tp, cb_3d, &g, g.range[0], g.range[1], g.range[2], flags);
     break;
   case 8:
-    pthreadpool_parallelize_3d_tile_1d(tp, cb_3d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.tile[2], flags);
+    pthreadpool_parallelize_3d_tile_1d(tp, cb_3d_tile_1d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.tile[2], flags);
     break;
   case 9:
-    pthreadpool_parallelize_3d_tile_2d(tp, cb_3d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.tile[1], g.tile[2], flags);
+    pthreadpool_parallelize_3d_tile_2d(tp, cb_3d_tile_2d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.tile[1], g.tile[2], flags);
     break;
   case 10:
-    pthreadpool_parallelize_3d_tile_2d_with_uarch(tp, cb_3d_tile_2d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], g.range[1], g.range[2], g.tile[1], g.tile[2], flags);
+    pthreadpool_parallelize_3d_tile_2d_with_uarch(tp, cb_3d_tile_2d_with_uarch, &g, DEFAULT_UARCH,
+                                                  MAX_UARCH, g.range[0], g.range[1], g.range[2],
+                                                  g.tile[1], g.tile[2], flags);
     break;
   case 11:
-    pthreadpool_parallelize_4d(tp, cb_4d, &g, g.range[0], g.range[1], g.range[2], g.range[3], flags);
+    pthreadpool_parallelize_4d(tp, cb_4d, &g, g.range[0], g.range[1], g.range[2], g.range[3],
+                               flags);
     break;
   case 12:
-    pthreadpool_parallelize_4d_tile_1d(tp, cb_4d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[3], flags);
+    pthreadpool_parallelize_4d_tile_1d(tp, cb_4d_tile_1d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.range[3], g.tile[3], flags);
     break;
   case 13:
-    pthreadpool_parallelize_4d_tile_2d(tp, cb_4d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[2], g.tile[3], flags);
+    pthreadpool_parallelize_4d_tile_2d(tp, cb_4d_tile_2d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.range[3], g.tile[2], g.tile[3], flags);
     break;
   case 14:
-    pthreadpool_parallelize_4d_tile_2d_with_uarch(tp, cb_4d_tile_2d_with_uarch, &g, DEFAULT_UARCH, MAX_UARCH, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[2], g.tile[3], flags);
+    pthreadpool_parallelize_4d_tile_2d_with_uarch(tp, cb_4d_tile_2d_with_uarch, &g, DEFAULT_UARCH,
+                                                  MAX_UARCH, g.range[0], g.range[1], g.range[2],
+                                                  g.range[3], g.tile[2], g.tile[3], flags);
     break;
   case 15:
-    pthreadpool_parallelize_5d(tp, cb_5d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], flags);
+    pthreadpool_parallelize_5d(tp, cb_5d, &g, g.range[0], g.range[1], g.range[2], g.range[3],
+                               g.range[4], flags);
     break;
   case 16:
-    pthreadpool_parallelize_5d_tile_1d(tp, cb_5d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.tile[4], flags);
+    pthreadpool_parallelize_5d_tile_1d(tp, cb_5d_tile_1d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.range[3], g.range[4], g.tile[4], flags);
     break;
   case 17:
-    pthreadpool_parallelize_5d_tile_2d(tp, cb_5d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.tile[3], g.tile[4], flags);
+    pthreadpool_parallelize_5d_tile_2d(tp, cb_5d_tile_2d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.range[3], g.range[4], g.tile[3], g.tile[4], flags);
     break;
   case 18:
-    pthreadpool_parallelize_6d(tp, cb_6d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5], flags);
+    pthreadpool_parallelize_6d(tp, cb_6d, &g, g.range[0], g.range[1], g.range[2], g.range[3],
+                               g.range[4], g.range[5], flags);
     break;
   case 19:
-    pthreadpool_parallelize_6d_tile_1d(tp, cb_6d_tile_1d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5], g.tile[5], flags);
+    pthreadpool_parallelize_6d_tile_1d(tp, cb_6d_tile_1d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.range[3], g.range[4], g.range[5], g.tile[5], flags);
     break;
   case 20:
-    pthreadpool_parallelize_6d_tile_2d(tp, cb_6d_tile_2d, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5], g.tile[4], g.tile[5], flags);
+    pthreadpool_parallelize_6d_tile_2d(tp, cb_6d_tile_2d, &g, g.range[0], g.range[1], g.range[2],
+                                       g.range[3], g.range[4], g.range[5], g.tile[4], g.tile[5],
+                                       flags);
     break;
   case 21:
     pthreadpool_compute_1d(tp, cb_1d, &g, g.range[0]);
@@ -376,14 +402,18 @@ static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags
     pthreadpool_compute_2d(tp, cb_2d, &g, g.range[0], g.range[1]);
     break;
   case 24:
-    pthreadpool_compute_2d_tiled(tp, cb_2d_tile_2d, &g, g.range[0], g.range[1], g.tile[0], g.tile[1]);
+    pthreadpool_compute_2d_tiled(tp, cb_2d_tile_2d, &g, g.range[0], g.range[1], g.tile[0],
+                                 g.tile[1]);
     break;
   case 25:
-    pthreadpool_compute_3d_tiled(tp, cb_3d_tiled, &g, g.range[0], g.range[1], g.range[2], g.tile[0], g.tile[1], g.tile[2]);
+    pthreadpool_compute_3d_tiled(tp, cb_3d_tiled, &g, g.range[0], g.range[1], g.range[2], g.tile[0],
+                                 g.tile[1], g.tile[2]);
     break;
   case 26:
-    pthreadpool_compute_4d_tiled(tp, cb_4d_tiled, &g, g.range[0], g.range[1], g.range[2], g.range[3], g.tile[0], g.tile[1], g.tile[2], g.tile[3]);
-    break;  default:
+    pthreadpool_compute_4d_tiled(tp, cb_4d_tiled, &g, g.range[0], g.range[1], g.range[2],
+                                 g.range[3], g.tile[0], g.tile[1], g.tile[2], g.tile[3]);
+    break;
+  default:
     cr_assert_fail("no variant %d", i);
   }
 #undef g
@@ -451,9 +481,8 @@ static void sleepy_item(void *arg, size_t i)
 static int workers_named(int want)
 {
   int n = 0;
-  TU_WAIT_UNTIL((n = tu_threads_named("pthreadpool-w0") + tu_threads_named("pthreadpool-w1")) ==
-                    want,
-                10.0);
+  TU_WAIT_UNTIL(
+      (n = tu_threads_named("pthreadpool-w0") + tu_threads_named("pthreadpool-w1")) == want, 10.0);
   return n;
 }
 
@@ -471,8 +500,10 @@ COMPAT_TEST(a_pool_of_n_is_the_caller_and_n_minus_1_workers)
   for (int i = 0; i < 64; i++)
     cr_assert_eq(atomic_load(&g.hits[i]), 1);
   long mine = atomic_load(&g.on_caller);
-  cr_assert(mine > 0 && mine < 64, "the caller ran %ld of 64 items: it must take part, and not "
-            "alone", mine);
+  cr_assert(mine > 0 && mine < 64,
+            "the caller ran %ld of 64 items: it must take part, and not "
+            "alone",
+            mine);
   free(g.hits);
   pthreadpool_destroy(tp);
   cr_assert_eq(tu_wait_thread_count(base), base, "threads left after destroy");
@@ -785,8 +816,8 @@ COMPAT_TEST(bad_input_is_reported_and_runs_nothing)
   tu_capture_end(&cap, err, sizeof err);
   cr_assert_eq(atomic_load(&calls), 0);
   cr_assert(tu_line_has_all(err, "pthreadpool_parallelize_1d", "NULL function", NULL), "%s", err);
-  cr_assert(tu_line_has_all(err, "pthreadpool_parallelize_2d_tile_2d", "a tile of 0", NULL),
-            "%s", err);
+  cr_assert(tu_line_has_all(err, "pthreadpool_parallelize_2d_tile_2d", "a tile of 0", NULL), "%s",
+            err);
   int lines = 0;
   for (const char *p = err; (p = strchr(p, '\n')); p++)
     lines++;

@@ -33,6 +33,7 @@
 #define WEFT_TESTS_COMPAT_XNN_MOBILENET_H
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,6 +63,18 @@ static inline void xm_check(enum xnn_status status, const char *what)
 }
 
 /* malloc that exits on failure. */
+/* A positive decimal count up to max; anything else calls usage() (the two
+ * programs' command lines). */
+static inline size_t xm_parse_count(const char *s, unsigned long long max, void (*usage)(void))
+{
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v == 0 || s[0] == '-' || v > max)
+    usage();
+  return (size_t)v;
+}
+
 static inline void *xm_alloc(size_t bytes)
 {
   void *p = malloc(bytes);
