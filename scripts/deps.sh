@@ -6,6 +6,8 @@ want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev
   libudev-dev  # libudev-dev: hwloc.pc names -ludev, which a static link of weft needs
   relacy-dev spin  # tests/reliability: the relacy harnesses and the spin model checker
   libpthreadpool-dev libxnnpack-dev  # tests/compat, bench_xnnpack: the system pthreadpool and XNNPACK
+  libopenblas-pthread-dev liblapacke-dev libopenblas0-serial  # examples/cholesky: threaded OpenBLAS
+  # (one thread a call), LAPACKE; the sequential build only for the test that it is refused
   clang libclang-rt-14-dev)  # tests/reliability/fuzz.sh: clang with libFuzzer
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU;

@@ -1,0 +1,242 @@
+/*
+ * Tile storage and kernels (tiles.h). The precision-specific code is
+ * written once, for a type T and a BLAS prefix, by the KERNELS macro.
+ */
+#include "tiles.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int tiles_blas_init(void)
+{
+  if (openblas_get_parallel() == 0) {
+    fprintf(stderr,
+            "cholesky: this OpenBLAS is a sequential build (%s): it is not safe to "
+            "call from several threads at once; install libopenblas0-pthread\n",
+            openblas_get_config());
+    return -1;
+  }
+  openblas_set_num_threads(1); /* one BLAS thread per call: weft runs the calls */
+  return 0;
+}
+
+int tiled_alloc(tiled *t, precision prec, size_t n, size_t b)
+{
+  memset(t, 0, sizeof *t);
+  if (b == 0 || n == 0 || n % b != 0)
+    return -1;
+  t->prec = prec;
+  t->n = n;
+  t->b = b;
+  t->nt = n / b;
+  t->esize = prec == PREC_FLOAT ? sizeof(float) : sizeof(double);
+  t->tile = calloc(t->nt * t->nt, sizeof *t->tile);
+  if (!t->tile)
+    return -1;
+  for (size_t i = 0; i < t->nt; i++)
+    for (size_t j = 0; j <= i; j++)
+      if (!(t->tile[i * t->nt + j] = aligned_alloc(64, b * b * t->esize))) {
+        tiled_free(t);
+        return -1;
+      }
+  return 0;
+}
+
+void tiled_free(tiled *t)
+{
+  if (t->tile)
+    for (size_t k = 0; k < t->nt * t->nt; k++)
+      free(t->tile[k]);
+  free(t->tile);
+  t->tile = NULL;
+}
+
+void *tiled_at(const tiled *t, size_t i, size_t j)
+{
+  return t->tile[i * t->nt + j];
+}
+
+void tiled_copy(tiled *dst, const tiled *src)
+{
+  for (size_t i = 0; i < src->nt; i++)
+    for (size_t j = 0; j <= i; j++)
+      memcpy(tiled_at(dst, i, j), tiled_at(src, i, j), src->b * src->b * src->esize);
+}
+
+/* A symmetric entry (r, c) of the random matrix: a hash of (seed, min, max). */
+static double entry(uint64_t seed, size_t r, size_t c)
+{
+  uint64_t x =
+      seed ^ ((uint64_t)(r < c ? r : c) << 32 ^ (uint64_t)(r < c ? c : r)) * 0x9E3779B97F4A7C15ULL;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 29;
+  return (double)(x >> 11) / 9007199254740992.0 - 0.5;
+}
+
+#define KERNELS(T, P, EPS)                                                                         \
+  static void fill_##P(tiled *t, uint64_t seed, long bad)                                          \
+  {                                                                                                \
+    for (size_t ti = 0; ti < t->nt; ti++)                                                          \
+      for (size_t tj = 0; tj <= ti; tj++) {                                                        \
+        T *a = tiled_at(t, ti, tj);                                                                \
+        for (size_t c = 0; c < t->b; c++)                                                          \
+          for (size_t r = 0; r < t->b; r++) {                                                      \
+            size_t gr = ti * t->b + r, gc = tj * t->b + c;                                         \
+            double v = entry(seed, gr, gc);                                                        \
+            if (gr == gc)                                                                          \
+              v += (long)gr == bad ? -(double)t->n : (double)t->n;                                 \
+            a[c * t->b + r] = (T)v;                                                                \
+          }                                                                                        \
+      }                                                                                            \
+  }                                                                                                \
+  /* The full matrix (column-major, both triangles) of the lower tiles. */                         \
+  static T *full_##P(const tiled *t, int lower_only)                                               \
+  {                                                                                                \
+    size_t n = t->n, b = t->b;                                                                     \
+    T *m = calloc(n * n, sizeof(T));                                                               \
+    if (!m)                                                                                        \
+      return NULL;                                                                                 \
+    for (size_t ti = 0; ti < t->nt; ti++)                                                          \
+      for (size_t tj = 0; tj <= ti; tj++) {                                                        \
+        const T *a = tiled_at(t, ti, tj);                                                          \
+        for (size_t c = 0; c < b; c++)                                                             \
+          for (size_t r = 0; r < b; r++) {                                                         \
+            size_t gr = ti * b + r, gc = tj * b + c;                                               \
+            if (gr < gc)                                                                           \
+              continue; /* a diagonal tile's upper part is not the matrix's */                     \
+            m[gc * n + gr] = a[c * b + r];                                                         \
+            if (!lower_only)                                                                       \
+              m[gr * n + gc] = a[c * b + r];                                                       \
+          }                                                                                        \
+      }                                                                                            \
+    return m;                                                                                      \
+  }                                                                                                \
+  static double residual_##P(const tiled *a, const tiled *f)                                       \
+  {                                                                                                \
+    size_t n = a->n;                                                                               \
+    T *m = full_##P(a, 0), *l = full_##P(f, 1);                                                    \
+    double r = -1;                                                                                 \
+    if (m && l) {                                                                                  \
+      double na = 0;                                                                               \
+      for (size_t k = 0; k < n * n; k++)                                                           \
+        na += (double)m[k] * m[k];                                                                 \
+      /* m -= L L^T (the lower triangle; the upper mirrors it) */                                  \
+      cblas_##P##syrk(CblasColMajor, CblasLower, CblasNoTrans, (int)n, (int)n, -1, l, (int)n, 1,   \
+                      m, (int)n);                                                                  \
+      double d = 0;                                                                                \
+      for (size_t c = 0; c < n; c++)                                                               \
+        for (size_t rr = c; rr < n; rr++) {                                                        \
+          double x = m[c * n + rr];                                                                \
+          d += (rr == c ? 1 : 2) * x * x;                                                          \
+        }                                                                                          \
+      r = sqrt(d) / (sqrt(na) * (double)n * EPS);                                                  \
+    }                                                                                              \
+    free(m);                                                                                       \
+    free(l);                                                                                       \
+    return r;                                                                                      \
+  }                                                                                                \
+  static double vs_lapack_##P(const tiled *a, const tiled *f)                                      \
+  {                                                                                                \
+    size_t n = a->n;                                                                               \
+    T *m = full_##P(a, 0), *l = full_##P(f, 1);                                                    \
+    double r = -1;                                                                                 \
+    if (m && l && LAPACKE_##P##potrf(LAPACK_COL_MAJOR, 'L', (int)n, m, (int)n) == 0) {             \
+      double dmax = 0, lmax = 0;                                                                   \
+      for (size_t c = 0; c < n; c++)                                                               \
+        for (size_t rr = c; rr < n; rr++) {                                                        \
+          double x = m[c * n + rr], y = l[c * n + rr];                                             \
+          dmax = fmax(dmax, fabs(x - y));                                                          \
+          lmax = fmax(lmax, fabs(x));                                                              \
+        }                                                                                          \
+      r = dmax / lmax;                                                                             \
+    }                                                                                              \
+    free(m);                                                                                       \
+    free(l);                                                                                       \
+    return r;                                                                                      \
+  }                                                                                                \
+  static double lapack_seconds_##P(const tiled *a, int threads)                                    \
+  {                                                                                                \
+    T *m = full_##P(a, 0);                                                                         \
+    if (!m)                                                                                        \
+      return -1;                                                                                   \
+    openblas_set_num_threads(threads);                                                             \
+    struct timespec t0, t1;                                                                        \
+    clock_gettime(CLOCK_MONOTONIC, &t0);                                                           \
+    int info = LAPACKE_##P##potrf(LAPACK_COL_MAJOR, 'L', (int)a->n, m, (int)a->n);                 \
+    clock_gettime(CLOCK_MONOTONIC, &t1);                                                           \
+    openblas_set_num_threads(1);                                                                   \
+    free(m);                                                                                       \
+    return info ? -1 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9; \
+  }
+
+KERNELS(float, s, FLT_EPSILON)
+KERNELS(double, d, DBL_EPSILON)
+
+void tiled_fill_spd(tiled *t, uint64_t seed, long bad)
+{
+  if (t->prec == PREC_FLOAT)
+    fill_s(t, seed, bad);
+  else
+    fill_d(t, seed, bad);
+}
+
+double tiled_residual(const tiled *a, const tiled *f)
+{
+  return a->prec == PREC_FLOAT ? residual_s(a, f) : residual_d(a, f);
+}
+
+double tiled_vs_lapack(const tiled *a, const tiled *f)
+{
+  return a->prec == PREC_FLOAT ? vs_lapack_s(a, f) : vs_lapack_d(a, f);
+}
+
+double lapack_potrf_seconds(const tiled *a, int threads)
+{
+  return a->prec == PREC_FLOAT ? lapack_seconds_s(a, threads) : lapack_seconds_d(a, threads);
+}
+
+int tile_potrf(const tiled *t, void *akk)
+{
+  int b = (int)t->b;
+  if (t->prec == PREC_FLOAT)
+    return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'L', b, akk, b);
+  return LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', b, akk, b);
+}
+
+void tile_trsm(const tiled *t, const void *akk, void *aik)
+{
+  int b = (int)t->b;
+  if (t->prec == PREC_FLOAT)
+    cblas_strsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, b, b, 1.0f, akk, b,
+                aik, b);
+  else
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, b, b, 1.0, akk, b,
+                aik, b);
+}
+
+void tile_syrk(const tiled *t, const void *aik, void *aii)
+{
+  int b = (int)t->b;
+  if (t->prec == PREC_FLOAT)
+    cblas_ssyrk(CblasColMajor, CblasLower, CblasNoTrans, b, b, -1.0f, aik, b, 1.0f, aii, b);
+  else
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, b, b, -1.0, aik, b, 1.0, aii, b);
+}
+
+void tile_gemm(const tiled *t, const void *aik, const void *ajk, void *aij)
+{
+  int b = (int)t->b;
+  if (t->prec == PREC_FLOAT)
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, -1.0f, aik, b, ajk, b, 1.0f, aij,
+                b);
+  else
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, -1.0, aik, b, ajk, b, 1.0, aij,
+                b);
+}
