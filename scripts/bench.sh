@@ -3,7 +3,9 @@
 # configures, builds and runs bench/run.py with the given arguments
 # (--quick for the quick mode; see bench/run.py for the others), then
 # bench/run_pthreadpool.py (weft's libpthreadpool.so.0 against the stock one
-# under XNNPACK; --quick passed on). Non-zero exit if either found a failure.
+# under XNNPACK) and bench/run_cholesky.py (tiled Cholesky against StarPU,
+# OpenMP tasks and LAPACK), --quick passed on. Non-zero exit if any of them
+# found a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -19,4 +21,5 @@ python3 bench/run.py --builddir "$builddir" "$@" || rc=$?
 quick=()
 for a in "$@"; do [ "$a" = --quick ] && quick=(--quick); done
 python3 bench/run_pthreadpool.py --builddir "$builddir" "${quick[@]}" || rc=1
+python3 bench/run_cholesky.py --builddir "$builddir" "${quick[@]}" || rc=1
 exit "$rc"

@@ -10,9 +10,10 @@ want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev
   # (one thread a call), LAPACKE; the sequential build only for the test that it is refused
   clang libclang-rt-14-dev)  # tests/reliability/fuzz.sh: clang with libFuzzer
 if [ "${1:-test}" = bench ]; then
-  # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU;
+  # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU (and its
+  # cholesky_implicit, starpu-examples);
   # gnuplot draws the runner's PNG.
-  want+=(libtbb-dev libomp-dev clang libstarpu-dev gnuplot-nox)
+  want+=(libtbb-dev libomp-dev clang libstarpu-dev gnuplot-nox starpu-examples)
 fi
 missing=()
 for p in "${want[@]}"; do

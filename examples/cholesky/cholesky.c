@@ -7,7 +7,7 @@
  *
  *   cholesky [--n N] [--b B] [--threads T] [--precision float|double]
  *            [--engine threaded|naive] [--reps R] [--check] [--lapack]
- *            [--not-spd] [--seed S] [--lapack-bench]
+ *            [--not-spd] [--seed S] [--lapack-bench] [--gemm-ceiling]
  *
  *   --n, --b       matrix order and tile size (b divides n); 2048, 256
  *   --threads      weft's workers (default: weft's automatic count)
@@ -19,6 +19,8 @@
  *                  must fail that operator, every operator that depends on
  *                  it must be skipped, and weft_wait_all must report it
  *   --lapack-bench also time LAPACK's own ?potrf (its threads, --threads)
+ *   --gemm-ceiling also time one core's GEMM on b x b tiles (the ceiling:
+ *                  that times the threads)
  *
  * Prints one line: the figures (median and min-max of the reps, GFLOP/s
  * counting n^3/3) and the checks. Exit status 0 when every check passed,
@@ -57,7 +59,7 @@ typedef struct options {
   int threads, reps;
   precision prec;
   const char *engine;
-  bool check, lapack, not_spd, lapack_bench;
+  bool check, lapack, not_spd, lapack_bench, gemm_ceiling;
   unsigned long long seed;
 } options;
 
@@ -172,7 +174,7 @@ static void usage(void)
 {
   fprintf(stderr, "usage: cholesky [--n N] [--b B] [--threads T] [--precision float|double] "
                   "[--engine threaded|naive] [--reps R] [--check] [--lapack] [--not-spd] "
-                  "[--seed S] [--lapack-bench]\n");
+                  "[--seed S] [--lapack-bench] [--gemm-ceiling]\n");
   exit(2);
 }
 
@@ -187,7 +189,7 @@ static unsigned long long number(const char *s)
 
 static options parse(int argc, char **argv)
 {
-  options o = {2048, 256, 0, 3, PREC_DOUBLE, NULL, false, false, false, false, 1};
+  options o = {2048, 256, 0, 3, PREC_DOUBLE, NULL, false, false, false, false, false, 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -199,6 +201,8 @@ static options parse(int argc, char **argv)
       o.not_spd = true;
     else if (!strcmp(a, "--lapack-bench"))
       o.lapack_bench = true;
+    else if (!strcmp(a, "--gemm-ceiling"))
+      o.gemm_ceiling = true;
     else if (!v)
       usage();
     else if (!strcmp(a, "--n"))
@@ -365,6 +369,9 @@ int main(int argc, char **argv)
       printf(", LAPACK ?potrf (%d threads) %.2f GFLOP/s", weft_pool_num_threads(pool),
              s > 0 ? flops / s * 1e-9 : 0.0);
     }
+    if (o.gemm_ceiling)
+      printf(", one-core GEMM on %zu x %zu tiles %.2f GFLOP/s", o.b, o.b,
+             tile_gemm_gflops(o.prec, o.b));
     printf("\n");
   }
   for (size_t i = 0; i < nt; i++)

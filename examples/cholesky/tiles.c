@@ -240,3 +240,35 @@ void tile_gemm(const tiled *t, const void *aik, const void *ajk, void *aij)
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, -1.0, aik, b, ajk, b, 1.0, aij,
                 b);
 }
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double tile_gemm_gflops(precision prec, size_t b)
+{
+  tiled t;
+  if (tiled_alloc(&t, prec, 2 * b, b))
+    return -1;
+  tiled_fill_spd(&t, 7, -1);
+  double g[5];
+  int per = (int)(2e8 / ((double)b * b * b)) + 1; /* about 0.1 s a batch */
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_s();
+    for (int k = 0; k < per; k++)
+      tile_gemm(&t, tiled_at(&t, 1, 0), tiled_at(&t, 1, 0), tiled_at(&t, 1, 1));
+    g[r] = 2.0 * (double)b * b * b * per / (now_s() - t0) * 1e-9;
+  }
+  tiled_free(&t);
+  qsort(g, 5, sizeof g[0], cmp_d);
+  return g[2];
+}

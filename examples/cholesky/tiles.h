@@ -48,6 +48,9 @@ double tiled_residual(const tiled *a, const tiled *fact);
 /* max |L - L_lapack| / max |L_lapack|, L_lapack from LAPACK's ?potrf on the
  * whole of a (its own threads; -1 if LAPACK fails). */
 double tiled_vs_lapack(const tiled *a, const tiled *fact);
+/* One core's GEMM on b x b tiles (the kernel most of the flops go to):
+ * GFLOP/s, the median of a few timed batches. */
+double tile_gemm_gflops(precision prec, size_t b);
 /* LAPACK's own ?potrf on the whole matrix, its own threads: seconds, or -1. */
 double lapack_potrf_seconds(const tiled *a, int threads);
 
