@@ -18,6 +18,8 @@
  *   --not-spd      row n/2 of the matrix is made indefinite: POTRF's info
  *                  must fail that operator, every operator that depends on
  *                  it must be skipped, and weft_wait_all must report it
+ *   --no-prio      push every operator plainly (default: the critical path
+ *                  first, WEFT_PROP_PRIORITIZED)
  *   --lapack-bench also time LAPACK's own ?potrf (its threads, --threads)
  *   --gemm-ceiling also time one core's GEMM on b x b tiles (the ceiling:
  *                  that times the threads)
@@ -52,6 +54,7 @@ typedef struct chol {
   _Atomic long ran[4];    /* operators run, by kind */
   _Atomic long potrf_max; /* the largest k whose POTRF ran */
   _Atomic long failed_k;  /* the k whose POTRF found the matrix not SPD, or -1 */
+  bool prio;              /* the critical path first (--no-prio: off) */
 } chol;
 
 typedef struct options {
@@ -59,7 +62,7 @@ typedef struct options {
   int threads, reps;
   precision prec;
   const char *engine;
-  bool check, lapack, not_spd, lapack_bench, gemm_ceiling;
+  bool check, lapack, not_spd, lapack_bench, gemm_ceiling, no_prio;
   unsigned long long seed;
 } options;
 
@@ -104,6 +107,22 @@ static weft_var *var_of(const chol *c, size_t i, size_t j)
   return c->var[i * c->work->nt + j];
 }
 
+/* The critical path first, as StarPU's cholesky_implicit does: earlier
+ * steps before later ones, and within a step POTRF, then TRSM, then the
+ * updates of the next step's panel (column k + 1), then the rest. */
+static int priority_of(const chol_op *o, size_t nt)
+{
+  int base = 4 * (int)(nt - o->k);
+  switch (o->kind) {
+  case OP_POTRF:
+    return base + 3;
+  case OP_TRSM:
+    return base + 2;
+  default:
+    return base + (o->j == o->k + 1 ? 1 : 0);
+  }
+}
+
 /* The operators in the sequential algorithm's order; each reads what its
  * kernel reads and writes what it writes. */
 static int push_all(weft_engine *eng, chol *c)
@@ -134,6 +153,8 @@ static int push_all(weft_engine *eng, chol *c)
     }
     weft_op_desc d = {.fn = run_op,
                       .arg = o,
+                      .prop = c->prio ? WEFT_PROP_PRIORITIZED : WEFT_PROP_NORMAL,
+                      .priority = c->prio ? priority_of(o, c->work->nt) : 0,
                       .reads = reads,
                       .num_reads = nreads,
                       .writes = &write,
@@ -174,7 +195,7 @@ static void usage(void)
 {
   fprintf(stderr, "usage: cholesky [--n N] [--b B] [--threads T] [--precision float|double] "
                   "[--engine threaded|naive] [--reps R] [--check] [--lapack] [--not-spd] "
-                  "[--seed S] [--lapack-bench] [--gemm-ceiling]\n");
+                  "[--seed S] [--no-prio] [--lapack-bench] [--gemm-ceiling]\n");
   exit(2);
 }
 
@@ -189,7 +210,7 @@ static unsigned long long number(const char *s)
 
 static options parse(int argc, char **argv)
 {
-  options o = {2048, 256, 0, 3, PREC_DOUBLE, NULL, false, false, false, false, false, 1};
+  options o = {2048, 256, 0, 3, PREC_DOUBLE, NULL, false, false, false, false, false, false, 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -203,6 +224,8 @@ static options parse(int argc, char **argv)
       o.lapack_bench = true;
     else if (!strcmp(a, "--gemm-ceiling"))
       o.gemm_ceiling = true;
+    else if (!strcmp(a, "--no-prio"))
+      o.no_prio = true;
     else if (!v)
       usage();
     else if (!strcmp(a, "--n"))
@@ -294,7 +317,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "cholesky: weft: %s\n", weft_strerror(rc));
     return 2;
   }
-  chol c = {.work = &work};
+  chol c = {.work = &work, .prio = !o.no_prio};
   size_t nt = a.nt;
   c.var = calloc(nt * nt, sizeof *c.var);
   c.ops = calloc(count_ops(nt), sizeof *c.ops);
