@@ -8,6 +8,8 @@ Same matrix order N and tile size b for everyone, one BLAS thread per task
   weft      examples/cholesky (one var per tile; POTRF/TRSM/SYRK/GEMM)
   gomp      bench_cholesky_gomp: OpenMP tasks with depend clauses, libgomp
   libomp    bench_cholesky_omp_clang: the same by clang, LLVM libomp
+  oneTBB    bench_cholesky_tbb: a flow graph, one node per operator, edges
+            from the tiles each reads and writes (construction timed)
   StarPU    cholesky_implicit from starpu-examples (single precision only:
             it calls sgemm/ssyrk/strsm), STARPU_SCHED=dmda, STARPU_NCPU=T
   LAPACK    ?potrf of threaded OpenBLAS on the whole matrix, T threads
@@ -16,11 +18,11 @@ the same run by examples/cholesky --gemm-ceiling). GFLOP/s count N^3/3.
 Every runtime checks its factor (weft, gomp, libomp: the residual; StarPU:
 its -check; LAPACK: info); a failed check makes the exit status non-zero.
 
---quick: N 2048, b 256, 3 repetitions. Full: N 2048 and 4096, b 256 and
-512, 5 repetitions. Threads: 1, 2 and 4, 8, 16 up to the CPU count
+--quick: N 2048, b 256, 5 repetitions. Full: N 2048 and 4096, b 256 and
+512, 7 repetitions. Threads: 1, 2 and 4, 8, 16 up to the CPU count
 (--threads N[,N]). Each cell: the median over the repetitions [min-max].
-Targets (issue "Tiled Cholesky"): weft >= the best of StarPU and OpenMP in
-the same precision, >= 80% of the ceiling, >= 1.3x LAPACK's dpotrf.
+Targets (issue "Tiled Cholesky"): weft >= the best of StarPU, OpenMP and
+oneTBB in the same precision, >= 80% of the ceiling, >= 1.3x LAPACK's dpotrf.
 """
 
 import argparse
@@ -54,7 +56,7 @@ def ours(exe, n, b, t, prec, reps):
             float(lap.group(1)) if lap else None, float(gemm.group(1)))
 
 
-def omp(exe, n, b, t, prec, reps):
+def omp(exe, n, b, t, prec, reps):  # also oneTBB's: the same command line and output
     out = run([exe, "--n", str(n), "--b", str(b), "--threads", str(t), "--precision", prec,
                "--reps", str(reps), "--check"])
     m = re.search(r"([0-9.]+) GFLOP/s \[([0-9.]+)-([0-9.]+)\]", out)
@@ -91,10 +93,11 @@ def main():
         return 1
     gomp = os.path.join(bd, "bench", "bench_cholesky_gomp")
     libomp = os.path.join(bd, "bench", "bench_cholesky_omp_clang")
+    tbb = os.path.join(bd, "bench", "bench_cholesky_tbb")
     default = [1, 2] + [t for t in (4, 8, 16) if t <= (os.cpu_count() or 1)]
     threads = [int(x) for ts in a.threads for x in ts.split(",")] if a.threads else default
     configs = [(2048, 256)] if a.quick else [(2048, 256), (4096, 256), (4096, 512)]
-    reps = 3 if a.quick else 5
+    reps = 5 if a.quick else 7
     rows = []
     for n, b in configs:
         for prec in ("float", "double"):
@@ -104,17 +107,18 @@ def main():
                      "LAPACK": lap if prec == "double" else None}
                 r["gomp"] = omp(gomp, n, b, t, prec, reps) if os.path.exists(gomp) else None
                 r["libomp"] = omp(libomp, n, b, t, prec, reps) if os.path.exists(libomp) else None
+                r["oneTBB"] = omp(tbb, n, b, t, prec, reps) if os.path.exists(tbb) else None
                 r["StarPU"] = (starpu(n, b, t, reps) if prec == "float" and os.path.exists(STARPU)
                                else None)
                 rows.append(r)
                 print("run_cholesky: n %d b %d %s %d threads done" % (n, b, prec, t),
                       file=sys.stderr)
-    peers = ["StarPU", "gomp", "libomp", "LAPACK"]
+    peers = ["StarPU", "gomp", "libomp", "oneTBB", "LAPACK"]
     hdr = ["N", "b", "prec", "thr", "weft GFLOP/s"] + peers + [
         "weft/best task peer", "ceiling", "weft/ceiling", "weft/LAPACK"]
     table = [hdr]
     for r in rows:
-        task_peers = [r[p][0] for p in ("StarPU", "gomp", "libomp") if r[p]]
+        task_peers = [r[p][0] for p in ("StarPU", "gomp", "libomp", "oneTBB") if r[p]]
         best = max(task_peers) if task_peers else None
         w = r["weft"][0]
         table.append([str(r["n"]), str(r["b"]), r["prec"], str(r["t"]), cell(r["weft"])] +
