@@ -10,6 +10,10 @@
  * nothing launched it sleeps on a condition variable until a worker
  * launches something.
  *
+ * A device error fails only the operators whose own events report it (and
+ * those not yet launched, at their worker): one on another stream of the
+ * failed device completes when its own work does, never early.
+ *
  * Watchdog: an operator whose event stays pending for the executor's
  * watchdog_ns fails with WEFT_EDEVICE, and its device with it.
  */
@@ -49,10 +53,14 @@ static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
       return done;
     weft_gpu_opstate *st = weft_fifo_entry(head, weft_gpu_opstate, lnode);
     weft_exec_op *op = st->op;
+    /* Its own event decides, also on a failed device: an operator of
+     * another stream may still run there (its kernel reading a buffer a CPU
+     * successor would overwrite), so it completes only once its event says
+     * its work stopped: done, or failed (after a device error the backends
+     * fail what is queued behind it: CUDA's errors are sticky, the host
+     * backend's failed stream completes its later events as failed). Work
+     * that never completes is the watchdog's. */
     int q = weft_gpu_event_query(x->b, st->ev);
-    /* acquire: pairs with the release stores of failed (a worker's or ours). */
-    if (q == WEFT_GPU_EVENT_PENDING && atomic_load_explicit(&d->failed, memory_order_acquire))
-      q = WEFT_EDEVICE; /* a failed device: what is queued behind will not complete */
     if (q == WEFT_GPU_EVENT_PENDING) {
       if (!x->watchdog_ns)
         return done;

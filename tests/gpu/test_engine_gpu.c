@@ -439,6 +439,77 @@ Test(gpu_engine, a_device_error_fails_the_op_its_dependents_and_the_device, .ini
   tu_assert_no_errors();
 }
 
+/* Bug B1 (issue "GPU on real hardware"): a device error on one stream must
+ * not complete the operators of the device's other streams early. A long
+ * "kernel" on stream 0 reads a buffer (a canary) that a CPU operator then
+ * overwrites (it writes the var the kernel reads); meanwhile an operator on
+ * stream 1 (the next compute worker, round robin) fails the device. The
+ * writer must wait for the kernel to finish. */
+static atomic_int canary, canary_reading, canary_bad, overwrote;
+
+static void long_read_item(void *arg)
+{
+  (void)arg;
+  atomic_store(&canary_reading, 1);
+  double end = tu_now() + 0.3 * WEFT_TEST_TIMEOUT_MULT;
+  while (tu_now() < end) {
+    if (atomic_load(&canary) != 42)
+      atomic_fetch_add(&canary_bad, 1);
+    tu_sleep_us(500);
+  }
+  atomic_store(&canary_reading, 0);
+}
+
+static int long_read_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, long_read_item, arg);
+}
+
+static int overwrite_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  if (atomic_load(&canary_reading))
+    atomic_fetch_add(&canary_bad, 1);
+  atomic_store(&canary, 0);
+  atomic_fetch_add(&overwrote, 1);
+  return 0;
+}
+
+Test(gpu_engine, a_device_error_does_not_release_another_streams_running_work, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *buf = te_var(t.eng), *f = te_var(t.eng), *k = te_var(t.eng);
+  atomic_store(&canary, 42);
+  atomic_store(&canary_reading, 0);
+  atomic_store(&canary_bad, 0);
+  atomic_store(&overwrote, 0);
+  atomic_store(&ran_fn, 0);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(long_read_fn, NULL, 0), buf, NULL), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&canary_reading), TU_DEADLINE_S), "the kernel never ran");
+  cr_assert_eq(push_rw(t.eng, gpu_desc(fail_dev_fn, NULL, 0), NULL, f), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(overwrite_fn, NULL), NULL, buf), 0);
+  cr_assert_eq(weft_var_wait(t.eng, f), WEFT_EDEVICE);
+  cr_assert_eq(weft_var_wait(t.eng, buf), 0, "the kernel that completed was failed");
+  cr_assert_eq(atomic_load(&overwrote), 1);
+  cr_assert_eq(atomic_load(&canary_bad), 0,
+               "the CPU writer overwrote the buffer while the kernel on the failed device's "
+               "other stream still read it");
+  /* Later work on the healthy device runs. */
+  cr_assert_eq(push_rw(t.eng, gpu_desc(count_fn, NULL, 1), NULL, k), 0);
+  cr_assert_eq(weft_var_wait(t.eng, k), 0);
+  cr_assert_eq(atomic_load(&ran_fn), 2, "the failing op and the healthy device's op");
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EDEVICE);
+  cr_assert_eq(weft_wait_all(t.eng), 0, "the error is reported once");
+  cr_assert_eq(te_free(&t), 0);
+  tu_capture_end(&cap, err, sizeof err);
+  tu_assert_no_errors();
+}
+
 static atomic_int release_stuck;
 
 static void stuck_item(void *arg)
