@@ -15,7 +15,6 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "tiles.h"
 
@@ -46,52 +45,24 @@ static void factor(tiled *t)
   }
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
-  size_t n = 2048, b = 256;
-  int threads = 1, reps = 3, check = 0;
-  precision prec = PREC_DOUBLE;
-  for (int i = 1; i < argc; i++) {
-    const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (!strcmp(argv[i], "--check"))
-      check = 1;
-    else if (!strcmp(argv[i], "--n"))
-      n = strtoul(v, NULL, 10), i++;
-    else if (!strcmp(argv[i], "--b"))
-      b = strtoul(v, NULL, 10), i++;
-    else if (!strcmp(argv[i], "--threads"))
-      threads = atoi(v), i++;
-    else if (!strcmp(argv[i], "--reps"))
-      reps = atoi(v), i++;
-    else if (!strcmp(argv[i], "--precision"))
-      prec = !strcmp(v, "float") ? PREC_FLOAT : PREC_DOUBLE, i++;
-    else {
-      fprintf(stderr, "usage: bench_cholesky_omp --n N --b B --threads T "
-                      "[--precision float|double] [--reps R] [--check]\n");
-      return 2;
-    }
-  }
-  if (b == 0 || n % b || threads < 1 || reps < 1 || reps > 1000 || tiles_blas_init())
+  tiles_bench_args o;
+  if (tiles_bench_args_parse(&o, argc, argv, "bench_cholesky_omp") || tiles_blas_init())
     return 2;
-  omp_set_num_threads(threads);
+  omp_set_num_threads(o.threads);
   tiled a, w;
-  if (tiled_alloc(&a, prec, n, b) || tiled_alloc(&w, prec, n, b))
+  if (tiled_alloc(&a, o.prec, o.n, o.b) || tiled_alloc(&w, o.prec, o.n, o.b))
     return 2;
   tiled_fill_spd(&a, 1, -1);
-  double *t = calloc((size_t)reps, sizeof *t);
+  double *t = calloc((size_t)o.reps, sizeof *t);
   int ok = 1;
-  for (int r = 0; r < reps; r++) {
+  for (int r = 0; r < o.reps; r++) {
     tiled_copy(&w, &a);
     double t0 = omp_get_wtime();
     factor(&w);
     t[r] = omp_get_wtime() - t0;
-    if (check) {
+    if (o.check) {
       double res = tiled_residual(&a, &w);
       if (!(res >= 0 && res < 10)) {
         fprintf(stderr, "cholesky_omp: FAILED: residual %.3g\n", res);
@@ -99,12 +70,7 @@ int main(int argc, char **argv)
       }
     }
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_d);
-  double f = (double)n * n * n / 3.0;
-  printf("cholesky_omp: n %zu b %zu %s, %d threads: %.1f ms [%.1f-%.1f], %.2f GFLOP/s "
-         "[%.2f-%.2f]\n",
-         n, b, prec == PREC_FLOAT ? "float" : "double", threads, t[reps / 2] * 1e3, t[0] * 1e3,
-         t[reps - 1] * 1e3, f / t[reps / 2] * 1e-9, f / t[reps - 1] * 1e-9, f / t[0] * 1e-9);
+  tiles_bench_report("cholesky_omp", &o, t);
   free(t);
   tiled_free(&a);
   tiled_free(&w);

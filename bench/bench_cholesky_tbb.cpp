@@ -18,11 +18,8 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <vector>
@@ -93,46 +90,24 @@ static void factor(tiled *t)
 
 int main(int argc, char **argv)
 {
-  size_t n = 2048, b = 256;
-  int threads = 1, reps = 3, check = 0;
-  precision prec = PREC_DOUBLE;
-  for (int i = 1; i < argc; i++) {
-    const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (!std::strcmp(argv[i], "--check"))
-      check = 1;
-    else if (!std::strcmp(argv[i], "--n"))
-      n = std::strtoul(v, nullptr, 10), i++;
-    else if (!std::strcmp(argv[i], "--b"))
-      b = std::strtoul(v, nullptr, 10), i++;
-    else if (!std::strcmp(argv[i], "--threads"))
-      threads = std::atoi(v), i++;
-    else if (!std::strcmp(argv[i], "--reps"))
-      reps = std::atoi(v), i++;
-    else if (!std::strcmp(argv[i], "--precision"))
-      prec = !std::strcmp(v, "float") ? PREC_FLOAT : PREC_DOUBLE, i++;
-    else {
-      std::fprintf(stderr, "usage: bench_cholesky_tbb --n N --b B --threads T "
-                           "[--precision float|double] [--reps R] [--check]\n");
-      return 2;
-    }
-  }
-  if (b == 0 || n % b || threads < 1 || reps < 1 || reps > 1000 || tiles_blas_init())
+  tiles_bench_args o;
+  if (tiles_bench_args_parse(&o, argc, argv, "bench_cholesky_tbb") || tiles_blas_init())
     return 2;
   oneapi::tbb::global_control gc(oneapi::tbb::global_control::max_allowed_parallelism,
-                                 (size_t)threads);
-  oneapi::tbb::task_arena arena(threads);
+                                 (size_t)o.threads);
+  oneapi::tbb::task_arena arena(o.threads);
   tiled a, w;
-  if (tiled_alloc(&a, prec, n, b) || tiled_alloc(&w, prec, n, b))
+  if (tiled_alloc(&a, o.prec, o.n, o.b) || tiled_alloc(&w, o.prec, o.n, o.b))
     return 2;
   tiled_fill_spd(&a, 1, -1);
-  std::vector<double> t((size_t)reps);
+  std::vector<double> t((size_t)o.reps);
   int ok = 1;
-  for (int r = 0; r < reps; r++) {
+  for (int r = 0; r < o.reps; r++) {
     tiled_copy(&w, &a);
     auto t0 = std::chrono::steady_clock::now();
     arena.execute([&] { factor(&w); });
     t[(size_t)r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (check) {
+    if (o.check) {
       double res = tiled_residual(&a, &w);
       if (!(res >= 0 && res < 10)) {
         std::fprintf(stderr, "cholesky_tbb: FAILED: residual %.3g\n", res);
@@ -140,13 +115,7 @@ int main(int argc, char **argv)
       }
     }
   }
-  std::sort(t.begin(), t.end());
-  double f = (double)n * n * n / 3.0;
-  std::printf("cholesky_tbb: n %zu b %zu %s, %d threads: %.1f ms [%.1f-%.1f], %.2f GFLOP/s "
-              "[%.2f-%.2f]\n",
-              n, b, prec == PREC_FLOAT ? "float" : "double", threads, t[(size_t)reps / 2] * 1e3,
-              t[0] * 1e3, t[(size_t)reps - 1] * 1e3, f / t[(size_t)reps / 2] * 1e-9,
-              f / t[(size_t)reps - 1] * 1e-9, f / t[0] * 1e-9);
+  tiles_bench_report("cholesky_tbb", &o, t.data());
   tiled_free(&a);
   tiled_free(&w);
   return ok ? 0 : 1;

@@ -32,6 +32,8 @@ import statistics
 import subprocess
 import sys
 
+from runutil import print_table, run_main
+
 STARPU = "/usr/lib/x86_64-linux-gnu/starpu/examples/cholesky_implicit"
 LINE = re.compile(r"GFLOP/s \[([0-9.]+)-([0-9.]+)\]")
 
@@ -126,22 +128,12 @@ def main():
                      ["%.2f" % (w / best) if best else "-", "%.1f" % r["ceiling"],
                       "%.0f%%" % (100 * w / r["ceiling"]),
                       "%.2f" % (w / r["LAPACK"]) if r["LAPACK"] else "-"])
-    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
-    print()
-    print("Tiled Cholesky, GFLOP/s (N^3/3 flops), median [min-max] of %d repetitions; ceiling = "
-          "one core's GEMM on b x b tiles x threads" % reps)
-    for i, row in enumerate(table):
-        print("  ".join(c.ljust(widths[k]) for k, c in enumerate(row)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table("Tiled Cholesky, GFLOP/s (N^3/3 flops), median [min-max] of %d repetitions; "
+                "ceiling = one core's GEMM on b x b tiles x threads" % reps, table)
     print("targets: weft/best task peer >= 1 (same precision), weft/ceiling >= 80%, "
           "weft/LAPACK >= 1.3 (double); measured, never asserted")
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print("run_cholesky: FAILED: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    run_main(main, "run_cholesky")

@@ -32,6 +32,8 @@ import statistics
 import subprocess
 import sys
 
+from runutil import print_table, run_main
+
 SMALL_US = 100.0  # an operator under this at one thread (stock) is "small"
 
 
@@ -120,14 +122,8 @@ def main():
                       "%s [%s-%s]" % tuple(fmt(x) for x in r["weft"]),
                       fmt(r["stock_p99"]), fmt(r["weft_p99"]), "%.2f" % r["ratio"], r["target"],
                       "yes" if r["met"] else "NO") for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
-    print()
-    print("pthreadpool under XNNPACK: stock libpthreadpool.so.0 vs weft's drop-in "
-          "(%d rounds each, alternating; medians of the rounds' medians)" % a.rounds)
-    for i, row in enumerate(table):
-        print("  ".join(cell.ljust(widths[k]) for k, cell in enumerate(row)).rstrip())
-        if i == 0:
-            print("  ".join("-" * widths[k] for k in range(len(hdr))))
+    print_table("pthreadpool under XNNPACK: stock libpthreadpool.so.0 vs weft's drop-in "
+                "(%d rounds each, alternating; medians of the rounds' medians)" % a.rounds, table)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rows": rows, "samples": {"|".join(map(str, k)): v
@@ -136,8 +132,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print("run_pthreadpool: FAILED: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    run_main(main, "run_pthreadpool")

@@ -265,12 +265,6 @@ static double seconds(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* With --not-spd: the failure reached weft_wait_all, the POTRFs after the
  * failing one never ran (all depend on it), and nothing crashed. */
 static bool not_spd_reported(const chol *c, int rc, size_t bad_tile)
@@ -375,7 +369,7 @@ int main(int argc, char **argv)
     }
   }
   if (!o.not_spd && ok) {
-    qsort(t, (size_t)o.reps, sizeof *t, cmp_double);
+    qsort(t, (size_t)o.reps, sizeof *t, tiles_cmp_double);
     double flops = (double)o.n * (double)o.n * (double)o.n / 3.0;
     double med = t[o.reps / 2];
     printf("cholesky: n %zu b %zu %s, %d threads, %s engine, %zu operators: %.1f ms "

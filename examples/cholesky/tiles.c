@@ -248,7 +248,7 @@ static double now_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int cmp_d(const void *a, const void *b)
+int tiles_cmp_double(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -269,6 +269,46 @@ double tile_gemm_gflops(precision prec, size_t b)
     g[r] = 2.0 * (double)b * b * b * per / (now_s() - t0) * 1e-9;
   }
   tiled_free(&t);
-  qsort(g, 5, sizeof g[0], cmp_d);
+  qsort(g, 5, sizeof g[0], tiles_cmp_double);
   return g[2];
+}
+
+int tiles_bench_args_parse(tiles_bench_args *a, int argc, char **argv, const char *prog)
+{
+  *a = (tiles_bench_args){2048, 256, 1, 3, 0, PREC_DOUBLE};
+  for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : "";
+    if (!strcmp(argv[i], "--check"))
+      a->check = 1;
+    else if (!strcmp(argv[i], "--n"))
+      a->n = strtoul(v, NULL, 10), i++;
+    else if (!strcmp(argv[i], "--b"))
+      a->b = strtoul(v, NULL, 10), i++;
+    else if (!strcmp(argv[i], "--threads"))
+      a->threads = atoi(v), i++;
+    else if (!strcmp(argv[i], "--reps"))
+      a->reps = atoi(v), i++;
+    else if (!strcmp(argv[i], "--precision") && (!strcmp(v, "float") || !strcmp(v, "double")))
+      a->prec = !strcmp(v, "float") ? PREC_FLOAT : PREC_DOUBLE, i++;
+    else
+      a->b = 0; /* refused below */
+  }
+  if (a->b == 0 || a->n == 0 || a->n % a->b || a->threads < 1 || a->reps < 1 || a->reps > 1000) {
+    fprintf(stderr,
+            "usage: %s --n N --b B (dividing N) --threads T [--precision float|double] "
+            "[--reps R (1-1000)] [--check]\n",
+            prog);
+    return 2;
+  }
+  return 0;
+}
+
+void tiles_bench_report(const char *prog, const tiles_bench_args *a, double *t)
+{
+  size_t r = (size_t)a->reps;
+  qsort(t, r, sizeof *t, tiles_cmp_double);
+  double f = (double)a->n * (double)a->n * (double)a->n / 3.0;
+  printf("%s: n %zu b %zu %s, %d threads: %.1f ms [%.1f-%.1f], %.2f GFLOP/s [%.2f-%.2f]\n", prog,
+         a->n, a->b, a->prec == PREC_FLOAT ? "float" : "double", a->threads, t[r / 2] * 1e3,
+         t[0] * 1e3, t[r - 1] * 1e3, f / t[r / 2] * 1e-9, f / t[r - 1] * 1e-9, f / t[0] * 1e-9);
 }

@@ -54,4 +54,23 @@ double tile_gemm_gflops(precision prec, size_t b);
 /* LAPACK's own ?potrf on the whole matrix, its own threads: seconds, or -1. */
 double lapack_potrf_seconds(const tiled *a, int threads);
 
+/* qsort's comparator for doubles, ascending. */
+int tiles_cmp_double(const void *a, const void *b);
+
+/* The command line of the bench's peers on these tiles (bench/
+ * bench_cholesky_omp.c, bench_cholesky_tbb.cpp): --n N --b B --threads T
+ * [--precision float|double] [--reps R] [--check]. */
+typedef struct tiles_bench_args {
+  size_t n, b;
+  int threads, reps, check;
+  precision prec;
+} tiles_bench_args;
+
+/* Returns 0, or 2 after a usage line naming prog. */
+int tiles_bench_args_parse(tiles_bench_args *a, int argc, char **argv, const char *prog);
+
+/* Sorts the reps' seconds t and prints the line the bench runner reads:
+ * "<prog>: n N b B P, T threads: M ms [min-max], G GFLOP/s [min-max]". */
+void tiles_bench_report(const char *prog, const tiles_bench_args *a, double *t);
+
 #endif /* CHOLESKY_TILES_H */
