@@ -258,13 +258,6 @@ static options parse(int argc, char **argv)
   return o;
 }
 
-static double seconds(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* With --not-spd: the failure reached weft_wait_all, the POTRFs after the
  * failing one never ran (all depend on it), and nothing crashed. */
 static bool not_spd_reported(const chol *c, int rc, size_t bad_tile)
@@ -332,10 +325,10 @@ int main(int argc, char **argv)
       atomic_store(&c.ran[k], 0);
     atomic_store(&c.potrf_max, -1);
     atomic_store(&c.failed_k, -1);
-    double t0 = seconds();
+    double t0 = tiles_now_s();
     rc = push_all(eng, &c);
     int wrc = weft_wait_all(eng);
-    t[r] = seconds() - t0;
+    t[r] = tiles_now_s() - t0;
     if (rc) {
       fprintf(stderr, "cholesky: weft_push: %s\n", weft_strerror(rc));
       return 2;

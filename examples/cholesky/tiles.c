@@ -13,6 +13,13 @@
 #include <string.h>
 #include <time.h>
 
+double tiles_now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int tiles_blas_init(void)
 {
   if (openblas_get_parallel() == 0) {
@@ -167,13 +174,12 @@ static double entry(uint64_t seed, size_t r, size_t c)
     if (!m)                                                                                        \
       return -1;                                                                                   \
     openblas_set_num_threads(threads);                                                             \
-    struct timespec t0, t1;                                                                        \
-    clock_gettime(CLOCK_MONOTONIC, &t0);                                                           \
+    double t0 = tiles_now_s();                                                                     \
     int info = LAPACKE_##P##potrf(LAPACK_COL_MAJOR, 'L', (int)a->n, m, (int)a->n);                 \
-    clock_gettime(CLOCK_MONOTONIC, &t1);                                                           \
+    double t1 = tiles_now_s();                                                                     \
     openblas_set_num_threads(1);                                                                   \
     free(m);                                                                                       \
-    return info ? -1 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9; \
+    return info ? -1 : t1 - t0;                                                                    \
   }
 
 KERNELS(float, s, FLT_EPSILON)
@@ -241,13 +247,6 @@ void tile_gemm(const tiled *t, const void *aik, const void *ajk, void *aij)
                 b);
 }
 
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int tiles_cmp_double(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -263,10 +262,10 @@ double tile_gemm_gflops(precision prec, size_t b)
   double g[5];
   int per = (int)(2e8 / ((double)b * b * b)) + 1; /* about 0.1 s a batch */
   for (int r = 0; r < 5; r++) {
-    double t0 = now_s();
+    double t0 = tiles_now_s();
     for (int k = 0; k < per; k++)
       tile_gemm(&t, tiled_at(&t, 1, 0), tiled_at(&t, 1, 0), tiled_at(&t, 1, 1));
-    g[r] = 2.0 * (double)b * b * b * per / (now_s() - t0) * 1e-9;
+    g[r] = 2.0 * (double)b * b * b * per / (tiles_now_s() - t0) * 1e-9;
   }
   tiled_free(&t);
   qsort(g, 5, sizeof g[0], tiles_cmp_double);

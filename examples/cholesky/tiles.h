@@ -54,6 +54,9 @@ double tile_gemm_gflops(precision prec, size_t b);
 /* LAPACK's own ?potrf on the whole matrix, its own threads: seconds, or -1. */
 double lapack_potrf_seconds(const tiled *a, int threads);
 
+/* CLOCK_MONOTONIC in seconds. */
+double tiles_now_s(void);
+
 /* qsort's comparator for doubles, ascending. */
 int tiles_cmp_double(const void *a, const void *b);
 

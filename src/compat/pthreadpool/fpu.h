@@ -56,4 +56,21 @@ static inline void ptp_fpu_flush_denormals(ptp_fpu_state s)
 }
 #endif
 
+/* A call's items on this thread, between these two: with
+ * PTHREADPOOL_FLAG_DISABLE_DENORMALS (flush) the state is saved and set on
+ * enter and restored on leave; otherwise neither touches it. */
+static inline ptp_fpu_state ptp_fpu_enter(int flush)
+{
+  ptp_fpu_state s = flush ? ptp_fpu_save() : (ptp_fpu_state)0;
+  if (flush)
+    ptp_fpu_flush_denormals(s);
+  return s;
+}
+
+static inline void ptp_fpu_leave(int flush, ptp_fpu_state s)
+{
+  if (flush)
+    ptp_fpu_restore(s);
+}
+
 #endif /* PTP_FPU_H */

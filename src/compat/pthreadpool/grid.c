@@ -20,8 +20,8 @@ int ptp_grid_plan(ptp_grid *g, const char **why)
       *why = "a tile of 0";
       return -1;
     }
-    g->count[d] = g->tile[d] == 1 ? g->range[d]
-                                  : g->range[d] / g->tile[d] + (g->range[d] % g->tile[d] != 0);
+    g->count[d] =
+        g->tile[d] == 1 ? g->range[d] : g->range[d] / g->tile[d] + (g->range[d] % g->tile[d] != 0);
     if (__builtin_mul_overflow(total, g->count[d], &total)) {
       *why = "more tiles than a size_t counts";
       return -1;

@@ -93,8 +93,7 @@ pthreadpool_t pthreadpool_create(size_t threads_count)
   if (n > 1) {
     tp->slots = aligned_alloc(_Alignof(ptp_slot), sizeof(ptp_slot) * (size_t)n);
     if (!tp->slots) {
-      pthread_mutex_destroy(&tp->call_lock);
-      free(tp);
+      free_pool(tp); /* no workers yet: the lock and the memory */
       return NULL;
     }
     weft_pool_config cfg;
@@ -104,9 +103,8 @@ pthreadpool_t pthreadpool_create(size_t threads_count)
     int rc = weft_pool_create(&tp->workers, &cfg);
     if (rc) {
       ptp_complain("pthreadpool_create", "weft_pool_create returned %d", rc);
-      pthread_mutex_destroy(&tp->call_lock);
-      free(tp->slots);
-      free(tp);
+      tp->workers = NULL; /* weft_pool_create leaves nothing behind on failure */
+      free_pool(tp);
       return NULL;
     }
   }

@@ -36,14 +36,6 @@ static uint64_t pack(uint32_t lo, uint32_t hi)
   return (uint64_t)hi << 32 | lo;
 }
 
-static void run_item(const ptp_grid *g, size_t i)
-{
-  if (ptp_grid_is_1d(g))
-    ((pthreadpool_task_1d_t)g->fn)(g->ctx, i);
-  else
-    ptp_grid_run_one(g, i);
-}
-
 /* Runs the items of the member's own slot, one claim at a time: a
  * fetch_add of lo, the item claimed when lo was below hi (one locked RMW,
  * half the cost of a CAS here). Past hi the increments are harmless: lo
@@ -51,6 +43,9 @@ static void run_item(const ptp_grid *g, size_t i)
 static void run_own(const ptp_call *c, ptp_slot *own)
 {
   const ptp_grid *g = c->grid;
+  /* A plain 1d call's function is called here directly, the others' through
+   * the grid (decided once, not per item). */
+  pthreadpool_task_1d_t f1 = ptp_grid_is_1d(g) ? (pthreadpool_task_1d_t)g->fn : NULL;
   for (;;) {
     /* relaxed: the claim needs only atomicity; the items' effects reach the
      * caller through the crew (leave, release). */
@@ -58,7 +53,10 @@ static void run_own(const ptp_call *c, ptp_slot *own)
     uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
     if (lo >= hi)
       return;
-    run_item(g, c->base + lo);
+    if (f1)
+      f1(g->ctx, c->base + lo);
+    else
+      ptp_grid_run_one(g, c->base + lo);
   }
 }
 
@@ -110,14 +108,10 @@ static void run_member(const ptp_call *c, size_t id)
 {
   const struct pthreadpool *prev = tls_inside;
   tls_inside = c->tp;
-  if (c->grid->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) {
-    ptp_fpu_state fpu = ptp_fpu_save();
-    ptp_fpu_flush_denormals(fpu);
-    member_items(c, id);
-    ptp_fpu_restore(fpu);
-  } else {
-    member_items(c, id);
-  }
+  int flush = (c->grid->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
+  ptp_fpu_state fpu = ptp_fpu_enter(flush);
+  member_items(c, id);
+  ptp_fpu_leave(flush, fpu);
   tls_inside = prev;
 }
 
@@ -222,14 +216,10 @@ static int run_parallel(struct pthreadpool *tp, const ptp_grid *g)
 
 static void run_serial(const ptp_grid *g)
 {
-  if (g->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) {
-    ptp_fpu_state fpu = ptp_fpu_save();
-    ptp_fpu_flush_denormals(fpu);
-    ptp_grid_run(g, 0, g->total);
-    ptp_fpu_restore(fpu);
-  } else {
-    ptp_grid_run(g, 0, g->total);
-  }
+  int flush = (g->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
+  ptp_fpu_state fpu = ptp_fpu_enter(flush);
+  ptp_grid_run(g, 0, g->total);
+  ptp_fpu_leave(flush, fpu);
 }
 
 static void warn_flags(const char *who, uint32_t flags)
