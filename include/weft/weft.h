@@ -49,14 +49,19 @@ extern "C" {
   XX(ENODEV, -1006, "no such device")                                                   \
   XX(EDEVICE, -1007, "device failure")                                                  \
   XX(EBUSY, -1008, "busy: a graph launch still running, or a call not allowed while "   \
-                   "capturing")
+                   "capturing")                                                         \
+  XX(EREMOTE, -1009, "an operator on another MPI rank failed, and this one used its "   \
+                     "result (weft_mpi.h)")                                             \
+  XX(ETIMEDOUT, -1010, "timed out: an MPI rank stopped answering (weft_mpi.h)")         \
+  XX(EMISMATCH, -1011, "the MPI ranks submitted different sequences (weft_mpi.h)")      \
+  XX(ECOMM, -1012, "communication failure: an MPI call failed (weft_mpi.h)")
 
 typedef enum weft_errno {
 #define WEFT_ERRNO_ENUM_(name, code, msg) WEFT_##name = (code),
   WEFT_ERRNO_MAP(WEFT_ERRNO_ENUM_)
 #undef WEFT_ERRNO_ENUM_
   WEFT_ERRNO_FIRST_ = -1001, /* the range the codes occupy, for tests and bindings */
-  WEFT_ERRNO_LAST_ = -1008
+  WEFT_ERRNO_LAST_ = -1012
 } weft_errno;
 
 /* A static, human-readable message for code, ending in its name in

@@ -129,4 +129,16 @@
 #define WEFT_GPU_WATCHDOG_MS_DEFAULT 600000
 #define WEFT_GPU_WATCHDOG_MS_MAX 86400000
 
+/* weft_mpi (src/mpi): a collective wait fails after this long without a word
+ * from a rank it waits on (WEFT_MPI_TIMEOUT_MS; 0: never), ms. Heartbeats
+ * go out every timeout / WEFT_MPI_HEARTBEATS_PER_TIMEOUT. */
+#define WEFT_MPI_TIMEOUT_MS_DEFAULT 60000
+#define WEFT_MPI_TIMEOUT_MS_MAX 86400000
+#define WEFT_MPI_HEARTBEATS_PER_TIMEOUT 4
+/* The progress thread polls MPI without pause for this long after its last
+ * completion, ns; then it sleeps from MIN doubling to MAX between polls, ns. */
+#define WEFT_MPI_POLL_SPIN_NS 50000
+#define WEFT_MPI_POLL_SLEEP_MIN_NS 2000
+#define WEFT_MPI_POLL_SLEEP_MAX_NS 100000
+
 #endif /* WEFT_COMMON_TUNABLES_H */

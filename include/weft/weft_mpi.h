@@ -1,0 +1,167 @@
+/*
+ * weft across MPI ranks (libweft_mpi; README "Running on several machines").
+ *
+ * The model is StarPU-MPI's. Every rank creates its own engine and attaches
+ * it to the same communicator. Every var is registered on every rank, in the
+ * same order, with the rank that owns it; only the owner's buffer holds the
+ * var's value between operators. Every rank then submits the same sequence
+ * of operators (weft_mpi_push), each with the rank that executes it: by
+ * default the owner of the first var it writes. On each rank the library
+ * pushes only what concerns that rank:
+ *
+ *   - the operator itself on its executing rank;
+ *   - for each var it uses that the executing rank has no valid copy of: an
+ *     asynchronous send operator on the owner (it reads the var) and an
+ *     asynchronous receive operator on the executing rank (it writes the
+ *     var, into a cache buffer the library allocates);
+ *   - for each var it writes that another rank owns: the same pair back, so
+ *     the owner's buffer holds the new value.
+ *
+ * All of them go through the var queues of each rank's engine, so local work
+ * overlaps communication and every transfer is ordered with the operators
+ * around it. A cached copy is reused by later reads on its rank until some
+ * rank writes the var again (it is then invalid everywhere but on the writer
+ * and the owner), and freed by weft_mpi_var_delete or weft_mpi_detach.
+ *
+ * Threads: each attachment has one progress thread, which makes every MPI
+ * call on the attachment's communicator (a duplicate of the one given) from
+ * attach to detach. MPI must therefore be initialized with at least
+ * MPI_THREAD_SERIALIZED (weft_mpi_attach checks: WEFT_EINVAL with a
+ * message otherwise). With MPI_THREAD_SERIALIZED the application must not
+ * make MPI calls of its own while an attachment is live; with
+ * MPI_THREAD_MULTIPLE it may.
+ *
+ * Every call below is made by one application thread of each rank (the
+ * submitting thread), never from inside an operator, and the calls marked
+ * "sequence" must be made by every rank of the communicator in the same
+ * order with the same arguments (buffers and the execution of operators
+ * aside). Ranks that submit different sequences are detected at the next
+ * collective wait (WEFT_EMISMATCH on every rank), not left hanging.
+ *
+ * Operators pushed with weft_mpi_push are CPU operators with fn (not
+ * async_fn, not GPU; WEFT_EINVAL otherwise) that use registered vars only.
+ * Inside one, weft_mpi_var_data gives the local buffer of each var it uses.
+ * A failure (non-zero status) marks the vars it writes failed on every rank
+ * that later receives them: operators that use them are skipped there too
+ * (unless WEFT_OP_NOSKIP), and weft_mpi_wait_all reports it on every rank.
+ */
+#ifndef WEFT_WEFT_MPI_H
+#define WEFT_WEFT_MPI_H
+
+#include <mpi.h>
+
+#include "weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_mpi weft_mpi;
+
+/* weft_mpi_push's exec_rank: the owner of the first var the operator
+ * writes (its first write if it writes none: WEFT_EINVAL). */
+#define WEFT_MPI_OWNER (-1)
+
+typedef struct weft_mpi_config {
+  int timeout_ms; /* -1: automatic (WEFT_MPI_TIMEOUT_MS, default 60000); 0: none.
+                     A collective wait fails with WEFT_ETIMEDOUT on a rank
+                     that heard nothing from a rank it waits on for this
+                     long. Every live rank's progress thread answers for it
+                     (a heartbeat every timeout/4), also while its operators
+                     compute, so only a dead, stopped or hung process trips it. */
+  /* Room to grow without breaking binaries: must be zero, as
+   * weft_mpi_config_default leaves it (WEFT_EINVAL otherwise). */
+  void *reserved[8];
+} weft_mpi_config;
+
+/* Sets every field to "automatic". */
+WEFT_API void weft_mpi_config_default(weft_mpi_config *cfg);
+
+/* Sequence, collective. Attaches eng to comm (which is duplicated; comm may
+ * be freed afterwards) and starts the progress thread. cfg NULL: all
+ * automatic. WEFT_EINVAL: NULL eng or out, a bad field or environment value,
+ * MPI not initialized or below MPI_THREAD_SERIALIZED (each with a message);
+ * WEFT_ENOMEM; WEFT_EAGAIN (no thread); WEFT_ECOMM (an MPI call failed). */
+WEFT_API int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_config *cfg,
+                             weft_mpi **out);
+
+/* Sequence, collective. Waits as weft_mpi_wait_all does, stops the progress
+ * thread, frees the cached copies and the communicator's duplicate, and
+ * frees mpi (whatever it returns). The engine and its vars stay the
+ * application's. Returns what that wait returns. After WEFT_ETIMEDOUT the
+ * duplicate is left unfreed (a dead rank cannot take part in freeing it). */
+WEFT_API int weft_mpi_detach(weft_mpi *mpi);
+
+/* This rank and the communicator's size (not error codes); WEFT_EINVAL for
+ * NULL. */
+WEFT_API int weft_mpi_rank(const weft_mpi *mpi);
+WEFT_API int weft_mpi_size(const weft_mpi *mpi);
+
+/* Sequence. Registers var (a live var of the attached engine) as owned by
+ * rank owner, with count elements of type. buf: on the owner, the var's
+ * value (count elements of type; the application's, never freed by weft);
+ * elsewhere NULL, and the library allocates a cache buffer when one is first
+ * needed (or a buffer of the application's, used as that cache). Any MPI
+ * datatype works, committed derived types included: the buffer spans
+ * count * extent bytes. WEFT_EINVAL: a bad owner, count <= 0, a datatype
+ * of size 0, no buffer on the owner, a var registered already, or more vars
+ * than the communicator has tags (MPI_TAG_UB); WEFT_ENOMEM. */
+WEFT_API int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, int count,
+                                   MPI_Datatype type);
+
+/* The var's owner rank, or WEFT_EINVAL (not registered). */
+WEFT_API int weft_mpi_var_owner(const weft_mpi *mpi, const weft_var *var);
+
+/* The local buffer of a registered var: the owner's buffer on its owner,
+ * elsewhere this rank's cache (NULL before the first transfer to it). For
+ * use inside operators that use the var, and after a wait. NULL if var is
+ * not registered (or was deleted and its last operator has run). */
+WEFT_API void *weft_mpi_var_data(const weft_mpi *mpi, const weft_var *var);
+
+/* Sequence. Deletes a registered var on this rank once every operator pushed
+ * before on it has finished (weft_var_delete), and frees its cache buffer
+ * then. The handle is dead when it returns 0. */
+WEFT_API int weft_mpi_var_delete(weft_mpi *mpi, weft_var *var);
+
+/* Sequence. Pushes the operator desc on rank exec_rank (WEFT_MPI_OWNER: the
+ * owner of its first written var), with the transfers it needs (see above).
+ * desc is copied; on other ranks its fn and arg are not used, but every
+ * rank passes the same vars in the same order. WEFT_EINVAL: a bad
+ * descriptor (as weft_push), async_fn, a GPU ctx, an unregistered var (the
+ * message names it), a bad exec_rank; WEFT_ENOMEM; WEFT_ETIMEDOUT once an
+ * earlier wait timed out (nothing is pushed from then on). */
+WEFT_API int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_rank);
+
+/* Sequence, collective. Waits until every operator and transfer pushed so
+ * far has finished on every rank. Returns, on every rank, the same result:
+ *   0                 nothing failed;
+ *   an operator's status (or a local engine error) when one failed on some
+ *                     rank (the first by rank order; a message names it on
+ *                     the other ranks), failures cleared as weft_wait_all does;
+ *   WEFT_EMISMATCH    the ranks' sequences since attach differ (a message
+ *                     gives each rank's count); the transfers left waiting
+ *                     for a partner are cancelled;
+ *   WEFT_ETIMEDOUT    a rank stopped answering (it is named); the
+ *                     attachment is then unusable: every later call but
+ *                     detach returns WEFT_ETIMEDOUT at once.
+ * WEFT_EINVAL for NULL. */
+WEFT_API int weft_mpi_wait_all(weft_mpi *mpi);
+
+typedef struct weft_mpi_stats {
+  uint64_t ops_pushed;   /* operators this rank executes */
+  uint64_t sends;        /* transfers this rank sent (data or a failure) */
+  uint64_t recvs;        /* transfers this rank received */
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t cache_hits;   /* reads served by a valid cached copy */
+} weft_mpi_stats;
+
+/* This rank's counts since attach (exact once a wait returned). WEFT_EINVAL
+ * for NULL. */
+WEFT_API int weft_mpi_get_stats(const weft_mpi *mpi, weft_mpi_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_WEFT_MPI_H */

@@ -1,0 +1,140 @@
+/*
+ * weft_mpi's internals (src/mpi; the public contract is
+ * include/weft/weft_mpi.h). Written on weft's public API only: libweft_mpi
+ * links libweft and MPI.
+ *
+ * Threads:
+ *   - the submitting thread: the application's, the one that calls every
+ *     weft_mpi_* function but weft_mpi_var_data;
+ *   - operator threads: the engine's workers (and whichever thread runs an
+ *     async transfer operator inline); they run the wrappers (submit.c) and
+ *     hand transfers to the progress thread;
+ *   - the progress thread (progress.c): the only thread that calls MPI
+ *     between attach and detach.
+ */
+#ifndef WEFT_MPI_INT_H
+#define WEFT_MPI_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/weft_mpi.h"
+
+/* A registered var, one per (attachment, var). Allocated by register, freed
+ * by the free operator var_delete pushes, or by detach. */
+typedef struct mpi_dvar {
+  /* Immutable after register. */
+  weft_var *var;
+  uint32_t id; /* registration index, the same on every rank; tag id + 1 */
+  int owner;
+  int count;
+  MPI_Datatype type;
+  size_t bytes;     /* count * extent: the buffer's span */
+  size_t type_size; /* bytes of data a transfer carries */
+  bool cache_ours;  /* buf is a cache weft allocated (freed with the dvar) */
+  /* Written by the submitting thread before the first operator that uses it
+   * is pushed (a push publishes it to the operator threads). */
+  void *buf;
+  /* Submitting thread only: the ranks holding a valid copy; whether
+   * weft_mpi_var_delete was called (the free operator may not have run). */
+  uint64_t *valid;
+  bool deleted;
+  /* Operator threads, ordered by the var's queue: writers (operators that
+   * write the var, receives into it) set it, readers read it. 0, or the
+   * failure the value this rank holds stands for. */
+  int failed;
+} mpi_dvar;
+
+typedef enum {
+  JOB_SEND,      /* a transfer out: data, or an empty message for a failure */
+  JOB_RECV,      /* a transfer in */
+  JOB_ALLGATHER, /* wait.c's collectives: bytes from each rank */
+  JOB_ABORT,     /* cancel every pending transfer with job->status */
+  JOB_HEARTBEAT, /* the progress thread's own receive of heartbeats */
+} job_kind;
+
+/* One unit of work for the progress thread. Transfers are queued by their
+ * operators and freed by the progress thread once signalled; collectives
+ * and aborts live on the waiting thread's stack. */
+typedef struct mpi_job {
+  job_kind kind;
+  struct mpi_job *next; /* under mpi->lock while queued */
+  mpi_dvar *d;          /* transfers */
+  int peer;             /* transfers: the other rank; -1 for collectives */
+  bool send_failure;    /* JOB_SEND: the var holds a failure */
+  weft_done *done;      /* transfers: the operator's completion */
+  const void *sendbuf;  /* JOB_ALLGATHER: this rank's bytes, */
+  void *recvbuf;        /* everyone's, size * bytes */
+  int nbytes;
+  int status;           /* collectives/aborts: the result, under mpi->lock */
+  bool finished;        /* collectives/aborts: set under mpi->lock, + coll_cv */
+  double posted_s;      /* progress thread: when it was posted */
+} mpi_job;
+
+struct weft_mpi {
+  /* Immutable after attach. */
+  weft_engine *eng;
+  MPI_Comm comm; /* the duplicate; MPI_ERRORS_RETURN */
+  int rank, size;
+  int tag_ub;
+  int timeout_ms; /* 0: none */
+  size_t valid_words;
+
+  /* Submitting thread only. */
+  uint32_t next_id;
+  uint64_t seq_hash; /* of every sequence call since attach */
+  uint64_t seq_calls;
+
+  /* The registry: weft_var * -> mpi_dvar *, open addressing, under
+   * map_lock (operator threads look up through weft_mpi_var_data). */
+  pthread_mutex_t map_lock;
+  mpi_dvar **map;
+  size_t map_cap, map_used; /* used counts tombstones too */
+
+  /* The progress thread's queue and state. */
+  pthread_mutex_t lock;
+  pthread_cond_t work_cv; /* the progress thread sleeps on it */
+  pthread_cond_t coll_cv; /* the submitting thread waits for a collective */
+  mpi_job *head, *tail;   /* under lock */
+  bool sleeping;          /* under lock: the progress thread waits on work_cv */
+  bool stop;              /* under lock */
+  pthread_t thread;
+  struct progress *progress; /* the progress thread's own state */
+  /* 0, or WEFT_ETIMEDOUT / WEFT_EMISMATCH once the attachment broke:
+   * set by the progress thread (timeout) or the submitting thread
+   * (mismatch); read by the submitting thread. Relaxed: it is a flag
+   * checked again under lock where it matters. */
+  _Atomic int broken;
+
+  /* Counters (relaxed: statistics). */
+  _Atomic uint64_t n_ops, n_sends, n_recvs, n_bytes_sent, n_bytes_recv, n_cache_hits;
+};
+
+/* --- registry.c */
+mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var);
+void mpi_registry_free(weft_mpi *mpi);
+void mpi_dvar_free(mpi_dvar *d);
+/* Forgets every var's failure (after a wait: nothing runs). */
+void mpi_registry_clear_failures(weft_mpi *mpi);
+
+/* --- submit.c: the sequence hash, folded by every sequence call. */
+void mpi_seq_fold(weft_mpi *mpi, uint64_t v);
+
+/* --- progress.c */
+int mpi_progress_start(weft_mpi *mpi);
+/* Stops and joins the progress thread (its heartbeat receive cancelled). */
+void mpi_progress_stop(weft_mpi *mpi);
+/* Hands job to the progress thread (any thread). */
+void mpi_enqueue(weft_mpi *mpi, mpi_job *job);
+/* Enqueues a collective or abort job and waits until it finished; returns its
+ * status. Submitting thread only. */
+int mpi_run_job(weft_mpi *mpi, mpi_job *job);
+
+/* --- messages: "weft_mpi: rank R: <msg>" on stderr. */
+void mpi_log(const weft_mpi *mpi, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+double mpi_now_s(void);
+
+#endif /* WEFT_MPI_INT_H */

@@ -1,0 +1,475 @@
+/*
+ * The progress thread: the one thread that calls MPI while an attachment is
+ * live. It posts the jobs operators and the submitting thread queue
+ * (MPI_Isend, MPI_Irecv, MPI_Iallgather), completes them with MPI_Testsome,
+ * and signals their operators (weft_done_signal), so no worker ever blocks
+ * on a transfer.
+ *
+ * Polling: right after a completion it polls without pause (a transfer's
+ * successor is often the next transfer), for WEFT_MPI_POLL_SPIN_NS; then it
+ * sleeps between polls, from WEFT_MPI_POLL_SLEEP_MIN_NS doubling to _MAX, on
+ * work_cv, so a new job wakes it at once. With nothing pending it sleeps on
+ * work_cv until a job comes (or a heartbeat is due): no CPU is spent.
+ *
+ * Liveness: with a timeout T, every progress thread sends an empty message
+ * (tag 0) to every other rank each T / WEFT_MPI_HEARTBEATS_PER_TIMEOUT, and
+ * keeps a receive for them posted. A job pending for longer than T on a
+ * rank heard from last more than T ago means that rank is dead, stopped or
+ * hung: the attachment breaks (WEFT_ETIMEDOUT) and every pending job fails.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/tunables.h"
+#include "mpi/mpi_int.h"
+
+#define HEARTBEAT_TAG 0
+
+struct progress {
+  weft_mpi *mpi;
+  /* The posted jobs and their requests, [0, n); the heartbeat receive is
+   * one of them when there is one. */
+  MPI_Request *reqs;
+  mpi_job **jobs;
+  int n, cap;
+  int work; /* posted jobs other than the heartbeat receive */
+  mpi_job heartbeat;
+  char hb_byte;
+  double *last_heard; /* per rank, seconds */
+  double next_beat;
+  int *idx;
+  MPI_Status *st;
+};
+typedef struct progress progress;
+
+static void finish_waited(weft_mpi *mpi, mpi_job *job, int status)
+{
+  pthread_mutex_lock(&mpi->lock);
+  job->status = status;
+  job->finished = true;
+  pthread_cond_broadcast(&mpi->coll_cv);
+  pthread_mutex_unlock(&mpi->lock);
+}
+
+/* A transfer's end: its operator completes; the job is freed. */
+static void finish_transfer(progress *p, mpi_job *job, int status)
+{
+  weft_mpi *mpi = p->mpi;
+  if (job->kind == JOB_RECV) {
+    /* Published to the var's next user by weft_done_signal's release. */
+    job->d->failed = status;
+    if (!status) {
+      atomic_fetch_add_explicit(&mpi->n_recvs, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&mpi->n_bytes_recv, job->d->type_size, memory_order_relaxed);
+    }
+  } else if (!status) {
+    atomic_fetch_add_explicit(&mpi->n_sends, 1, memory_order_relaxed);
+    if (!job->send_failure)
+      atomic_fetch_add_explicit(&mpi->n_bytes_sent, job->d->type_size, memory_order_relaxed);
+  }
+  weft_done_signal(job->done, status);
+  free(job);
+}
+
+static int grow(progress *p)
+{
+  if (p->n < p->cap)
+    return 0;
+  int cap = p->cap ? p->cap * 2 : 64;
+  MPI_Request *reqs = realloc(p->reqs, (size_t)cap * sizeof *reqs);
+  if (reqs)
+    p->reqs = reqs;
+  mpi_job **jobs = realloc(p->jobs, (size_t)cap * sizeof *jobs);
+  if (jobs)
+    p->jobs = jobs;
+  int *idx = realloc(p->idx, (size_t)cap * sizeof *idx);
+  if (idx)
+    p->idx = idx;
+  MPI_Status *st = realloc(p->st, (size_t)cap * sizeof *st);
+  if (st)
+    p->st = st;
+  if (!reqs || !jobs || !idx || !st)
+    return WEFT_ENOMEM;
+  p->cap = cap;
+  return 0;
+}
+
+static void mpi_error(weft_mpi *mpi, const char *call, int err)
+{
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(err, s, &len) != MPI_SUCCESS)
+    snprintf(s, sizeof s, "error %d", err);
+  mpi_log(mpi, "%s failed: %s", call, s);
+}
+
+/* Fails every posted job but the heartbeat receive with status: receives
+ * are cancelled, sends and collectives abandoned (their requests are left to
+ * MPI). The attachment is broken by then, so nothing new is posted. */
+static void abort_all(progress *p, int status)
+{
+  int keep = 0;
+  for (int i = 0; i < p->n; i++) {
+    mpi_job *job = p->jobs[i];
+    switch (job->kind) {
+    case JOB_HEARTBEAT:
+      p->reqs[keep] = p->reqs[i];
+      p->jobs[keep++] = job;
+      continue;
+    case JOB_RECV:
+      MPI_Cancel(&p->reqs[i]);
+      MPI_Request_free(&p->reqs[i]);
+      finish_transfer(p, job, status);
+      break;
+    case JOB_SEND:
+      MPI_Request_free(&p->reqs[i]);
+      finish_transfer(p, job, status);
+      break;
+    default: /* a collective: MPI offers no way to cancel one */
+      finish_waited(p->mpi, job, status);
+      break;
+    }
+  }
+  p->n = keep;
+  p->work = 0;
+}
+
+static void post_heartbeat_recv(progress *p)
+{
+  if (grow(p) ||
+      MPI_Irecv(&p->hb_byte, 1, MPI_BYTE, MPI_ANY_SOURCE, HEARTBEAT_TAG, p->mpi->comm,
+                &p->reqs[p->n]) != MPI_SUCCESS) {
+    mpi_log(p->mpi, "cannot post the heartbeat receive: ranks may be declared dead");
+    return;
+  }
+  p->jobs[p->n++] = &p->heartbeat;
+}
+
+/* Posts one job; a job that cannot be posted ends at once. */
+static void post(progress *p, mpi_job *job)
+{
+  weft_mpi *mpi = p->mpi;
+  int broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
+  if (job->kind == JOB_ABORT) {
+    abort_all(p, job->status);
+    finish_waited(mpi, job, 0);
+    return;
+  }
+  int err = MPI_SUCCESS;
+  const char *call = "";
+  if (!broken && grow(p))
+    broken = WEFT_ENOMEM;
+  if (!broken) {
+    MPI_Request *r = &p->reqs[p->n];
+    mpi_dvar *d = job->d;
+    switch (job->kind) {
+    case JOB_SEND:
+      call = "MPI_Isend";
+      err = MPI_Isend(d->buf, job->send_failure ? 0 : d->count, d->type, job->peer,
+                      (int)d->id + 1, mpi->comm, r);
+      break;
+    case JOB_RECV:
+      call = "MPI_Irecv";
+      err = MPI_Irecv(d->buf, d->count, d->type, job->peer, (int)d->id + 1, mpi->comm, r);
+      break;
+    default:
+      call = "MPI_Iallgather";
+      err = MPI_Iallgather(job->sendbuf, job->nbytes, MPI_BYTE, job->recvbuf, job->nbytes,
+                           MPI_BYTE, mpi->comm, r);
+      break;
+    }
+    if (err != MPI_SUCCESS) {
+      mpi_error(mpi, call, err);
+      broken = WEFT_ECOMM;
+    }
+  }
+  if (broken) {
+    if (job->kind == JOB_ALLGATHER)
+      finish_waited(mpi, job, broken);
+    else
+      finish_transfer(p, job, broken);
+    return;
+  }
+  job->posted_s = mpi_now_s();
+  p->jobs[p->n++] = job;
+  p->work++;
+}
+
+static void complete(progress *p, mpi_job *job, MPI_Status *st, double now)
+{
+  weft_mpi *mpi = p->mpi;
+  int status = 0;
+  if (st->MPI_ERROR != MPI_SUCCESS) {
+    mpi_error(mpi, job->kind == JOB_SEND ? "a send" : job->kind == JOB_RECV ? "a receive"
+                                                                           : "a collective",
+              st->MPI_ERROR);
+    status = WEFT_ECOMM;
+  }
+  switch (job->kind) {
+  case JOB_HEARTBEAT:
+    p->last_heard[st->MPI_SOURCE] = now;
+    return; /* reposted by the caller */
+  case JOB_RECV:
+    p->last_heard[job->peer] = now;
+    if (!status) {
+      int got = 0;
+      MPI_Get_count(st, job->d->type, &got);
+      if (got == 0)
+        status = WEFT_EREMOTE; /* the sender's copy held a failure */
+    }
+    finish_transfer(p, job, status);
+    break;
+  case JOB_SEND:
+    finish_transfer(p, job, status);
+    break;
+  default:
+    finish_waited(mpi, job, status);
+    break;
+  }
+  p->work--;
+}
+
+/* Tests every posted job once; returns how many completed. */
+static int test_all(progress *p)
+{
+  if (!p->n)
+    return 0;
+  int out = 0;
+  int err = MPI_Testsome(p->n, p->reqs, &out, p->idx, p->st);
+  if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
+    mpi_error(p->mpi, "MPI_Testsome", err);
+    atomic_store_explicit(&p->mpi->broken, WEFT_ECOMM, memory_order_relaxed);
+    abort_all(p, WEFT_ECOMM);
+    return 1;
+  }
+  if (out == MPI_UNDEFINED || out <= 0)
+    return 0;
+  if (err == MPI_SUCCESS)
+    for (int i = 0; i < out; i++)
+      p->st[i].MPI_ERROR = MPI_SUCCESS; /* only set by MPI with ERR_IN_STATUS */
+  double now = mpi_now_s();
+  bool beat = false;
+  for (int i = 0; i < out; i++) {
+    mpi_job *job = p->jobs[p->idx[i]];
+    beat |= job == &p->heartbeat;
+    complete(p, job, &p->st[i], now);
+    p->jobs[p->idx[i]] = NULL;
+  }
+  /* Compact: completed requests are MPI_REQUEST_NULL, their jobs NULL. */
+  int keep = 0;
+  for (int i = 0; i < p->n; i++)
+    if (p->jobs[i]) {
+      p->reqs[keep] = p->reqs[i];
+      p->jobs[keep++] = p->jobs[i];
+    }
+  p->n = keep;
+  if (beat)
+    post_heartbeat_recv(p);
+  return out;
+}
+
+static void send_heartbeats(progress *p, double now)
+{
+  weft_mpi *mpi = p->mpi;
+  p->next_beat = now + mpi->timeout_ms * 1e-3 / WEFT_MPI_HEARTBEATS_PER_TIMEOUT;
+  for (int r = 0; r < mpi->size; r++) {
+    if (r == mpi->rank)
+      continue;
+    MPI_Request req;
+    if (MPI_Isend(&p->hb_byte, 0, MPI_BYTE, r, HEARTBEAT_TAG, mpi->comm, &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+/* A rank this job waits on that has been silent longer than the timeout, or
+ * -1. */
+static int dead_peer(const progress *p, const mpi_job *job, double now)
+{
+  double t = p->mpi->timeout_ms * 1e-3;
+  if (now - job->posted_s <= t)
+    return -1;
+  if (job->peer >= 0)
+    return now - p->last_heard[job->peer] > t ? job->peer : -1;
+  for (int r = 0; r < p->mpi->size; r++)
+    if (r != p->mpi->rank && now - p->last_heard[r] > t)
+      return r;
+  return -1;
+}
+
+static void check_timeouts(progress *p, double now)
+{
+  for (int i = 0; i < p->n; i++) {
+    mpi_job *job = p->jobs[i];
+    if (job == &p->heartbeat)
+      continue;
+    int dead = dead_peer(p, job, now);
+    if (dead < 0)
+      continue;
+    mpi_log(p->mpi, "rank %d has not answered for %.1f s (timeout %d ms, WEFT_MPI_TIMEOUT_MS): "
+                    "it is dead, stopped or hung; pending transfers fail with WEFT_ETIMEDOUT",
+            dead, now - p->last_heard[dead], p->mpi->timeout_ms);
+    atomic_store_explicit(&p->mpi->broken, WEFT_ETIMEDOUT, memory_order_relaxed);
+    abort_all(p, WEFT_ETIMEDOUT);
+    return;
+  }
+}
+
+static void wait_cv_until(weft_mpi *mpi, double until)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double left = until - ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  if (left <= 0)
+    return;
+  /* work_cv runs on CLOCK_MONOTONIC (mpi_progress_start). */
+  long sec = (long)left;
+  ts.tv_sec += sec;
+  ts.tv_nsec += (long)((left - (double)sec) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&mpi->work_cv, &mpi->lock, &ts);
+}
+
+static void *progress_main(void *arg)
+{
+  progress *p = arg;
+  weft_mpi *mpi = p->mpi;
+  bool beats = mpi->timeout_ms > 0 && mpi->size > 1;
+  double now = mpi_now_s(), last_done = now;
+  long sleep_ns = WEFT_MPI_POLL_SLEEP_MIN_NS;
+  for (int r = 0; r < mpi->size; r++)
+    p->last_heard[r] = now;
+  p->heartbeat.kind = JOB_HEARTBEAT;
+  if (beats) {
+    post_heartbeat_recv(p);
+    send_heartbeats(p, now);
+  }
+
+  for (;;) {
+    pthread_mutex_lock(&mpi->lock);
+    if (!mpi->head && !mpi->stop) {
+      /* Nothing pending: sleep until a job or the next heartbeat. Something
+       * pending: a short sleep once the spin is over. */
+      double until = p->work ? now + (now - last_done < WEFT_MPI_POLL_SPIN_NS * 1e-9
+                                          ? 0
+                                          : (double)sleep_ns * 1e-9)
+                             : beats ? p->next_beat : -1;
+      if (until != now) {
+        mpi->sleeping = true;
+        if (until < 0)
+          pthread_cond_wait(&mpi->work_cv, &mpi->lock);
+        else
+          wait_cv_until(mpi, until);
+        mpi->sleeping = false;
+      }
+    }
+    mpi_job *jobs = mpi->head;
+    mpi->head = mpi->tail = NULL;
+    bool stop = mpi->stop;
+    pthread_mutex_unlock(&mpi->lock);
+
+    while (jobs) {
+      mpi_job *next = jobs->next;
+      post(p, jobs);
+      jobs = next;
+    }
+    if (stop && !p->work)
+      break;
+    now = mpi_now_s();
+    if (beats && now >= p->next_beat)
+      send_heartbeats(p, now);
+    if (test_all(p)) {
+      last_done = now;
+      sleep_ns = WEFT_MPI_POLL_SLEEP_MIN_NS;
+    } else if (now - last_done >= WEFT_MPI_POLL_SPIN_NS * 1e-9) {
+      sleep_ns = sleep_ns * 2 > WEFT_MPI_POLL_SLEEP_MAX_NS ? WEFT_MPI_POLL_SLEEP_MAX_NS
+                                                           : sleep_ns * 2;
+    } else if (p->work) {
+      sched_yield(); /* spinning: let the ranks' workers have the core */
+    }
+    if (beats && p->work)
+      check_timeouts(p, now);
+  }
+
+  for (int i = 0; i < p->n; i++)
+    if (p->jobs[i] == &p->heartbeat) {
+      MPI_Cancel(&p->reqs[i]);
+      MPI_Wait(&p->reqs[i], MPI_STATUS_IGNORE);
+    }
+  return NULL;
+}
+
+int mpi_progress_start(weft_mpi *mpi)
+{
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_destroy(&mpi->work_cv);
+  pthread_cond_init(&mpi->work_cv, &ca);
+  pthread_condattr_destroy(&ca);
+
+  progress *p = calloc(1, sizeof *p);
+  double *heard = calloc((size_t)mpi->size, sizeof *heard);
+  if (!p || !heard) {
+    free(p);
+    free(heard);
+    return WEFT_ENOMEM;
+  }
+  p->mpi = mpi;
+  p->last_heard = heard;
+  if (pthread_create(&mpi->thread, NULL, progress_main, p)) {
+    free(heard);
+    free(p);
+    return WEFT_EAGAIN;
+  }
+  mpi->progress = p;
+  return 0;
+}
+
+void mpi_progress_stop(weft_mpi *mpi)
+{
+  pthread_mutex_lock(&mpi->lock);
+  mpi->stop = true;
+  pthread_cond_signal(&mpi->work_cv);
+  pthread_mutex_unlock(&mpi->lock);
+  pthread_join(mpi->thread, NULL);
+  progress *p = mpi->progress;
+  free(p->reqs);
+  free(p->jobs);
+  free(p->idx);
+  free(p->st);
+  free(p->last_heard);
+  free(p);
+  mpi->progress = NULL;
+}
+
+void mpi_enqueue(weft_mpi *mpi, mpi_job *job)
+{
+  job->next = NULL;
+  pthread_mutex_lock(&mpi->lock);
+  if (mpi->tail)
+    mpi->tail->next = job;
+  else
+    mpi->head = job;
+  mpi->tail = job;
+  if (mpi->sleeping)
+    pthread_cond_signal(&mpi->work_cv);
+  pthread_mutex_unlock(&mpi->lock);
+}
+
+int mpi_run_job(weft_mpi *mpi, mpi_job *job)
+{
+  job->finished = false;
+  mpi_enqueue(mpi, job);
+  pthread_mutex_lock(&mpi->lock);
+  while (!job->finished)
+    pthread_cond_wait(&mpi->coll_cv, &mpi->lock);
+  int status = job->status;
+  pthread_mutex_unlock(&mpi->lock);
+  return status;
+}
