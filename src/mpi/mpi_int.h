@@ -116,8 +116,10 @@ struct weft_mpi {
 mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var);
 void mpi_registry_free(weft_mpi *mpi);
 void mpi_dvar_free(mpi_dvar *d);
-/* Forgets every var's failure (after a wait: nothing runs). */
-void mpi_registry_clear_failures(weft_mpi *mpi);
+/* After a collective wait (nothing runs): forgets every var's failure and,
+ * when the wait reported one (on every rank alike), every cached copy: a
+ * copy that received a failure kept its old bytes. */
+void mpi_registry_after_wait(weft_mpi *mpi, bool failed);
 
 /* --- submit.c: the sequence hash, folded by every sequence call. */
 void mpi_seq_fold(weft_mpi *mpi, uint64_t v);

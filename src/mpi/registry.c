@@ -81,12 +81,19 @@ void mpi_dvar_free(mpi_dvar *d)
   free(d);
 }
 
-void mpi_registry_clear_failures(weft_mpi *mpi)
+void mpi_registry_after_wait(weft_mpi *mpi, bool failed)
 {
   pthread_mutex_lock(&mpi->map_lock);
-  for (size_t i = 0; i < mpi->map_cap; i++)
-    if (mpi->map[i] && mpi->map[i] != TOMBSTONE)
-      mpi->map[i]->failed = 0;
+  for (size_t i = 0; i < mpi->map_cap; i++) {
+    mpi_dvar *d = mpi->map[i];
+    if (!d || d == TOMBSTONE)
+      continue;
+    d->failed = 0;
+    if (failed) {
+      memset(d->valid, 0, mpi->valid_words * sizeof *d->valid);
+      d->valid[d->owner / 64] |= 1ull << (d->owner % 64);
+    }
+  }
   pthread_mutex_unlock(&mpi->map_lock);
 }
 

@@ -91,7 +91,6 @@ int weft_mpi_wait_all(weft_mpi *mpi)
   broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
   if (broken)
     return end_broken(mpi, broken);
-  mpi_registry_clear_failures(mpi);
 
   int *all = malloc((size_t)mpi->size * sizeof *all);
   if (!all)
@@ -113,6 +112,7 @@ int weft_mpi_wait_all(weft_mpi *mpi)
       result = all[r];
       from = r;
     }
+  mpi_registry_after_wait(mpi, result != 0);
   if (result && from != mpi->rank)
     mpi_log(mpi, "weft_mpi_wait_all: an operator on rank %d failed with %d (%s)", from, result,
             weft_strerror(result));
