@@ -115,7 +115,7 @@ int weft_mpi_wait_all(weft_mpi *mpi)
   mpi_registry_after_wait(mpi, result != 0);
   if (result && from != mpi->rank)
     mpi_log(mpi, "weft_mpi_wait_all: an operator on rank %d failed with %d (%s)", from, result,
-            weft_strerror(result));
+            weft_err_name(result) ? weft_strerror(result) : "its own status");
   free(all);
   return result;
 }

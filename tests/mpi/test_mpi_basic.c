@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi_tap.h"
 #include <weft/weft_mpi.h>
@@ -440,6 +441,44 @@ static void derived_type(mt_ctx *t)
   MPI_Type_free(&triple);
 }
 
+static int sleepy_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  struct timespec ts = {0, 250 * 1000 * 1000};
+  for (int i = 0; i < 8; i++) /* 2 s: over three timeouts */
+    nanosleep(&ts, NULL);
+  return flag_fn(rc, arg);
+}
+
+/* A rank whose only worker computes for over three timeouts is alive: its
+ * progress thread's heartbeats keep the others from declaring it dead. */
+static void busy_rank_alive(mt_ctx *t)
+{
+  env e;
+  MT_CHECK(t, weft_engine_create(&e.eng, NULL) == 0, "engine");
+  weft_mpi_config cfg;
+  weft_mpi_config_default(&cfg);
+  cfg.timeout_ms = 600;
+  MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, &cfg, &e.mpi) == 0, "attach");
+  int last = t->size - 1;
+  int a[4] = {0}, b[4] = {0};
+  weft_var *va = new_var(t, &e, last, a, 4, MPI_INT);
+  weft_var *vb = new_var(t, &e, 0, b, 4, MPI_INT);
+  flag_op slow = {0}, after = {0};
+  weft_op_desc d = {0};
+  d.fn = sleepy_fn;
+  d.arg = &slow;
+  d.writes = &va;
+  d.num_writes = 1;
+  MT_CHECK(t, weft_mpi_push(e.mpi, &d, WEFT_MPI_OWNER) == 0, "push");
+  push_flag(t, &e, &after, va, vb, 0);
+  int rc = weft_mpi_wait_all(e.mpi);
+  MT_CHECK(t, rc == 0, "wait_all returned %d while rank %d computed", rc, last);
+  if (t->rank == 0)
+    MT_CHECK(t, after.ran == 1, "the successor ran %d times", after.ran);
+  down(t, &e, 0);
+}
+
 int main(int argc, char **argv)
 {
   static const mt_case cases[] = {
@@ -451,6 +490,7 @@ int main(int argc, char **argv)
       {"mismatch", mismatch, 2},
       {"var_delete", var_delete, 1},
       {"derived_type", derived_type, 1},
+      {"busy_rank_alive", busy_rank_alive, 2},
   };
   return mt_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }
