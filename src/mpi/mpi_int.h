@@ -37,9 +37,10 @@ typedef struct mpi_dvar {
   /* Written by the submitting thread before the first operator that uses it
    * is pushed (a push publishes it to the operator threads). */
   void *buf;
-  /* Submitting thread only: the ranks holding a valid copy; whether
-   * weft_mpi_var_delete was called (the free operator may not have run). */
+  /* Submitting thread only: the ranks holding a valid copy. */
   uint64_t *valid;
+  /* Under map_lock: weft_mpi_var_delete was called (the free operator,
+   * which frees the dvar, may not have run yet). */
   bool deleted;
   /* Operator threads, ordered by the var's queue: writers (operators that
    * write the var, receives into it) set it, readers read it. 0, or the
@@ -113,7 +114,11 @@ struct weft_mpi {
 };
 
 /* --- registry.c */
-mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var);
+/* The var's dvar, or NULL. live: NULL also once weft_mpi_var_delete was
+ * called (the submitting thread's view: the dvar may be freed any time
+ * after); operator threads pass false (an operator pushed before the delete
+ * still finds its vars). */
+mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var, bool live);
 void mpi_registry_free(weft_mpi *mpi);
 void mpi_dvar_free(mpi_dvar *d);
 /* After a collective wait (nothing runs): forgets every var's failure and,

@@ -36,12 +36,12 @@ static mpi_dvar **find_slot(const weft_mpi *mpi, const weft_var *var)
   return NULL;
 }
 
-mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var)
+mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var, bool live)
 {
   weft_mpi *m = (weft_mpi *)mpi; /* the lock is not part of the value */
   pthread_mutex_lock(&m->map_lock);
   mpi_dvar **s = find_slot(m, var);
-  mpi_dvar *d = s ? *s : NULL;
+  mpi_dvar *d = s && !(live && (*s)->deleted) ? *s : NULL;
   pthread_mutex_unlock(&m->map_lock);
   return d;
 }
@@ -141,7 +141,7 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
             mpi->tag_ub);
     return WEFT_EINVAL;
   }
-  if (mpi_lookup(mpi, var)) {
+  if (mpi_lookup(mpi, var, false)) {
     mpi_log(mpi, "weft_mpi_var_register: the var is registered already (or its deletion is "
                  "still pending)");
     return WEFT_EINVAL;
@@ -188,13 +188,13 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
 
 int weft_mpi_var_owner(const weft_mpi *mpi, const weft_var *var)
 {
-  mpi_dvar *d = mpi && var ? mpi_lookup(mpi, var) : NULL;
-  return d && !d->deleted ? d->owner : WEFT_EINVAL;
+  mpi_dvar *d = mpi && var ? mpi_lookup(mpi, var, true) : NULL;
+  return d ? d->owner : WEFT_EINVAL;
 }
 
 void *weft_mpi_var_data(const weft_mpi *mpi, const weft_var *var)
 {
-  mpi_dvar *d = mpi && var ? mpi_lookup(mpi, var) : NULL;
+  mpi_dvar *d = mpi && var ? mpi_lookup(mpi, var, false) : NULL;
   return d ? d->buf : NULL;
 }
 
@@ -227,8 +227,8 @@ int weft_mpi_var_delete(weft_mpi *mpi, weft_var *var)
   int broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
   if (broken)
     return broken;
-  mpi_dvar *d = mpi_lookup(mpi, var);
-  if (!d || d->deleted) {
+  mpi_dvar *d = mpi_lookup(mpi, var, true);
+  if (!d) {
     mpi_log(mpi, "weft_mpi_var_delete: the var is not registered");
     return WEFT_EINVAL;
   }
@@ -245,10 +245,15 @@ int weft_mpi_var_delete(weft_mpi *mpi, weft_var *var)
   desc.num_writes = 1;
   desc.flags = WEFT_OP_NOSKIP;
   desc.name = "weft_mpi free";
-  d->deleted = true; /* before the push: the operator may free d at once */
+  /* Before the push: from then on the operator may free d at any time. */
+  pthread_mutex_lock(&mpi->map_lock);
+  d->deleted = true;
+  pthread_mutex_unlock(&mpi->map_lock);
   int rc = weft_push(mpi->eng, &desc);
   if (rc) {
-    d->deleted = false;
+    pthread_mutex_lock(&mpi->map_lock);
+    d->deleted = false; /* not pushed: d is still the registry's */
+    pthread_mutex_unlock(&mpi->map_lock);
     free(f);
     return rc;
   }

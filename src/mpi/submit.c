@@ -164,8 +164,8 @@ static int resolve(weft_mpi *mpi, weft_var *const *vars, size_t n, const char *w
                    mpi_dvar **out)
 {
   for (size_t i = 0; i < n; i++) {
-    out[i] = vars[i] ? mpi_lookup(mpi, vars[i]) : NULL;
-    if (!out[i] || out[i]->deleted) {
+    out[i] = vars[i] ? mpi_lookup(mpi, vars[i], true) : NULL;
+    if (!out[i]) {
       mpi_log(mpi, "weft_mpi_push: %s[%zu] is not a var registered with weft_mpi_var_register",
               what, i);
       return WEFT_EINVAL;

@@ -135,7 +135,7 @@ static int ring_fn(const weft_run_ctx *rc, void *arg)
   int64_t *out = weft_mpi_var_data(o->mpi, o->out);
   int64_t add = (int64_t)weft_mpi_rank(o->mpi) + 1;
   for (int k = 0; k < 8; k++)
-    out[k] = in[k] * 3 + add + k;
+    out[k] = (in[k] * 3 + add + k) % 1000003;
   return 0;
 }
 
@@ -149,16 +149,17 @@ static void ring(mt_ctx *t)
   weft_var **x = calloc((size_t)n, sizeof *x);
   for (int r = 0; r < n; r++)
     x[r] = new_var(t, &e, r, mine, 8, MPI_INT64_T);
-  ring_op *ops = calloc((size_t)n, sizeof *ops);
+  ring_op *ops = calloc((size_t)(R * n), sizeof *ops); /* one each: they may run late */
   for (int round = 0; round < R; round++)
     for (int r = 0; r < n; r++) {
-      ops[r] = (ring_op){e.mpi, x[(r + n - 1) % n], x[r]};
+      ring_op *o = &ops[round * n + r];
+      *o = (ring_op){e.mpi, x[(r + n - 1) % n], x[r]};
       weft_op_desc d = {0};
       d.fn = ring_fn;
-      d.arg = &ops[r];
-      d.reads = &ops[r].in;
+      d.arg = o;
+      d.reads = &o->in;
       d.num_reads = 1;
-      d.writes = &ops[r].out;
+      d.writes = &o->out;
       d.num_writes = 1;
       MT_CHECK(t, weft_mpi_push(e.mpi, &d, WEFT_MPI_OWNER) == 0, "push");
     }
@@ -168,7 +169,7 @@ static void ring(mt_ctx *t)
   for (int round = 0; round < R; round++)
     for (int r = 0; r < n; r++) {
       for (int k = 0; k < 8; k++)
-        ref[r][k] = ref[(r + n - 1) % n][k] * 3 + r + 1 + k;
+        ref[r][k] = (ref[(r + n - 1) % n][k] * 3 + r + 1 + k) % 1000003;
     }
   for (int k = 0; k < 8; k++)
     MT_CHECK(t, mine[k] == ref[t->rank][k], "x[%d][%d] = %lld, want %lld", t->rank, k,
