@@ -135,10 +135,13 @@
 #define WEFT_MPI_TIMEOUT_MS_DEFAULT 60000
 #define WEFT_MPI_TIMEOUT_MS_MAX 86400000
 #define WEFT_MPI_HEARTBEATS_PER_TIMEOUT 4
-/* The progress thread polls MPI without pause for this long after its last
- * completion, ns; then it sleeps from MIN doubling to MAX between polls, ns. */
-#define WEFT_MPI_POLL_SPIN_NS 50000
-#define WEFT_MPI_POLL_SLEEP_MIN_NS 2000
-#define WEFT_MPI_POLL_SLEEP_MAX_NS 100000
+/* While transfers are pending, the progress thread polls MPI without pause
+ * (yielding its core between polls) for this long after its last post or
+ * completion, ns; then it sleeps from MIN doubling to MAX between polls, ns
+ * (its timer slack is set to MIN). Measured on a 2-vCPU VM, 8-byte round
+ * trip through two ranks' engines: 74 us polling, 450 us with a 50 us spin. */
+#define WEFT_MPI_POLL_SPIN_NS 1000000
+#define WEFT_MPI_POLL_SLEEP_MIN_NS 5000
+#define WEFT_MPI_POLL_SLEEP_MAX_NS 50000
 
 #endif /* WEFT_COMMON_TUNABLES_H */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "common/tunables.h"
@@ -339,6 +340,10 @@ static void *progress_main(void *arg)
 {
   progress *p = arg;
   weft_mpi *mpi = p->mpi;
+  /* Short sleeps must be short: the default slack (50 us) would round each
+   * one up. */
+  prctl(PR_SET_TIMERSLACK, (unsigned long)WEFT_MPI_POLL_SLEEP_MIN_NS, 0, 0, 0);
+  pthread_setname_np(pthread_self(), "weft-mpi");
   bool beats = mpi->timeout_ms > 0 && mpi->size > 1;
   double now = mpi_now_s(), last_done = now;
   long sleep_ns = WEFT_MPI_POLL_SLEEP_MIN_NS;
@@ -373,6 +378,7 @@ static void *progress_main(void *arg)
     bool stop = mpi->stop;
     pthread_mutex_unlock(&mpi->lock);
 
+    bool posted = jobs != NULL;
     while (jobs) {
       mpi_job *next = jobs->next;
       post(p, jobs);
@@ -381,6 +387,10 @@ static void *progress_main(void *arg)
     if (stop && !p->work)
       break;
     now = mpi_now_s();
+    if (posted) { /* a new transfer: its partner may be ready, poll closely */
+      last_done = now;
+      sleep_ns = WEFT_MPI_POLL_SLEEP_MIN_NS;
+    }
     if (beats && now >= p->next_beat)
       send_heartbeats(p, now);
     if (test_all(p)) {

@@ -149,7 +149,8 @@ static void ring(mt_ctx *t)
   weft_var **x = calloc((size_t)n, sizeof *x);
   for (int r = 0; r < n; r++)
     x[r] = new_var(t, &e, r, mine, 8, MPI_INT64_T);
-  ring_op *ops = calloc((size_t)(R * n), sizeof *ops); /* one each: they may run late */
+  /* One per push: an operator may run after the next round's push. */
+  ring_op *ops = calloc((size_t)R * (size_t)(n > 0 ? n : 1), sizeof *ops);
   for (int round = 0; round < R; round++)
     for (int r = 0; r < n; r++) {
       ring_op *o = &ops[round * n + r];
