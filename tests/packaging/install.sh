@@ -51,6 +51,8 @@ step "meson install --destdir" $meson install -C "$build" --no-rebuild --destdir
 
 # What must be there, nothing more: every public header, the libraries, weft.pc.
 major=${version%%.*}
+mpi=
+ls "$build"/src/mpi/libweft_mpi.* >/dev/null 2>&1 && mpi=1
 {
   for h in "$src"/include/weft/*.h; do
     echo "$includedir/weft/${h##*/}"
@@ -66,6 +68,20 @@ major=${version%%.*}
     static | both) echo "$libdir/libweft.a" ;;
   esac
   echo "$libdir/pkgconfig/weft.pc"
+  # libweft_mpi, where MPI was found (README "Running on several machines").
+  if [ -n "$mpi" ]; then
+    case $libkind in
+      shared | both)
+        echo "$libdir/libweft_mpi.so"
+        echo "$libdir/libweft_mpi.so.$major"
+        echo "$libdir/libweft_mpi.so.$version"
+        ;;
+    esac
+    case $libkind in
+      static | both) echo "$libdir/libweft_mpi.a" ;;
+    esac
+    echo "$libdir/pkgconfig/weft-mpi.pc"
+  fi
 } | sort >"$tmp/expected"
 (cd "$dest" && find . ! -type d | sed 's|^\.||' | sort) >"$tmp/installed"
 if cmp -s "$tmp/expected" "$tmp/installed"; then
@@ -79,8 +95,8 @@ fi
 # pkg-config as for a staged install: the sysroot prefixes weft.pc's paths
 # with the staging directory; the system's .pc files (hwloc, jemalloc) are
 # found as usual. The sysroot also prefixes absolute paths that lie outside
-# weft's prefix (the CUDA toolkit's libcudart_static.a): those are taken
-# back to where they are.
+# weft's prefix (the CUDA toolkit's libcudart_static.a, MPI's include
+# directories): those are taken back to where they are.
 PKG_CONFIG_SYSROOT_DIR=$dest
 PKG_CONFIG_PATH=$dest$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
@@ -90,6 +106,7 @@ pc() {
   for tok in $out; do
     case $tok in
       "$dest"/*.a) [ -e "$tok" ] || tok=${tok#"$dest"} ;;
+      -I"$dest"/*) [ -e "${tok#-I}" ] || tok=-I${tok#-I"$dest"} ;; # mpi.h's, for weft-mpi
     esac
     printf '%s ' "$tok"
   done
@@ -118,6 +135,21 @@ if [ "$libkind" != static ]; then
     fi
   else
     echo "FAILED: pkg-config --cflags --libs weft"
+    sed 's/^/  | /' "$tmp/pc.err"
+    fail=1
+  fi
+fi
+
+# weft_mpi.h and libweft_mpi through weft-mpi.pc (built, not run: that
+# needs mpirun; tests/mpi runs the build tree's).
+if [ -n "$mpi" ] && [ "$libkind" != static ]; then
+  if flags=$(pc --cflags --libs weft-mpi 2>"$tmp/pc.err"); then
+    printf '#include <weft/weft_mpi.h>\nint main(void) { weft_mpi_config c; weft_mpi_config_default(&c); return c.timeout_ms == -1 ? 0 : 1; }\n' >"$tmp/mpi.c"
+    # shellcheck disable=SC2086 # word lists
+    step "a program builds against the installed libweft_mpi (pkg-config weft-mpi)" \
+      $cc $cflags $san "$tmp/mpi.c" -o "$tmp/mpi" $flags
+  else
+    echo "FAILED: pkg-config --cflags --libs weft-mpi"
     sed 's/^/  | /' "$tmp/pc.err"
     fail=1
   fi
