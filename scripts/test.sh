@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, configures (assertions on:
-# -Db_ndebug=false), builds (-Werror) and runs every test.
+# -Db_ndebug=false; the MPI layer required: -Dmpi=enabled), builds (-Werror)
+# and runs every test.
 # Usage: scripts/test.sh [BUILDDIR] [extra meson setup args]
 #
 # Its last line is "N passed, N failed, N skipped", from meson's own records
@@ -24,9 +25,9 @@ give_up() {
 
 scripts/deps.sh test || give_up "installing the packages failed"
 if [ -d "$builddir" ]; then
-  meson setup --reconfigure "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false "$@" >/dev/null
+  meson setup --reconfigure "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false -Dmpi=enabled "$@" >/dev/null
 else
-  meson setup "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false "$@" >/dev/null
+  meson setup "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false -Dmpi=enabled "$@" >/dev/null
 fi || give_up "meson setup failed ($builddir)"
 ninja -C "$builddir" ${WEFT_BUILD_JOBS:+-j "$WEFT_BUILD_JOBS"} >/dev/null || give_up "the build failed ($builddir)"
 

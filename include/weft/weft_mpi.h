@@ -141,9 +141,14 @@ WEFT_API int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_ran
  *   WEFT_EMISMATCH    the ranks' sequences since attach differ (a message
  *                     gives each rank's count); the transfers left waiting
  *                     for a partner are cancelled;
- *   WEFT_ETIMEDOUT    a rank stopped answering (it is named); the
- *                     attachment is then unusable: every later call but
- *                     detach returns WEFT_ETIMEDOUT at once.
+ *   WEFT_ETIMEDOUT    a rank stopped answering (it is named);
+ *   WEFT_ECOMM        an MPI call failed (the message gives MPI's error).
+ * After the last three the attachment is unusable: every later call
+ * returns the same code at once (detach too, after freeing what it can),
+ * and its heartbeats stop, so ranks still waiting on it end with
+ * WEFT_ETIMEDOUT; the application should then MPI_Abort. A wait that reports an operator's
+ * failure also drops every cached copy (a copy that received a failure kept
+ * its old bytes), so the next reads fetch again. 
  * WEFT_EINVAL for NULL. */
 WEFT_API int weft_mpi_wait_all(weft_mpi *mpi);
 

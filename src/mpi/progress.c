@@ -138,6 +138,16 @@ static void abort_all(progress *p, int status)
   p->work = 0;
 }
 
+/* An MPI failure or a dead rank: the attachment is unusable from now on
+ * (its partners' transfers would never match), every pending job fails. */
+static void break_attachment(progress *p, int code)
+{
+  int expected = 0;
+  atomic_compare_exchange_strong_explicit(&p->mpi->broken, &expected, code,
+                                          memory_order_relaxed, memory_order_relaxed);
+  abort_all(p, atomic_load_explicit(&p->mpi->broken, memory_order_relaxed));
+}
+
 static void post_heartbeat_recv(progress *p)
 {
   if (grow(p) ||
@@ -161,8 +171,11 @@ static void post(progress *p, mpi_job *job)
   }
   int err = MPI_SUCCESS;
   const char *call = "";
-  if (!broken && grow(p))
-    broken = WEFT_ENOMEM;
+  if (!broken && grow(p)) {
+    mpi_log(mpi, "out of memory for the progress thread's table of requests");
+    break_attachment(p, WEFT_ECOMM);
+    broken = WEFT_ECOMM;
+  }
   if (!broken) {
     MPI_Request *r = &p->reqs[p->n];
     mpi_dvar *d = job->d;
@@ -184,6 +197,7 @@ static void post(progress *p, mpi_job *job)
     }
     if (err != MPI_SUCCESS) {
       mpi_error(mpi, call, err);
+      break_attachment(p, WEFT_ECOMM);
       broken = WEFT_ECOMM;
     }
   }
@@ -199,11 +213,14 @@ static void post(progress *p, mpi_job *job)
   p->work++;
 }
 
-static void complete(progress *p, mpi_job *job, MPI_Status *st, double now)
+/* Ends one completed job; returns false if MPI reported an error for it
+ * (the caller then breaks the attachment). */
+static bool complete(progress *p, mpi_job *job, MPI_Status *st, double now)
 {
   weft_mpi *mpi = p->mpi;
   int status = 0;
-  if (st->MPI_ERROR != MPI_SUCCESS) {
+  bool mpi_ok = st->MPI_ERROR == MPI_SUCCESS;
+  if (!mpi_ok) {
     mpi_error(mpi, job->kind == JOB_SEND ? "a send" : job->kind == JOB_RECV ? "a receive"
                                                                            : "a collective",
               st->MPI_ERROR);
@@ -211,8 +228,9 @@ static void complete(progress *p, mpi_job *job, MPI_Status *st, double now)
   }
   switch (job->kind) {
   case JOB_HEARTBEAT:
-    p->last_heard[st->MPI_SOURCE] = now;
-    return; /* reposted by the caller */
+    if (mpi_ok)
+      p->last_heard[st->MPI_SOURCE] = now;
+    return mpi_ok; /* reposted by the caller */
   case JOB_RECV:
     p->last_heard[job->peer] = now;
     if (!status) {
@@ -231,6 +249,7 @@ static void complete(progress *p, mpi_job *job, MPI_Status *st, double now)
     break;
   }
   p->work--;
+  return mpi_ok;
 }
 
 /* Tests every posted job once; returns how many completed. */
@@ -242,8 +261,7 @@ static int test_all(progress *p)
   int err = MPI_Testsome(p->n, p->reqs, &out, p->idx, p->st);
   if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
     mpi_error(p->mpi, "MPI_Testsome", err);
-    atomic_store_explicit(&p->mpi->broken, WEFT_ECOMM, memory_order_relaxed);
-    abort_all(p, WEFT_ECOMM);
+    break_attachment(p, WEFT_ECOMM);
     return 1;
   }
   if (out == MPI_UNDEFINED || out <= 0)
@@ -252,11 +270,11 @@ static int test_all(progress *p)
     for (int i = 0; i < out; i++)
       p->st[i].MPI_ERROR = MPI_SUCCESS; /* only set by MPI with ERR_IN_STATUS */
   double now = mpi_now_s();
-  bool beat = false;
+  bool beat = false, failed = false;
   for (int i = 0; i < out; i++) {
     mpi_job *job = p->jobs[p->idx[i]];
     beat |= job == &p->heartbeat;
-    complete(p, job, &p->st[i], now);
+    failed |= !complete(p, job, &p->st[i], now);
     p->jobs[p->idx[i]] = NULL;
   }
   /* Compact: completed requests are MPI_REQUEST_NULL, their jobs NULL. */
@@ -267,7 +285,9 @@ static int test_all(progress *p)
       p->jobs[keep++] = p->jobs[i];
     }
   p->n = keep;
-  if (beat)
+  if (failed)
+    break_attachment(p, WEFT_ECOMM);
+  else if (beat)
     post_heartbeat_recv(p);
   return out;
 }
@@ -276,6 +296,10 @@ static void send_heartbeats(progress *p, double now)
 {
   weft_mpi *mpi = p->mpi;
   p->next_beat = now + mpi->timeout_ms * 1e-3 / WEFT_MPI_HEARTBEATS_PER_TIMEOUT;
+  /* A broken attachment takes part in nothing any more: falling silent lets
+   * the other ranks' waits end with WEFT_ETIMEDOUT instead of hanging. */
+  if (atomic_load_explicit(&mpi->broken, memory_order_relaxed))
+    return;
   for (int r = 0; r < mpi->size; r++) {
     if (r == mpi->rank)
       continue;
@@ -312,8 +336,7 @@ static void check_timeouts(progress *p, double now)
     mpi_log(p->mpi, "rank %d has not answered for %.1f s (timeout %d ms, WEFT_MPI_TIMEOUT_MS): "
                     "it is dead, stopped or hung; pending transfers fail with WEFT_ETIMEDOUT",
             dead, now - p->last_heard[dead], p->mpi->timeout_ms);
-    atomic_store_explicit(&p->mpi->broken, WEFT_ETIMEDOUT, memory_order_relaxed);
-    abort_all(p, WEFT_ETIMEDOUT);
+    break_attachment(p, WEFT_ETIMEDOUT);
     return;
   }
 }
