@@ -38,6 +38,10 @@
  * aside). Ranks that submit different sequences are detected at the next
  * collective wait (WEFT_EMISMATCH on every rank), not left hanging.
  *
+ * Engines with max_inflight (WEFT_MAX_INFLIGHT) must not be attached: a
+ * rank blocked at its cap can wait for a transfer that another rank, blocked
+ * at its own cap, has not pushed yet.
+ *
  * Operators pushed with weft_mpi_push are CPU operators with fn (not
  * async_fn, not GPU; WEFT_EINVAL otherwise) that use registered vars only.
  * Inside one, weft_mpi_var_data gives the local buffer of each var it uses.
