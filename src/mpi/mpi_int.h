@@ -46,6 +46,10 @@ typedef struct mpi_dvar {
    * write the var, receives into it) set it, readers read it. 0, or the
    * failure the value this rank holds stands for. */
   int failed;
+  /* Set by the progress thread when it abandons a transfer of this var
+   * (a broken attachment): MPI may still use the buffer, so weft never
+   * frees it. Read after a done signal or the thread's join. */
+  bool abandoned;
 } mpi_dvar;
 
 typedef enum {
@@ -71,6 +75,7 @@ typedef struct mpi_job {
   int nbytes;
   int status;           /* collectives/aborts: the result, under mpi->lock */
   bool finished;        /* collectives/aborts: set under mpi->lock, + coll_cv */
+  bool abandoned;       /* collectives: MPI still owns the buffers (under mpi->lock) */
   double posted_s;      /* progress thread: when it was posted */
 } mpi_job;
 

@@ -109,7 +109,8 @@ static void mpi_error(weft_mpi *mpi, const char *call, int err)
 
 /* Fails every posted job but the heartbeat receive with status: receives
  * are cancelled, sends and collectives abandoned (their requests are left to
- * MPI). The attachment is broken by then, so nothing new is posted. */
+ * MPI, and their buffers too: detach does not free a buffer MPI may still
+ * use). The attachment is broken by then, so nothing new is posted. */
 static void abort_all(progress *p, int status)
 {
   int keep = 0;
@@ -120,16 +121,26 @@ static void abort_all(progress *p, int status)
       p->reqs[keep] = p->reqs[i];
       p->jobs[keep++] = job;
       continue;
-    case JOB_RECV:
+    case JOB_RECV: {
+      int done = 0;
       MPI_Cancel(&p->reqs[i]);
-      MPI_Request_free(&p->reqs[i]);
+      MPI_Test(&p->reqs[i], &done, MPI_STATUS_IGNORE);
+      if (!done) { /* matched already: MPI may still write the buffer */
+        MPI_Request_free(&p->reqs[i]);
+        job->d->abandoned = true;
+      }
       finish_transfer(p, job, status);
       break;
+    }
     case JOB_SEND:
-      MPI_Request_free(&p->reqs[i]);
+      MPI_Request_free(&p->reqs[i]); /* MPI may still read the buffer */
+      job->d->abandoned = true;
       finish_transfer(p, job, status);
       break;
     default: /* a collective: MPI offers no way to cancel one */
+      pthread_mutex_lock(&p->mpi->lock);
+      job->abandoned = true; /* its buffers stay MPI's */
+      pthread_mutex_unlock(&p->mpi->lock);
       finish_waited(p->mpi, job, status);
       break;
     }

@@ -75,7 +75,7 @@ static int map_reserve(weft_mpi *mpi)
 
 void mpi_dvar_free(mpi_dvar *d)
 {
-  if (d->cache_ours)
+  if (d->cache_ours && !d->abandoned) /* else MPI may still use it: left */
     free(d->buf);
   free(d->valid);
   free(d);

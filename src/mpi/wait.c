@@ -13,17 +13,31 @@
 
 #include "mpi/mpi_int.h"
 
-/* Gathers n bytes from every rank into all (size * n), through the progress
- * thread. */
-static int allgather(weft_mpi *mpi, const void *mine, void *all, int n)
+/* Gathers n bytes from every rank into *all (size * n, malloc'ed; the
+ * caller frees it), through the progress thread. On failure *all is NULL:
+ * a collective that was abandoned (a broken attachment) keeps its buffers,
+ * since MPI may still write them. */
+static int allgather(weft_mpi *mpi, const void *mine, void **all, int n)
 {
+  *all = NULL;
+  char *buf = malloc((size_t)n * (size_t)(mpi->size + 1));
+  if (!buf)
+    return WEFT_ENOMEM;
+  memcpy(buf, mine, (size_t)n); /* the send buffer lives as long as the receive one */
   mpi_job job = {0};
   job.kind = JOB_ALLGATHER;
   job.peer = -1;
-  job.sendbuf = mine;
-  job.recvbuf = all;
+  job.sendbuf = buf;
+  job.recvbuf = buf + n;
   job.nbytes = n;
-  return mpi_run_job(mpi, &job);
+  int rc = mpi_run_job(mpi, &job);
+  if (!rc) {
+    memmove(buf, buf + n, (size_t)n * (size_t)mpi->size);
+    *all = buf;
+  } else if (!job.abandoned) {
+    free(buf);
+  }
+  return rc;
 }
 
 /* Ends the wait on a broken attachment: every pending transfer is failed
@@ -49,14 +63,11 @@ typedef struct seq_word {
 static int check_sequences(weft_mpi *mpi)
 {
   seq_word mine = {mpi->seq_hash, mpi->seq_calls};
-  seq_word *all = malloc((size_t)mpi->size * sizeof *all);
-  if (!all)
-    return WEFT_ENOMEM;
-  int rc = allgather(mpi, &mine, all, (int)sizeof mine);
-  if (rc) {
-    free(all);
+  void *got;
+  int rc = allgather(mpi, &mine, &got, (int)sizeof mine);
+  if (rc)
     return rc;
-  }
+  seq_word *all = got;
   int first_bad = -1;
   for (int r = 0; r < mpi->size && first_bad < 0; r++)
     if (all[r].hash != all[0].hash || all[r].calls != all[0].calls)
@@ -92,13 +103,10 @@ int weft_mpi_wait_all(weft_mpi *mpi)
   if (broken)
     return end_broken(mpi, broken);
 
-  int *all = malloc((size_t)mpi->size * sizeof *all);
-  if (!all)
-    return end_broken(mpi, WEFT_ECOMM);
-  if ((rc = allgather(mpi, &local, all, (int)sizeof local))) {
-    free(all);
-    return end_broken(mpi, rc);
-  }
+  void *got;
+  if ((rc = allgather(mpi, &local, &got, (int)sizeof local)))
+    return end_broken(mpi, rc == WEFT_ENOMEM ? WEFT_ECOMM : rc);
+  int *all = got;
   /* The origin of a failure: the first rank whose own operator failed; a
    * WEFT_EREMOTE only says a failure came by message. */
   int result = 0, from = -1;
