@@ -33,7 +33,8 @@ void tiled_free(tiled *t);
 void *tiled_at(const tiled *t, size_t i, size_t j);
 
 /* A random SPD matrix from seed (symmetric, entries in [-0.5, 0.5], N added
- * to the diagonal); not_spd: row/column `bad` gets -N on the diagonal. */
+ * to the diagonal); not_spd: row/column `bad` gets -N on the diagonal.
+ * Tiles left NULL (those another MPI rank holds) are skipped. */
 void tiled_fill_spd(tiled *t, uint64_t seed, long bad);
 void tiled_copy(tiled *dst, const tiled *src);
 
