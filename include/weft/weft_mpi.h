@@ -83,9 +83,13 @@ WEFT_API void weft_mpi_config_default(weft_mpi_config *cfg);
 
 /* Sequence, collective. Attaches eng to comm (which is duplicated; comm may
  * be freed afterwards) and starts the progress thread. cfg NULL: all
- * automatic. WEFT_EINVAL: NULL eng or out, a bad field or environment value,
- * MPI not initialized or below MPI_THREAD_SERIALIZED (each with a message);
- * WEFT_ENOMEM; WEFT_EAGAIN (no thread); WEFT_ECOMM (an MPI call failed). */
+ * automatic. The ranks agree on the outcome: if attach fails on one rank, it
+ * fails on every rank (with that rank's code and a message), and nothing is
+ * left attached anywhere. WEFT_EINVAL: a bad field or environment value,
+ * NULL eng or out, MPI not initialized or below MPI_THREAD_SERIALIZED (each
+ * with a message; the last three are found before any collective call, so
+ * they must be alike on every rank); WEFT_ENOMEM; WEFT_EAGAIN (no thread);
+ * WEFT_ECOMM (an MPI call failed). */
 WEFT_API int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_config *cfg,
                              weft_mpi **out);
 

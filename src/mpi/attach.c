@@ -101,50 +101,84 @@ static int check_mpi(void)
   return 0;
 }
 
+/* Frees an attachment that never let its progress thread go. */
+static void free_unstarted(weft_mpi *mpi)
+{
+  mpi_progress_stop(mpi);
+  pthread_mutex_destroy(&mpi->call_lock);
+  pthread_cond_destroy(&mpi->coll_cv);
+  pthread_cond_destroy(&mpi->work_cv);
+  pthread_mutex_destroy(&mpi->lock);
+  pthread_mutex_destroy(&mpi->map_lock);
+  free(mpi);
+}
+
 int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_config *cfg, weft_mpi **out)
 {
   if (out)
     *out = NULL;
   if (!eng || !out || comm == MPI_COMM_NULL)
     return WEFT_EINVAL;
-  int timeout_ms;
-  int rc = check_config(cfg, &timeout_ms);
+  int rc = check_mpi();
   if (rc)
     return rc;
-  if ((rc = check_mpi()))
-    return rc;
-
-  weft_mpi *mpi = calloc(1, sizeof *mpi);
-  if (!mpi)
-    return WEFT_ENOMEM;
-  mpi->eng = eng;
-  mpi->timeout_ms = timeout_ms;
-  if (MPI_Comm_dup(comm, &mpi->comm) != MPI_SUCCESS) {
-    free(mpi);
+  /* Collective from here: every rank takes part in the duplicate and in the
+   * agreement below, so all return the same success or failure (a bad
+   * environment value on one rank fails every rank's attach). */
+  MPI_Comm dup;
+  if (MPI_Comm_dup(comm, &dup) != MPI_SUCCESS) {
     mpi_log(NULL, "weft_mpi_attach: MPI_Comm_dup failed");
     return WEFT_ECOMM;
   }
-  MPI_Comm_set_errhandler(mpi->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(mpi->comm, &mpi->rank);
-  MPI_Comm_size(mpi->comm, &mpi->size);
-  int *ub = NULL, flag = 0;
-  MPI_Comm_get_attr(mpi->comm, MPI_TAG_UB, &ub, &flag);
-  mpi->tag_ub = flag && ub ? *ub : 32767;
-  mpi->valid_words = ((size_t)mpi->size + 63) / 64;
-  pthread_mutex_init(&mpi->map_lock, NULL);
-  pthread_mutex_init(&mpi->lock, NULL);
-  pthread_cond_init(&mpi->work_cv, NULL);
-  pthread_cond_init(&mpi->coll_cv, NULL);
-  if ((rc = mpi_progress_start(mpi))) {
-    MPI_Comm_free(&mpi->comm);
-    pthread_cond_destroy(&mpi->coll_cv);
-    pthread_cond_destroy(&mpi->work_cv);
-    pthread_mutex_destroy(&mpi->lock);
-    pthread_mutex_destroy(&mpi->map_lock);
-    free(mpi);
-    return rc;
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int timeout_ms = 0;
+  rc = check_config(cfg, &timeout_ms);
+  weft_mpi *mpi = rc ? NULL : calloc(1, sizeof *mpi);
+  if (!rc && !mpi)
+    rc = WEFT_ENOMEM;
+  if (!rc) {
+    mpi->eng = eng;
+    mpi->timeout_ms = timeout_ms;
+    mpi->comm = dup;
+    MPI_Comm_rank(dup, &mpi->rank);
+    MPI_Comm_size(dup, &mpi->size);
+    int *ub = NULL, flag = 0;
+    MPI_Comm_get_attr(dup, MPI_TAG_UB, &ub, &flag);
+    mpi->tag_ub = flag && ub ? *ub : 32767;
+    mpi->valid_words = ((size_t)mpi->size + 63) / 64;
+    pthread_mutex_init(&mpi->map_lock, NULL);
+    pthread_mutex_init(&mpi->lock, NULL);
+    pthread_mutex_init(&mpi->call_lock, NULL);
+    pthread_cond_init(&mpi->work_cv, NULL);
+    pthread_cond_init(&mpi->coll_cv, NULL);
+    if ((rc = mpi_progress_start(mpi))) {
+      pthread_mutex_destroy(&mpi->call_lock);
+      pthread_cond_destroy(&mpi->coll_cv);
+      pthread_cond_destroy(&mpi->work_cv);
+      pthread_mutex_destroy(&mpi->lock);
+      pthread_mutex_destroy(&mpi->map_lock);
+      free(mpi);
+      mpi = NULL;
+    }
+  }
+  /* The progress thread is held: this is still the only thread calling MPI. */
+  int worst = rc;
+  if (MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, dup) != MPI_SUCCESS)
+    worst = WEFT_ECOMM;
+  if (worst) {
+    if (!rc) {
+      int me = 0;
+      MPI_Comm_rank(dup, &me);
+      mpi_log(NULL, "weft_mpi_attach: rank %d: failed on another rank (%s)", me,
+              weft_strerror(worst));
+    }
+    if (mpi)
+      free_unstarted(mpi);
+    MPI_Comm_free(&dup);
+    return rc ? rc : worst;
   }
   mpi_seq_fold(mpi, 0x61747461636821ull ^ (uint64_t)mpi->size); /* "attach!" */
+  mpi_progress_go(mpi);
   *out = mpi;
   return 0;
 }
@@ -159,6 +193,7 @@ int weft_mpi_detach(weft_mpi *mpi)
   if (atomic_load_explicit(&mpi->broken, memory_order_relaxed) != WEFT_ETIMEDOUT)
     MPI_Comm_free(&mpi->comm);
   mpi_registry_free(mpi);
+  pthread_mutex_destroy(&mpi->call_lock);
   pthread_cond_destroy(&mpi->coll_cv);
   pthread_cond_destroy(&mpi->work_cv);
   pthread_mutex_destroy(&mpi->lock);

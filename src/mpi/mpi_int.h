@@ -9,8 +9,8 @@
  *   - operator threads: the engine's workers (and whichever thread runs an
  *     async transfer operator inline); they run the wrappers (submit.c) and
  *     hand transfers to the progress thread;
- *   - the progress thread (progress.c): the only thread that calls MPI
- *     between attach and detach.
+ *   - the progress thread (progress.c): the thread that calls MPI between
+ *     attach and detach (others only under call_lock, see there).
  */
 #ifndef WEFT_MPI_INT_H
 #define WEFT_MPI_INT_H
@@ -105,7 +105,12 @@ struct weft_mpi {
   pthread_cond_t coll_cv; /* the submitting thread waits for a collective */
   mpi_job *head, *tail;   /* under lock */
   bool sleeping;          /* under lock: the progress thread waits on work_cv */
+  bool started;           /* under lock: attach let the thread make MPI calls */
   bool stop;              /* under lock */
+  /* Held by whoever calls MPI on the attachment's behalf: the progress
+   * thread while it posts and polls, the submitting thread for a local call
+   * (MPI_THREAD_SERIALIZED: never two MPI calls at once). */
+  pthread_mutex_t call_lock;
   pthread_t thread;
   struct progress *progress; /* the progress thread's own state */
   /* 0, or WEFT_ETIMEDOUT / WEFT_EMISMATCH once the attachment broke:
@@ -135,7 +140,9 @@ void mpi_registry_after_wait(weft_mpi *mpi, bool failed);
 void mpi_seq_fold(weft_mpi *mpi, uint64_t v);
 
 /* --- progress.c */
+/* Starts the progress thread, held until mpi_progress_go (no MPI call). */
 int mpi_progress_start(weft_mpi *mpi);
+void mpi_progress_go(weft_mpi *mpi);
 /* Stops and joins the progress thread (its heartbeat receive cancelled). */
 void mpi_progress_stop(weft_mpi *mpi);
 /* Hands job to the progress thread (any thread). */

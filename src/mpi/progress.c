@@ -1,6 +1,7 @@
 /*
- * The progress thread: the one thread that calls MPI while an attachment is
- * live. It posts the jobs operators and the submitting thread queue
+ * The progress thread: the thread that calls MPI while an attachment is
+ * live (the submitting thread's few local calls, such as a datatype's size,
+ * take call_lock, which the progress thread holds while it calls MPI). It posts the jobs operators and the submitting thread queue
  * (MPI_Isend, MPI_Irecv, MPI_Iallgather), completes them with MPI_Testsome,
  * and signals their operators (weft_done_signal), so no worker ever blocks
  * on a transfer.
@@ -378,6 +379,15 @@ static void *progress_main(void *arg)
    * one up. */
   prctl(PR_SET_TIMERSLACK, (unsigned long)WEFT_MPI_POLL_SLEEP_MIN_NS, 0, 0, 0);
   pthread_setname_np(pthread_self(), "weft-mpi");
+  /* attach lets the thread go once every rank set up its attachment. */
+  pthread_mutex_lock(&mpi->lock);
+  while (!mpi->started && !mpi->stop)
+    pthread_cond_wait(&mpi->work_cv, &mpi->lock);
+  bool go = mpi->started;
+  pthread_mutex_unlock(&mpi->lock);
+  if (!go)
+    return NULL;
+
   bool beats = mpi->timeout_ms > 0 && mpi->size > 1;
   double now = mpi_now_s(), last_done = now;
   long sleep_ns = WEFT_MPI_POLL_SLEEP_MIN_NS;
@@ -385,8 +395,10 @@ static void *progress_main(void *arg)
     p->last_heard[r] = now;
   p->heartbeat.kind = JOB_HEARTBEAT;
   if (beats) {
+    pthread_mutex_lock(&mpi->call_lock);
     post_heartbeat_recv(p);
     send_heartbeats(p, now);
+    pthread_mutex_unlock(&mpi->call_lock);
   }
 
   for (;;) {
@@ -412,14 +424,22 @@ static void *progress_main(void *arg)
     bool stop = mpi->stop;
     pthread_mutex_unlock(&mpi->lock);
 
+    pthread_mutex_lock(&mpi->call_lock);
     bool posted = jobs != NULL;
     while (jobs) {
       mpi_job *next = jobs->next;
       post(p, jobs);
       jobs = next;
     }
-    if (stop && !p->work)
-      break;
+    if (stop && !p->work) {
+      for (int i = 0; i < p->n; i++)
+        if (p->jobs[i] == &p->heartbeat) {
+          MPI_Cancel(&p->reqs[i]);
+          MPI_Wait(&p->reqs[i], MPI_STATUS_IGNORE);
+        }
+      pthread_mutex_unlock(&mpi->call_lock);
+      return NULL;
+    }
     now = mpi_now_s();
     if (posted) { /* a new transfer: its partner may be ready, poll closely */
       last_done = now;
@@ -427,7 +447,12 @@ static void *progress_main(void *arg)
     }
     if (beats && now >= p->next_beat)
       send_heartbeats(p, now);
-    if (test_all(p)) {
+    int done = test_all(p);
+    if (beats && p->work)
+      check_timeouts(p, now);
+    pthread_mutex_unlock(&mpi->call_lock);
+
+    if (done) {
       last_done = now;
       sleep_ns = WEFT_MPI_POLL_SLEEP_MIN_NS;
     } else if (now - last_done >= WEFT_MPI_POLL_SPIN_NS * 1e-9) {
@@ -436,16 +461,7 @@ static void *progress_main(void *arg)
     } else if (p->work) {
       sched_yield(); /* spinning: let the ranks' workers have the core */
     }
-    if (beats && p->work)
-      check_timeouts(p, now);
   }
-
-  for (int i = 0; i < p->n; i++)
-    if (p->jobs[i] == &p->heartbeat) {
-      MPI_Cancel(&p->reqs[i]);
-      MPI_Wait(&p->reqs[i], MPI_STATUS_IGNORE);
-    }
-  return NULL;
 }
 
 int mpi_progress_start(weft_mpi *mpi)
@@ -473,6 +489,14 @@ int mpi_progress_start(weft_mpi *mpi)
   }
   mpi->progress = p;
   return 0;
+}
+
+void mpi_progress_go(weft_mpi *mpi)
+{
+  pthread_mutex_lock(&mpi->lock);
+  mpi->started = true;
+  pthread_cond_signal(&mpi->work_cv);
+  pthread_mutex_unlock(&mpi->lock);
 }
 
 void mpi_progress_stop(weft_mpi *mpi)

@@ -128,10 +128,14 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
             mpi->next_id);
     return WEFT_EINVAL;
   }
-  int tsize = 0;
+  int tsize = 0, size_rc, extent_rc;
   MPI_Aint lb = 0, extent = 0;
-  if (MPI_Type_size(type, &tsize) != MPI_SUCCESS || tsize <= 0 ||
-      MPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS || lb != 0 || extent <= 0) {
+  pthread_mutex_lock(&mpi->call_lock); /* the progress thread calls MPI too */
+  size_rc = MPI_Type_size(type, &tsize);
+  extent_rc = MPI_Type_get_extent(type, &lb, &extent);
+  pthread_mutex_unlock(&mpi->call_lock);
+  if (size_rc != MPI_SUCCESS || tsize <= 0 || extent_rc != MPI_SUCCESS || lb != 0 ||
+      extent <= 0) {
     mpi_log(mpi, "weft_mpi_var_register: var %u: a datatype of size 0, or with a lower bound "
                  "other than 0", mpi->next_id);
     return WEFT_EINVAL;

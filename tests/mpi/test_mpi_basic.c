@@ -69,6 +69,13 @@ static void bad_input(mt_ctx *t)
   MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, NULL, &e.mpi) == WEFT_EINVAL, "env");
   MT_CHECK(t, e.mpi == NULL, "out cleared on failure");
   unsetenv("WEFT_MPI_TIMEOUT_MS");
+  /* A bad value on one rank only: every rank's attach fails, none hangs. */
+  if (t->rank == t->size - 1)
+    setenv("WEFT_MPI_TIMEOUT_MS", "-3", 1);
+  MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, NULL, &e.mpi) == WEFT_EINVAL,
+           "attach with a bad value on the last rank");
+  MT_CHECK(t, e.mpi == NULL, "out cleared on failure");
+  unsetenv("WEFT_MPI_TIMEOUT_MS");
   MT_CHECK(t, weft_mpi_attach(NULL, MPI_COMM_WORLD, NULL, &e.mpi) == WEFT_EINVAL, "NULL eng");
   MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, NULL, &e.mpi) == 0, "attach");
   MT_CHECK(t, weft_mpi_rank(e.mpi) == t->rank && weft_mpi_size(e.mpi) == t->size, "rank/size");
