@@ -3,17 +3,18 @@
 # configures, builds and runs bench/run.py with the given arguments
 # (--quick for the quick mode; see bench/run.py for the others), then
 # bench/run_pthreadpool.py (weft's libpthreadpool.so.0 against the stock one
-# under XNNPACK) and bench/run_cholesky.py (tiled Cholesky against StarPU,
-# OpenMP tasks and LAPACK), --quick passed on. Non-zero exit if any of them
-# found a failure.
+# under XNNPACK), bench/run_cholesky.py (tiled Cholesky against StarPU,
+# OpenMP tasks and LAPACK) and bench/run_mpi.py (the Cholesky across MPI
+# ranks against StarPU-MPI, and a remote read against a bare MPI round
+# trip), --quick passed on. Non-zero exit if any of them found a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
 builddir=build-bench
 if [ -d "$builddir" ]; then
-  meson setup --reconfigure "$builddir" -Dtests=disabled -Dbench=true >/dev/null
+  meson setup --reconfigure "$builddir" -Dtests=disabled -Dbench=true -Dmpi=enabled >/dev/null
 else
-  meson setup "$builddir" -Dtests=disabled -Dbench=true >/dev/null
+  meson setup "$builddir" -Dtests=disabled -Dbench=true -Dmpi=enabled >/dev/null
 fi
 ninja -C "$builddir" >/dev/null
 rc=0
@@ -22,4 +23,5 @@ quick=()
 for a in "$@"; do [ "$a" = --quick ] && quick=(--quick); done
 python3 bench/run_pthreadpool.py --builddir "$builddir" "${quick[@]}" || rc=1
 python3 bench/run_cholesky.py --builddir "$builddir" "${quick[@]}" || rc=1
+python3 bench/run_mpi.py --builddir "$builddir" "${quick[@]}" || rc=1
 exit "$rc"
