@@ -96,8 +96,10 @@ WEFT_API int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_con
 /* Sequence, collective. Waits as weft_mpi_wait_all does, stops the progress
  * thread, frees the cached copies and the communicator's duplicate, and
  * frees mpi (whatever it returns). The engine and its vars stay the
- * application's. Returns what that wait returns. After WEFT_ETIMEDOUT the
- * duplicate is left unfreed (a dead rank cannot take part in freeing it). */
+ * application's. Returns what that wait returns. After an error that broke
+ * the attachment (see weft_mpi_wait_all) the duplicate is left unfreed (a
+ * dead rank cannot take part in freeing it), and so are buffers MPI may
+ * still use. */
 WEFT_API int weft_mpi_detach(weft_mpi *mpi);
 
 /* This rank and the communicator's size (not error codes); WEFT_EINVAL for

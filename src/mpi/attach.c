@@ -101,10 +101,18 @@ static int check_mpi(void)
   return 0;
 }
 
-/* Frees an attachment that never let its progress thread go. */
-static void free_unstarted(weft_mpi *mpi)
+static void init_sync(weft_mpi *mpi)
 {
-  mpi_progress_stop(mpi);
+  pthread_mutex_init(&mpi->map_lock, NULL);
+  pthread_mutex_init(&mpi->lock, NULL);
+  pthread_mutex_init(&mpi->call_lock, NULL);
+  pthread_cond_init(&mpi->work_cv, NULL);
+  pthread_cond_init(&mpi->coll_cv, NULL);
+}
+
+/* Frees mpi itself, its thread joined or never started. */
+static void free_attachment(weft_mpi *mpi)
+{
   pthread_mutex_destroy(&mpi->call_lock);
   pthread_cond_destroy(&mpi->coll_cv);
   pthread_cond_destroy(&mpi->work_cv);
@@ -146,18 +154,9 @@ int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_config *cfg,
     MPI_Comm_get_attr(dup, MPI_TAG_UB, &ub, &flag);
     mpi->tag_ub = flag && ub ? *ub : 32767;
     mpi->valid_words = ((size_t)mpi->size + 63) / 64;
-    pthread_mutex_init(&mpi->map_lock, NULL);
-    pthread_mutex_init(&mpi->lock, NULL);
-    pthread_mutex_init(&mpi->call_lock, NULL);
-    pthread_cond_init(&mpi->work_cv, NULL);
-    pthread_cond_init(&mpi->coll_cv, NULL);
+    init_sync(mpi);
     if ((rc = mpi_progress_start(mpi))) {
-      pthread_mutex_destroy(&mpi->call_lock);
-      pthread_cond_destroy(&mpi->coll_cv);
-      pthread_cond_destroy(&mpi->work_cv);
-      pthread_mutex_destroy(&mpi->lock);
-      pthread_mutex_destroy(&mpi->map_lock);
-      free(mpi);
+      free_attachment(mpi);
       mpi = NULL;
     }
   }
@@ -172,8 +171,10 @@ int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_config *cfg,
       mpi_log(NULL, "weft_mpi_attach: rank %d: failed on another rank (%s)", me,
               weft_strerror(worst));
     }
-    if (mpi)
-      free_unstarted(mpi);
+    if (mpi) {
+      mpi_progress_stop(mpi); /* it never made an MPI call */
+      free_attachment(mpi);
+    }
     MPI_Comm_free(&dup);
     return rc ? rc : worst;
   }
@@ -189,16 +190,12 @@ int weft_mpi_detach(weft_mpi *mpi)
     return WEFT_EINVAL;
   int rc = weft_mpi_wait_all(mpi);
   mpi_progress_stop(mpi);
-  /* After a timeout a dead rank cannot take part in freeing the duplicate. */
-  if (atomic_load_explicit(&mpi->broken, memory_order_relaxed) != WEFT_ETIMEDOUT)
+  /* A broken attachment leaves the duplicate alone: a dead or silent rank
+   * cannot take part in freeing it, and abandoned requests still use it. */
+  if (!atomic_load_explicit(&mpi->broken, memory_order_relaxed))
     MPI_Comm_free(&mpi->comm);
   mpi_registry_free(mpi);
-  pthread_mutex_destroy(&mpi->call_lock);
-  pthread_cond_destroy(&mpi->coll_cv);
-  pthread_cond_destroy(&mpi->work_cv);
-  pthread_mutex_destroy(&mpi->lock);
-  pthread_mutex_destroy(&mpi->map_lock);
-  free(mpi);
+  free_attachment(mpi);
   return rc;
 }
 

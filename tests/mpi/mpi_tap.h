@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <weft/weft_mpi.h>
+
 typedef struct mt_ctx {
   int rank, size;
   bool failed;
@@ -49,14 +51,31 @@ static inline void mt_fail(mt_ctx *t, const char *file, int line, const char *fm
       mt_fail((t), __FILE__, __LINE__, __VA_ARGS__);                                               \
   } while (0)
 
-static inline int mt_main(int argc, char **argv, const mt_case *cases, int n)
+/* MPI_Init_thread as weft_mpi needs it, and this rank's place; false if
+ * MPI could not start. */
+static inline bool mt_init(int *argc, char ***argv, int *rank, int *size)
 {
   int provided = 0;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-    return 1;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+    return false;
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  return true;
+}
+
+/* An operator that does nothing. */
+static inline int mt_nop(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  return 0;
+}
+
+static inline int mt_main(int argc, char **argv, const mt_case *cases, int n)
+{
   mt_ctx base = {0};
-  MPI_Comm_rank(MPI_COMM_WORLD, &base.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &base.size);
+  if (!mt_init(&argc, &argv, &base.rank, &base.size))
+    return 1;
   if (base.rank == 0) {
     printf("1..%d\n", n);
     fflush(stdout);

@@ -40,13 +40,6 @@ static weft_var *new_var(mt_ctx *t, env *e, int owner, void *buf, int count, MPI
 
 /* ------------------------------------------------------------------ cases */
 
-static int nop(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  (void)arg;
-  return 0;
-}
-
 static void nop_async(const weft_run_ctx *rc, void *arg, weft_done *done)
 {
   (void)rc;
@@ -98,7 +91,7 @@ static void bad_input(mt_ctx *t)
   MT_CHECK(t, weft_mpi_var_data(e.mpi, v) == (t->rank == 0 ? (void *)buf : NULL), "data");
 
   weft_op_desc d = {0};
-  d.fn = nop;
+  d.fn = mt_nop;
   d.writes = &loose;
   d.num_writes = 1;
   MT_CHECK(t, weft_mpi_push(e.mpi, &d, WEFT_MPI_OWNER) == WEFT_EINVAL, "unregistered var");
@@ -111,7 +104,7 @@ static void bad_input(mt_ctx *t)
   d.fn = NULL;
   d.async_fn = nop_async;
   MT_CHECK(t, weft_mpi_push(e.mpi, &d, WEFT_MPI_OWNER) == WEFT_EINVAL, "async_fn");
-  d.fn = nop;
+  d.fn = mt_nop;
   d.async_fn = NULL;
   d.writes = NULL;
   d.num_writes = 0;

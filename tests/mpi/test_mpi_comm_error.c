@@ -17,23 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <weft/weft_mpi.h>
+#include "mpi_tap.h"
 
 enum { TIMEOUT_MS = 1500 };
 
-static int nop(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  (void)arg;
-  return 0;
-}
-
 int main(int argc, char **argv)
 {
-  int provided, rank, size;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int rank, size;
+  if (!mt_init(&argc, &argv, &rank, &size))
+    return 1;
   if (size != 2) {
     if (rank == 0)
       printf("1..0 # SKIP needs 2 ranks\n");
@@ -55,7 +47,7 @@ int main(int argc, char **argv)
                                    MPI_INT) == 0;
   ok = ok && weft_mpi_var_register(mpi, vb, 1, rank == 1 ? b : NULL, 16, MPI_INT) == 0;
   weft_op_desc d = {0};
-  d.fn = nop;
+  d.fn = mt_nop;
   d.reads = &va;
   d.num_reads = 1;
   d.writes = &vb;

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <weft/weft_mpi.h>
+#include "mpi_tap.h"
 
 enum { TIMEOUT_MS = 1500 };
 
@@ -28,19 +28,11 @@ static double now_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int nop(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  (void)arg;
-  return 0;
-}
-
 int main(int argc, char **argv)
 {
-  int provided, rank, size;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int rank, size;
+  if (!mt_init(&argc, &argv, &rank, &size))
+    return 1;
   int last = size - 1;
   int pid = (int)getpid(), *pids = calloc((size_t)size, sizeof *pids);
   MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -64,7 +56,7 @@ int main(int argc, char **argv)
     raise(SIGSTOP); /* never continued: rank 0 kills it */
 
   weft_op_desc d = {0};
-  d.fn = nop;
+  d.fn = mt_nop;
   d.reads = &va;
   d.num_reads = 1;
   d.writes = &vb;
