@@ -4,6 +4,11 @@
  *
  *   bare: rank 0 MPI_Isend + MPI_Irecv, rank 1 MPI_Irecv then MPI_Isend
  *         back: one round trip of n bytes each way.
+ *   hand-off: the bare round trip, but with MPI on a second thread of each
+ *         rank and the data handed to the first one and back (flags, both
+ *         threads spinning with sched_yield, as weft's worker and progress
+ *         thread do): the floor of any runtime whose transfers run on a
+ *         thread other than the one computing, on this machine.
  *   weft: x owned by rank 0, y by rank 1; iteration i pushes an operator on
  *         rank 0 that reads y and writes x, and one on rank 1 that reads x
  *         and writes y: each needs the other's last value, so an iteration
@@ -13,10 +18,14 @@
  *
  * Both check their data: every message carries the iteration's stamp, and
  * the receiver verifies it (a mismatch exits non-zero). Prints, on rank 0,
- * one line per size: "pingpong: <bytes> B: bare <us> [min-max], weft <us>
- * [min-max] us per round trip, ratio <weft/bare>" (medians over rounds).
+ * one line per size: "pingpong: <bytes> B: bare <us> [min-max], hand-off <us>
+ * [min-max], weft <us> [min-max] us per round trip, ratio <weft/bare>,
+ * <weft/hand-off>" (medians over rounds).
  * Usage: mpirun -np 2 bench_mpi_pingpong [--iters N] [--rounds R]
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +65,81 @@ static double bare(char *buf, size_t n, int iters)
     if (got != i)
       fail("bare stamp", got, i);
   }
+  double t = MPI_Wtime() - t0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  return t / iters;
+}
+
+/* The hand-off variant: the MPI thread and the computing thread meet on two
+ * counters. */
+typedef struct handoff_ctx {
+  char *buf;
+  size_t n;
+  int iters;
+  _Atomic int ready;   /* iterations the computing thread has finished */
+  _Atomic int arrived; /* iterations whose message the MPI thread received */
+} handoff_ctx;
+
+static void spin_until(_Atomic int *c, int v)
+{
+  /* Acquire: pairs with the release store below; publishes the buffer. */
+  while (atomic_load_explicit(c, memory_order_acquire) < v)
+    sched_yield();
+}
+
+static void *handoff_mpi(void *arg)
+{
+  handoff_ctx *h = arg;
+  int peer = 1 - rank_;
+  for (int i = 0; i < h->iters; i++) {
+    MPI_Request r;
+    if (rank_ == 0) {
+      spin_until(&h->ready, i + 1);
+      MPI_Isend(h->buf, (int)h->n, MPI_BYTE, peer, 2, MPI_COMM_WORLD, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    MPI_Irecv(h->buf, (int)h->n, MPI_BYTE, peer, 2, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    /* Release: the received bytes, to the computing thread's acquire. */
+    atomic_store_explicit(&h->arrived, i + 1, memory_order_release);
+    if (rank_ == 1) {
+      spin_until(&h->ready, i + 1);
+      MPI_Isend(h->buf, (int)h->n, MPI_BYTE, peer, 2, MPI_COMM_WORLD, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  }
+  return NULL;
+}
+
+static double handoff(char *buf, size_t n, int iters)
+{
+  handoff_ctx h = {buf, n, iters, 0, 0};
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  pthread_t th;
+  if (pthread_create(&th, NULL, handoff_mpi, &h))
+    fail("pthread_create", 1, 0);
+  for (int i = 0; i < iters; i++) {
+    if (rank_ == 0)
+      memcpy(buf, &i, sizeof i);
+    else {
+      spin_until(&h.arrived, i + 1);
+      int got;
+      memcpy(&got, buf, sizeof got);
+      if (got != i)
+        fail("hand-off stamp", got, i);
+    }
+    /* Release: the buffer, to the MPI thread's acquire in spin_until. */
+    atomic_store_explicit(&h.ready, i + 1, memory_order_release);
+    if (rank_ == 0) {
+      spin_until(&h.arrived, i + 1);
+      int got;
+      memcpy(&got, buf, sizeof got);
+      if (got != i)
+        fail("hand-off stamp back", got, i);
+    }
+  }
+  pthread_join(th, NULL);
   double t = MPI_Wtime() - t0;
   MPI_Barrier(MPI_COMM_WORLD);
   return t / iters;
@@ -169,18 +253,22 @@ int main(int argc, char **argv)
     size_t n = sizes[s];
     int it = n >= (1 << 20) ? (iters / 10 > 0 ? iters / 10 : 1) : iters;
     char *buf = calloc(1, n);
-    double b[64], w[64];
+    double b[64], h[64], w[64];
     for (int r = 0; r < rounds; r++) { /* alternating, side by side */
       b[r] = bare(buf, n, it) * 1e6;
+      h[r] = handoff(buf, n, it) * 1e6;
       w[r] = through_weft(n, it) * 1e6;
     }
     free(buf);
     qsort(b, (size_t)rounds, sizeof *b, cmp);
+    qsort(h, (size_t)rounds, sizeof *h, cmp);
     qsort(w, (size_t)rounds, sizeof *w, cmp);
-    double bm = b[rounds / 2], wm = w[rounds / 2];
+    double bm = b[rounds / 2], hm = h[rounds / 2], wm = w[rounds / 2];
     if (rank_ == 0)
-      printf("pingpong: %zu B: bare %.2f [%.2f-%.2f], weft %.2f [%.2f-%.2f] us per round trip, "
-             "ratio %.2f\n", n, bm, b[0], b[rounds - 1], wm, w[0], w[rounds - 1], wm / bm);
+      printf("pingpong: %zu B: bare %.2f [%.2f-%.2f], hand-off %.2f [%.2f-%.2f], weft %.2f "
+             "[%.2f-%.2f] us per round trip, ratio %.2f, %.2f\n",
+             n, bm, b[0], b[rounds - 1], hm, h[0], h[rounds - 1], wm, w[0], w[rounds - 1],
+             wm / bm, wm / hm);
     fflush(stdout);
   }
   MPI_Finalize();

@@ -149,13 +149,15 @@ def pingpong(bd):
     if not os.path.exists(exe):
         return None
     out = mpirun(2, [exe], WEFT_ENV)
-    rows = [["bytes", "bare MPI us", "weft_mpi us", "weft/bare"]]
-    pat = re.compile(r"pingpong: (\d+) B: bare ([0-9.]+ \[[0-9.]+-[0-9.]+\]), "
-                     r"weft ([0-9.]+ \[[0-9.]+-[0-9.]+\]) us per round trip, ratio ([0-9.]+)")
+    rows = [["bytes", "bare MPI us", "hand-off floor us", "weft_mpi us", "weft/bare",
+             "weft/hand-off"]]
+    fig = r"([0-9.]+ \[[0-9.]+-[0-9.]+\])"
+    pat = re.compile(r"pingpong: (\d+) B: bare " + fig + ", hand-off " + fig + ", weft " + fig +
+                     r" us per round trip, ratio ([0-9.]+), ([0-9.]+)")
     for line in out.splitlines():
         m = pat.search(line)
         if m:
-            rows.append([m.group(1), m.group(2), m.group(3), m.group(4)])
+            rows.append(list(m.groups()))
     if len(rows) == 1:
         raise Failed("bench_mpi_pingpong: no figures in: %s" % out.strip()[-300:])
     return rows

@@ -36,25 +36,16 @@
 #include <time.h>
 #include <weft/weft.h>
 
+#include "plan.h"
 #include "tiles.h"
-
-typedef enum { OP_POTRF, OP_TRSM, OP_SYRK, OP_GEMM } op_kind;
-
-typedef struct chol_op {
-  op_kind kind;
-  size_t i, j, k;
-  struct chol *c;
-} chol_op;
 
 typedef struct chol {
   tiled *work;
   weft_var **var; /* var[i * nt + j], j <= i */
-  chol_op *ops;
+  chol_step *ops; /* each with this chol as its ctx */
   size_t nops;
-  _Atomic long ran[4];    /* operators run, by kind */
-  _Atomic long potrf_max; /* the largest k whose POTRF ran */
-  _Atomic long failed_k;  /* the k whose POTRF found the matrix not SPD, or -1 */
-  bool prio;              /* the critical path first (--no-prio: off) */
+  chol_counts counts;
+  bool prio; /* the critical path first (--no-prio: off) */
 } chol;
 
 typedef struct options {
@@ -66,129 +57,37 @@ typedef struct options {
   unsigned long long seed;
 } options;
 
-/* A failed POTRF's status: what weft_wait_all returns (README). */
-#define CHOL_NOT_SPD 4242
+static weft_var *var_of(const void *ctx, size_t i, size_t j)
+{
+  const chol *c = ctx;
+  return c->var[i * c->work->nt + j];
+}
+
+static void *tile_of(const void *ctx, size_t i, size_t j)
+{
+  const chol *c = ctx;
+  return tiled_at(c->work, i, j);
+}
 
 static int run_op(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
-  chol_op *o = arg;
-  chol *c = o->c;
-  tiled *t = c->work;
-  atomic_fetch_add_explicit(&c->ran[o->kind], 1, memory_order_relaxed);
-  switch (o->kind) {
-  case OP_POTRF: {
-    long k = (long)o->k, m = atomic_load_explicit(&c->potrf_max, memory_order_relaxed);
-    while (k > m && !atomic_compare_exchange_weak_explicit(
-                        &c->potrf_max, &m, k, memory_order_relaxed, memory_order_relaxed))
-      ;
-    int info = tile_potrf(t, tiled_at(t, o->k, o->k));
-    if (info) {
-      atomic_store_explicit(&c->failed_k, (long)o->k, memory_order_relaxed);
-      return CHOL_NOT_SPD;
-    }
-    return 0;
-  }
-  case OP_TRSM:
-    tile_trsm(t, tiled_at(t, o->k, o->k), tiled_at(t, o->i, o->k));
-    return 0;
-  case OP_SYRK:
-    tile_syrk(t, tiled_at(t, o->i, o->k), tiled_at(t, o->i, o->i));
-    return 0;
-  case OP_GEMM:
-    tile_gemm(t, tiled_at(t, o->i, o->k), tiled_at(t, o->j, o->k), tiled_at(t, o->i, o->j));
-    return 0;
-  }
-  return 0;
+  const chol_step *s = arg;
+  chol *c = s->ctx;
+  return chol_run_step(s, c->work, tile_of, &c->counts);
 }
 
-static weft_var *var_of(const chol *c, size_t i, size_t j)
-{
-  return c->var[i * c->work->nt + j];
-}
-
-/* The critical path first, as StarPU's cholesky_implicit does: earlier
- * steps before later ones, and within a step POTRF, then TRSM, then the
- * updates of the next step's panel (column k + 1), then the rest. */
-static int priority_of(const chol_op *o, size_t nt)
-{
-  int base = 4 * (int)(nt - o->k);
-  switch (o->kind) {
-  case OP_POTRF:
-    return base + 3;
-  case OP_TRSM:
-    return base + 2;
-  default:
-    return base + (o->j == o->k + 1 ? 1 : 0);
-  }
-}
-
-/* The operators in the sequential algorithm's order; each reads what its
- * kernel reads and writes what it writes. */
+/* The operators in the sequential algorithm's order (plan.c). */
 static int push_all(weft_engine *eng, chol *c)
 {
-  static const char *const names[] = {"potrf", "trsm", "syrk", "gemm"};
   for (size_t n = 0; n < c->nops; n++) {
-    chol_op *o = &c->ops[n];
-    weft_var *reads[2];
-    weft_var *write;
-    size_t nreads = 0;
-    switch (o->kind) {
-    case OP_POTRF:
-      write = var_of(c, o->k, o->k);
-      break;
-    case OP_TRSM:
-      reads[nreads++] = var_of(c, o->k, o->k);
-      write = var_of(c, o->i, o->k);
-      break;
-    case OP_SYRK:
-      reads[nreads++] = var_of(c, o->i, o->k);
-      write = var_of(c, o->i, o->i);
-      break;
-    default:
-      reads[nreads++] = var_of(c, o->i, o->k);
-      reads[nreads++] = var_of(c, o->j, o->k);
-      write = var_of(c, o->i, o->j);
-      break;
-    }
-    weft_op_desc d = {.fn = run_op,
-                      .arg = o,
-                      .prop = c->prio ? WEFT_PROP_PRIORITIZED : WEFT_PROP_NORMAL,
-                      .priority = c->prio ? priority_of(o, c->work->nt) : 0,
-                      .reads = reads,
-                      .num_reads = nreads,
-                      .writes = &write,
-                      .num_writes = 1,
-                      .name = names[o->kind]};
+    chol_access acc;
+    weft_op_desc d = chol_step_desc(&c->ops[n], c->work->nt, c->prio, run_op, var_of, &acc);
     int rc = weft_push(eng, &d);
     if (rc)
       return rc;
   }
   return 0;
-}
-
-static void plan_ops(chol *c)
-{
-  size_t nt = c->work->nt, n = 0;
-  for (size_t k = 0; k < nt; k++) {
-    c->ops[n++] = (chol_op){OP_POTRF, k, k, k, c};
-    for (size_t i = k + 1; i < nt; i++)
-      c->ops[n++] = (chol_op){OP_TRSM, i, k, k, c};
-    for (size_t i = k + 1; i < nt; i++) {
-      c->ops[n++] = (chol_op){OP_SYRK, i, i, k, c};
-      for (size_t j = k + 1; j < i; j++)
-        c->ops[n++] = (chol_op){OP_GEMM, i, j, k, c};
-    }
-  }
-  c->nops = n;
-}
-
-static size_t count_ops(size_t nt)
-{
-  size_t n = 0;
-  for (size_t k = 0; k < nt; k++)
-    n += 1 + (nt - k - 1) * 2 + (nt - k - 1) * (nt - k - 2) / 2;
-  return n;
 }
 
 static void usage(void)
@@ -262,14 +161,16 @@ static options parse(int argc, char **argv)
  * failing one never ran (all depend on it), and nothing crashed. */
 static bool not_spd_reported(const chol *c, int rc, size_t bad_tile)
 {
-  long failed = atomic_load(&c->failed_k), pmax = atomic_load(&c->potrf_max);
+  /* After weft_wait_all, which every operator's updates come before. */
+  const chol_counts *n = &c->counts;
+  long failed = atomic_load(&n->failed_k), pmax = atomic_load(&n->potrf_max);
   bool ok = rc == CHOL_NOT_SPD && failed == (long)bad_tile && pmax == (long)bad_tile &&
-            (size_t)atomic_load(&c->ran[OP_POTRF]) == bad_tile + 1;
+            (size_t)atomic_load(&n->ran[OP_POTRF]) == bad_tile + 1;
   printf("cholesky: not SPD at tile %ld: weft_wait_all returned %d, POTRFs run %ld (up to tile "
          "%ld), operators run %ld of %zu: %s\n",
-         failed, rc, atomic_load(&c->ran[OP_POTRF]), pmax,
-         atomic_load(&c->ran[0]) + atomic_load(&c->ran[1]) + atomic_load(&c->ran[2]) +
-             atomic_load(&c->ran[3]),
+         failed, rc, atomic_load(&n->ran[OP_POTRF]), pmax,
+         atomic_load(&n->ran[0]) + atomic_load(&n->ran[1]) + atomic_load(&n->ran[2]) +
+             atomic_load(&n->ran[3]),
          c->nops, ok ? "ok" : "FAILED");
   return ok;
 }
@@ -307,24 +208,21 @@ int main(int argc, char **argv)
   chol c = {.work = &work, .prio = !o.no_prio};
   size_t nt = a.nt;
   c.var = calloc(nt * nt, sizeof *c.var);
-  c.ops = calloc(count_ops(nt), sizeof *c.ops);
+  c.ops = calloc(chol_count_steps(nt), sizeof *c.ops);
   if (!c.var || !c.ops)
     return 2;
   for (size_t i = 0; i < nt; i++)
     for (size_t j = 0; j <= i; j++)
       if (weft_var_new(eng, &c.var[i * nt + j]))
         return 2;
-  plan_ops(&c);
+  c.nops = chol_plan(c.ops, nt, &c);
 
   double *t = calloc((size_t)o.reps, sizeof *t);
   bool ok = true;
   double worst_res = 0, worst_lapack = 0;
   for (int r = 0; r < o.reps && ok; r++) {
     tiled_copy(&work, &a);
-    for (int k = 0; k < 4; k++)
-      atomic_store(&c.ran[k], 0);
-    atomic_store(&c.potrf_max, -1);
-    atomic_store(&c.failed_k, -1);
+    chol_counts_reset(&c.counts);
     double t0 = tiles_now_s();
     rc = push_all(eng, &c);
     int wrc = weft_wait_all(eng);

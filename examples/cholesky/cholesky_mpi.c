@@ -45,29 +45,19 @@
 #include <string.h>
 #include <weft/weft_mpi.h>
 
+#include "plan.h"
 #include "tiles.h"
-
-typedef enum { OP_POTRF, OP_TRSM, OP_SYRK, OP_GEMM } op_kind;
-
-typedef struct dop {
-  op_kind kind;
-  size_t i, j, k;
-  struct dchol *c;
-} dop;
 
 typedef struct dchol {
   weft_mpi *mpi;
-  tiled *mine;    /* the tiles this rank owns; NULL elsewhere */
+  tiled *mine; /* the tiles this rank owns; NULL elsewhere */
   size_t nt;
   int p, q;       /* the process grid */
   weft_var **var; /* var[i * nt + j], j <= i */
-  dop *ops;
+  chol_step *ops; /* each with this dchol as its ctx */
   size_t nops;
   bool prio;
-  /* This rank's operators, as cholesky.c counts them. */
-  _Atomic long ran[4];
-  _Atomic long potrf_max;
-  _Atomic long failed_k;
+  chol_counts counts; /* this rank's operators, as cholesky.c counts them */
 } dchol;
 
 typedef struct options {
@@ -79,9 +69,6 @@ typedef struct options {
   unsigned long long seed;
 } options;
 
-/* A failed POTRF's status, as in cholesky.c. */
-#define CHOL_NOT_SPD 4242
-
 static int world_rank;
 
 static int owner_of(const dchol *c, size_t i, size_t j)
@@ -89,125 +76,35 @@ static int owner_of(const dchol *c, size_t i, size_t j)
   return (int)(i % (size_t)c->p) * c->q + (int)(j % (size_t)c->q);
 }
 
-static weft_var *var_of(const dchol *c, size_t i, size_t j)
+static weft_var *var_of(const void *ctx, size_t i, size_t j)
 {
+  const dchol *c = ctx;
   return c->var[i * c->nt + j];
 }
 
 /* The local buffer of tile (i, j): this rank's own, or weft_mpi's copy. */
-static void *data_of(const dchol *c, size_t i, size_t j)
+static void *data_of(const void *ctx, size_t i, size_t j)
 {
+  const dchol *c = ctx;
   return weft_mpi_var_data(c->mpi, var_of(c, i, j));
 }
 
+/* cholesky.c's kernels and priorities (plan.c). */
 static int run_op(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
-  dop *o = arg;
-  dchol *c = o->c;
-  const tiled *t = c->mine;
-  atomic_fetch_add_explicit(&c->ran[o->kind], 1, memory_order_relaxed);
-  switch (o->kind) {
-  case OP_POTRF: {
-    long k = (long)o->k, m = atomic_load_explicit(&c->potrf_max, memory_order_relaxed);
-    while (k > m && !atomic_compare_exchange_weak_explicit(
-                        &c->potrf_max, &m, k, memory_order_relaxed, memory_order_relaxed))
-      ;
-    if (tile_potrf(t, data_of(c, o->k, o->k))) {
-      atomic_store_explicit(&c->failed_k, k, memory_order_relaxed);
-      return CHOL_NOT_SPD;
-    }
-    return 0;
-  }
-  case OP_TRSM:
-    tile_trsm(t, data_of(c, o->k, o->k), data_of(c, o->i, o->k));
-    return 0;
-  case OP_SYRK:
-    tile_syrk(t, data_of(c, o->i, o->k), data_of(c, o->i, o->i));
-    return 0;
-  case OP_GEMM:
-    tile_gemm(t, data_of(c, o->i, o->k), data_of(c, o->j, o->k), data_of(c, o->i, o->j));
-    return 0;
-  }
-  return 0;
-}
-
-/* cholesky.c's priorities: earlier steps first; within a step POTRF, TRSM,
- * the updates of the next step's panel, then the rest. */
-static int priority_of(const dop *o, size_t nt)
-{
-  int base = 4 * (int)(nt - o->k);
-  switch (o->kind) {
-  case OP_POTRF:
-    return base + 3;
-  case OP_TRSM:
-    return base + 2;
-  default:
-    return base + (o->j == o->k + 1 ? 1 : 0);
-  }
-}
-
-static void plan_ops(dchol *c)
-{
-  size_t nt = c->nt, n = 0;
-  for (size_t k = 0; k < nt; k++) {
-    c->ops[n++] = (dop){OP_POTRF, k, k, k, c};
-    for (size_t i = k + 1; i < nt; i++)
-      c->ops[n++] = (dop){OP_TRSM, i, k, k, c};
-    for (size_t i = k + 1; i < nt; i++) {
-      c->ops[n++] = (dop){OP_SYRK, i, i, k, c};
-      for (size_t j = k + 1; j < i; j++)
-        c->ops[n++] = (dop){OP_GEMM, i, j, k, c};
-    }
-  }
-  c->nops = n;
-}
-
-static size_t count_ops(size_t nt)
-{
-  size_t n = 0;
-  for (size_t k = 0; k < nt; k++)
-    n += 1 + (nt - k - 1) * 2 + (nt - k - 1) * (nt - k - 2) / 2;
-  return n;
+  const chol_step *s = arg;
+  dchol *c = s->ctx;
+  return chol_run_step(s, c->mine, data_of, &c->counts);
 }
 
 /* The same sequence on every rank: each operator runs on the owner of the
  * tile it writes (WEFT_MPI_OWNER). */
 static int push_all(dchol *c)
 {
-  static const char *const names[] = {"potrf", "trsm", "syrk", "gemm"};
   for (size_t n = 0; n < c->nops; n++) {
-    dop *o = &c->ops[n];
-    weft_var *reads[2];
-    weft_var *write;
-    size_t nreads = 0;
-    switch (o->kind) {
-    case OP_POTRF:
-      write = var_of(c, o->k, o->k);
-      break;
-    case OP_TRSM:
-      reads[nreads++] = var_of(c, o->k, o->k);
-      write = var_of(c, o->i, o->k);
-      break;
-    case OP_SYRK:
-      reads[nreads++] = var_of(c, o->i, o->k);
-      write = var_of(c, o->i, o->i);
-      break;
-    default:
-      reads[nreads++] = var_of(c, o->i, o->k);
-      reads[nreads++] = var_of(c, o->j, o->k);
-      write = var_of(c, o->i, o->j);
-      break;
-    }
-    weft_op_desc d = {.fn = run_op,
-                      .arg = o,
-                      .prop = c->prio ? WEFT_PROP_PRIORITIZED : WEFT_PROP_NORMAL,
-                      .priority = c->prio ? priority_of(o, c->nt) : 0,
-                      .reads = reads,
-                      .num_reads = nreads,
-                      .writes = &write,
-                      .num_writes = 1,
-                      .name = names[o->kind]};
+    chol_access acc;
+    weft_op_desc d = chol_step_desc(&c->ops[n], c->nt, c->prio, run_op, var_of, &acc);
     int rc = weft_mpi_push(c->mpi, &d, WEFT_MPI_OWNER);
     if (rc)
       return rc;
@@ -319,24 +216,16 @@ static void grid_of(int size, int *p, int *q)
   *q = size / best;
 }
 
-/* tiled_alloc's layout with only this rank's tiles allocated. */
-static int alloc_mine(tiled *t, const dchol *c, precision prec, size_t n, size_t b, int rank)
+typedef struct keep_mine {
+  const dchol *c;
+  int rank;
+} keep_mine;
+
+/* tiled_alloc_some's filter: the tiles this rank owns. */
+static bool is_mine(const void *ctx, size_t i, size_t j)
 {
-  memset(t, 0, sizeof *t);
-  t->prec = prec;
-  t->n = n;
-  t->b = b;
-  t->nt = n / b;
-  t->esize = prec == PREC_FLOAT ? sizeof(float) : sizeof(double);
-  t->tile = calloc(t->nt * t->nt, sizeof *t->tile);
-  if (!t->tile)
-    return -1;
-  for (size_t i = 0; i < t->nt; i++)
-    for (size_t j = 0; j <= i; j++)
-      if (owner_of(c, i, j) == rank &&
-          !(t->tile[i * t->nt + j] = aligned_alloc(64, b * b * t->esize)))
-        return -1;
-  return 0;
+  const keep_mine *k = ctx;
+  return owner_of(k->c, i, j) == k->rank;
 }
 
 /* After the detach: every tile to rank 0 (plain MPI), which compares the
@@ -407,9 +296,12 @@ static bool gather_and_check(const dchol *c, const options *o, char *line, size_
  * never ran anywhere (all depend on it). Returns the verdict on every rank. */
 static bool not_spd_reported(dchol *c, int wrc, size_t bad_tile)
 {
-  long mine[7] = {atomic_load(&c->ran[0]), atomic_load(&c->ran[1]), atomic_load(&c->ran[2]),
-                  atomic_load(&c->ran[3]), atomic_load(&c->potrf_max),
-                  atomic_load(&c->failed_k), wrc},
+  /* After weft_mpi_wait_all, which this rank's operators' updates come
+   * before. */
+  const chol_counts *n = &c->counts;
+  long mine[7] = {atomic_load(&n->ran[0]), atomic_load(&n->ran[1]), atomic_load(&n->ran[2]),
+                  atomic_load(&n->ran[3]), atomic_load(&n->potrf_max),
+                  atomic_load(&n->failed_k), wrc},
        sum[7], max[7], min[7];
   MPI_Allreduce(mine, sum, 7, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(mine, max, 7, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
@@ -455,10 +347,11 @@ int main(int argc, char **argv)
   grid_of(size, &c.p, &c.q);
   size_t nt = c.nt;
   tiled mine;
-  int setup = alloc_mine(&mine, &c, o.prec, o.n, o.b, rank) ? 1 : 0;
+  keep_mine keep = {&c, rank};
+  int setup = tiled_alloc_some(&mine, o.prec, o.n, o.b, is_mine, &keep) ? 1 : 0;
   c.mine = &mine;
   c.var = calloc(nt * nt, sizeof *c.var);
-  c.ops = calloc(count_ops(nt), sizeof *c.ops);
+  c.ops = calloc(chol_count_steps(nt), sizeof *c.ops);
   double *t = calloc((size_t)o.reps, sizeof *t);
   double *tmax = calloc((size_t)o.reps, sizeof *tmax);
   if (!c.var || !c.ops || !t || !tmax)
@@ -523,13 +416,10 @@ int main(int argc, char **argv)
           registered = false;
         }
       }
-    plan_ops(&c);
+    c.nops = chol_plan(c.ops, nt, &c);
     for (int r = 0; r < o.reps && registered; r++) {
       tiled_fill_spd(&mine, o.seed, o.not_spd ? o.bad : -1);
-      for (int k = 0; k < 4; k++)
-        atomic_store(&c.ran[k], 0);
-      atomic_store(&c.potrf_max, -1);
-      atomic_store(&c.failed_k, -1);
+      chol_counts_reset(&c.counts);
       /* The ranks meet (an empty collective wait), then the clock runs
        * from the first push until every rank's operators and transfers are
        * done. */

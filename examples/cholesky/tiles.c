@@ -2,6 +2,8 @@
  * Tile storage and kernels (tiles.h). The precision-specific code is
  * written once, for a type T and a BLAS prefix, by the KERNELS macro.
  */
+#include <stdbool.h>
+
 #include "tiles.h"
 
 #include <cblas.h>
@@ -35,6 +37,12 @@ int tiles_blas_init(void)
 
 int tiled_alloc(tiled *t, precision prec, size_t n, size_t b)
 {
+  return tiled_alloc_some(t, prec, n, b, NULL, NULL);
+}
+
+int tiled_alloc_some(tiled *t, precision prec, size_t n, size_t b,
+                     bool (*keep)(const void *ctx, size_t i, size_t j), const void *ctx)
+{
   memset(t, 0, sizeof *t);
   if (b == 0 || n == 0 || n % b != 0)
     return -1;
@@ -48,7 +56,8 @@ int tiled_alloc(tiled *t, precision prec, size_t n, size_t b)
     return -1;
   for (size_t i = 0; i < t->nt; i++)
     for (size_t j = 0; j <= i; j++)
-      if (!(t->tile[i * t->nt + j] = aligned_alloc(64, b * b * t->esize))) {
+      if ((!keep || keep(ctx, i, j)) &&
+          !(t->tile[i * t->nt + j] = aligned_alloc(64, b * b * t->esize))) {
         tiled_free(t);
         return -1;
       }

@@ -12,6 +12,7 @@
 #ifndef CHOLESKY_TILES_H
 #define CHOLESKY_TILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,10 @@ typedef struct tiled {
 int tiles_blas_init(void);
 
 int tiled_alloc(tiled *t, precision prec, size_t n, size_t b);
+/* The same layout with only the tiles keep(ctx, i, j) accepts allocated (the
+ * others NULL: another MPI rank's, cholesky_mpi.c); keep NULL: all. */
+int tiled_alloc_some(tiled *t, precision prec, size_t n, size_t b,
+                     bool (*keep)(const void *ctx, size_t i, size_t j), const void *ctx);
 void tiled_free(tiled *t);
 void *tiled_at(const tiled *t, size_t i, size_t j);
 

@@ -71,6 +71,17 @@ static inline int mt_nop(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
+/* An engine (automatic) attached to MPI_COMM_WORLD with the given timeout;
+ * false if either failed. */
+static inline bool mt_attach(int timeout_ms, weft_engine **eng, weft_mpi **mpi)
+{
+  weft_mpi_config cfg;
+  weft_mpi_config_default(&cfg);
+  cfg.timeout_ms = timeout_ms;
+  return weft_engine_create(eng, NULL) == 0 &&
+         weft_mpi_attach(*eng, MPI_COMM_WORLD, &cfg, mpi) == 0;
+}
+
 static inline int mt_main(int argc, char **argv, const mt_case *cases, int n)
 {
   mt_ctx base = {0};

@@ -457,11 +457,7 @@ static int sleepy_fn(const weft_run_ctx *rc, void *arg)
 static void busy_rank_alive(mt_ctx *t)
 {
   env e;
-  MT_CHECK(t, weft_engine_create(&e.eng, NULL) == 0, "engine");
-  weft_mpi_config cfg;
-  weft_mpi_config_default(&cfg);
-  cfg.timeout_ms = 600;
-  MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, &cfg, &e.mpi) == 0, "attach");
+  MT_CHECK(t, mt_attach(600, &e.eng, &e.mpi), "engine and attach");
   int last = t->size - 1;
   int a[4] = {0}, b[4] = {0};
   weft_var *va = new_var(t, &e, last, a, 4, MPI_INT);

@@ -39,11 +39,7 @@ int main(int argc, char **argv)
 
   weft_engine *eng = NULL;
   weft_mpi *mpi = NULL;
-  weft_mpi_config cfg;
-  weft_mpi_config_default(&cfg);
-  cfg.timeout_ms = TIMEOUT_MS;
-  int ok = weft_engine_create(&eng, NULL) == 0 &&
-           weft_mpi_attach(eng, MPI_COMM_WORLD, &cfg, &mpi) == 0;
+  int ok = mt_attach(TIMEOUT_MS, &eng, &mpi);
   int a[4] = {1, 2, 3, 4}, b[4] = {0};
   weft_var *va = NULL, *vb = NULL;
   weft_var_new(eng, &va);
