@@ -77,6 +77,10 @@ typedef struct mpi_job {
   bool finished;        /* collectives/aborts: set under mpi->lock, + coll_cv */
   bool abandoned;       /* collectives: MPI still owns the buffers (under mpi->lock) */
   double posted_s;      /* progress thread: when it was posted */
+  /* JOB_SEND: posted already by its operator's thread (mpi_send_now), with
+   * this request; the progress thread only completes it. */
+  bool posted;
+  MPI_Request req;
 } mpi_job;
 
 struct weft_mpi {
@@ -147,6 +151,11 @@ void mpi_progress_go(weft_mpi *mpi);
 void mpi_progress_stop(weft_mpi *mpi);
 /* Hands job to the progress thread (any thread). */
 void mpi_enqueue(weft_mpi *mpi, mpi_job *job);
+/* A send, from its operator's thread: posted there under call_lock when the
+ * progress thread is not calling MPI (and completed there when MPI finishes
+ * it at once, as it does small messages), saving the hand-over; else
+ * enqueued. */
+void mpi_send_now(weft_mpi *mpi, mpi_job *job);
 /* Enqueues a collective or abort job and waits until it finished; returns its
  * status. Submitting thread only. */
 int mpi_run_job(weft_mpi *mpi, mpi_job *job);

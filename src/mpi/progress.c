@@ -57,9 +57,8 @@ static void finish_waited(weft_mpi *mpi, mpi_job *job, int status)
 }
 
 /* A transfer's end: its operator completes; the job is freed. */
-static void finish_transfer(progress *p, mpi_job *job, int status)
+static void finish_transfer(weft_mpi *mpi, mpi_job *job, int status)
 {
-  weft_mpi *mpi = p->mpi;
   if (job->kind == JOB_RECV) {
     /* Published to the var's next user by weft_done_signal's release. */
     job->d->failed = status;
@@ -130,13 +129,13 @@ static void abort_all(progress *p, int status)
         MPI_Request_free(&p->reqs[i]);
         job->d->abandoned = true;
       }
-      finish_transfer(p, job, status);
+      finish_transfer(p->mpi, job, status);
       break;
     }
     case JOB_SEND:
       MPI_Request_free(&p->reqs[i]); /* MPI may still read the buffer */
       job->d->abandoned = true;
-      finish_transfer(p, job, status);
+      finish_transfer(p->mpi, job, status);
       break;
     default: /* a collective: MPI offers no way to cancel one */
       pthread_mutex_lock(&p->mpi->lock);
@@ -188,7 +187,15 @@ static void post(progress *p, mpi_job *job)
     break_attachment(p, WEFT_ECOMM);
     broken = WEFT_ECOMM;
   }
-  if (!broken) {
+  if (job->posted) { /* a send its operator's thread posted (mpi_send_now) */
+    if (broken) {
+      MPI_Request_free(&job->req); /* MPI may still read the buffer */
+      job->d->abandoned = true;
+      finish_transfer(mpi, job, broken);
+      return;
+    }
+    p->reqs[p->n] = job->req;
+  } else if (!broken) {
     MPI_Request *r = &p->reqs[p->n];
     mpi_dvar *d = job->d;
     switch (job->kind) {
@@ -217,7 +224,7 @@ static void post(progress *p, mpi_job *job)
     if (job->kind == JOB_ALLGATHER)
       finish_waited(mpi, job, broken);
     else
-      finish_transfer(p, job, broken);
+      finish_transfer(p->mpi, job, broken);
     return;
   }
   job->posted_s = mpi_now_s();
@@ -251,10 +258,10 @@ static bool complete(progress *p, mpi_job *job, MPI_Status *st, double now)
       if (got == 0)
         status = WEFT_EREMOTE; /* the sender's copy held a failure */
     }
-    finish_transfer(p, job, status);
+    finish_transfer(p->mpi, job, status);
     break;
   case JOB_SEND:
-    finish_transfer(p, job, status);
+    finish_transfer(p->mpi, job, status);
     break;
   default:
     finish_waited(mpi, job, status);
@@ -514,6 +521,33 @@ void mpi_progress_stop(weft_mpi *mpi)
   free(p->last_heard);
   free(p);
   mpi->progress = NULL;
+}
+
+void mpi_send_now(weft_mpi *mpi, mpi_job *job)
+{
+  /* Only when the progress thread is not calling MPI itself; a broken
+   * attachment's sends go through the progress thread, which fails them. */
+  if (atomic_load_explicit(&mpi->broken, memory_order_relaxed) ||
+      pthread_mutex_trylock(&mpi->call_lock)) {
+    mpi_enqueue(mpi, job);
+    return;
+  }
+  mpi_dvar *d = job->d;
+  int done = 0, tested = MPI_SUCCESS;
+  int sent = MPI_Isend(d->buf, job->send_failure ? 0 : d->count, d->type, job->peer,
+                       (int)d->id + 1, mpi->comm, &job->req);
+  if (sent == MPI_SUCCESS)
+    tested = MPI_Test(&job->req, &done, MPI_STATUS_IGNORE);
+  pthread_mutex_unlock(&mpi->call_lock);
+  if (sent == MPI_SUCCESS && tested == MPI_SUCCESS && done) {
+    finish_transfer(mpi, job, 0); /* an eager send: over already */
+    return;
+  }
+  /* Pending, or an error: the progress thread takes it from here (it posts
+   * it anew if MPI_Isend failed, and breaks the attachment then; a failed
+   * test shows again in its MPI_Testsome). */
+  job->posted = sent == MPI_SUCCESS;
+  mpi_enqueue(mpi, job);
 }
 
 void mpi_enqueue(weft_mpi *mpi, mpi_job *job)

@@ -67,7 +67,7 @@ static void send_op(const weft_run_ctx *rc, void *arg, weft_done *done)
   job->send_failure = t->d->failed != 0; /* ordered by the var's queue */
   weft_mpi *mpi = t->mpi;
   free(t);
-  mpi_enqueue(mpi, job);
+  mpi_send_now(mpi, job);
 }
 
 /* The receive operator writes the var: nothing here uses it meanwhile. */
