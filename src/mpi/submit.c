@@ -49,24 +49,37 @@ typedef struct transfer_arg {
   int peer;
 } transfer_arg;
 
+/* The job for a transfer operator's run; frees t. NULL (the operator
+ * signalled with WEFT_ENOMEM) without memory. */
+static mpi_job *job_for(transfer_arg *t, job_kind kind, weft_done *done)
+{
+  mpi_job *job = calloc(1, sizeof *job);
+  if (!job) {
+    if (kind == JOB_RECV)
+      t->d->failed = WEFT_ENOMEM; /* what this rank's copy now stands for */
+    free(t);
+    weft_done_signal(done, WEFT_ENOMEM);
+    return NULL;
+  }
+  job->kind = kind;
+  job->d = t->d;
+  job->peer = t->peer;
+  job->done = done;
+  free(t);
+  return job;
+}
+
 /* The send operator reads the var: it runs once the value is final here. */
 static void send_op(const weft_run_ctx *rc, void *arg, weft_done *done)
 {
   (void)rc;
   transfer_arg *t = arg;
-  mpi_job *job = calloc(1, sizeof *job);
-  if (!job) {
-    free(t);
-    weft_done_signal(done, WEFT_ENOMEM);
-    return;
-  }
-  job->kind = JOB_SEND;
-  job->d = t->d;
-  job->peer = t->peer;
-  job->done = done;
-  job->send_failure = t->d->failed != 0; /* ordered by the var's queue */
   weft_mpi *mpi = t->mpi;
-  free(t);
+  bool failure = t->d->failed != 0; /* ordered by the var's queue */
+  mpi_job *job = job_for(t, JOB_SEND, done);
+  if (!job)
+    return;
+  job->send_failure = failure;
   mpi_send_now(mpi, job);
 }
 
@@ -75,20 +88,10 @@ static void recv_op(const weft_run_ctx *rc, void *arg, weft_done *done)
 {
   (void)rc;
   transfer_arg *t = arg;
-  mpi_job *job = calloc(1, sizeof *job);
-  if (!job) {
-    t->d->failed = WEFT_ENOMEM;
-    free(t);
-    weft_done_signal(done, WEFT_ENOMEM);
-    return;
-  }
-  job->kind = JOB_RECV;
-  job->d = t->d;
-  job->peer = t->peer;
-  job->done = done;
   weft_mpi *mpi = t->mpi;
-  free(t);
-  mpi_enqueue(mpi, job);
+  mpi_job *job = job_for(t, JOB_RECV, done);
+  if (job)
+    mpi_enqueue(mpi, job);
 }
 
 /* This rank's part of moving d's value from rank src to rank dst. */

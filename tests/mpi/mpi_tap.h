@@ -82,6 +82,22 @@ static inline bool mt_attach(int timeout_ms, weft_engine **eng, weft_mpi **mpi)
          weft_mpi_attach(*eng, MPI_COMM_WORLD, &cfg, mpi) == 0;
 }
 
+/* Pushes fn(arg) reading in (NULL: nothing) and writing out, with flags,
+ * on rank exec (WEFT_MPI_OWNER: out's owner). */
+static inline int mt_push(weft_mpi *mpi, weft_op_fn fn, void *arg, weft_var *in, weft_var *out,
+                          unsigned flags, int exec)
+{
+  weft_op_desc d = {0};
+  d.fn = fn;
+  d.arg = arg;
+  d.reads = &in;
+  d.num_reads = in != NULL;
+  d.writes = &out;
+  d.num_writes = 1;
+  d.flags = flags;
+  return weft_mpi_push(mpi, &d, exec);
+}
+
 static inline int mt_main(int argc, char **argv, const mt_case *cases, int n)
 {
   mt_ctx base = {0};

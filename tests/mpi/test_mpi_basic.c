@@ -212,14 +212,7 @@ static int sum_fn(const weft_run_ctx *rc, void *arg)
 
 static void push_sum(mt_ctx *t, env *e, sum_op *o, int exec)
 {
-  weft_op_desc d = {0};
-  d.fn = sum_fn;
-  d.arg = o;
-  d.reads = &o->in;
-  d.num_reads = o->in != NULL;
-  d.writes = &o->out;
-  d.num_writes = 1;
-  MT_CHECK(t, weft_mpi_push(e->mpi, &d, exec) == 0, "push");
+  MT_CHECK(t, mt_push(e->mpi, sum_fn, o, o->in, o->out, 0, exec) == 0, "push");
 }
 
 static void cache_reuse(mt_ctx *t)
@@ -297,15 +290,7 @@ static int flag_fn(const weft_run_ctx *rc, void *arg)
 static void push_flag(mt_ctx *t, env *e, flag_op *o, weft_var *in, weft_var *out,
                       unsigned flags)
 {
-  weft_op_desc d = {0};
-  d.fn = flag_fn;
-  d.arg = o;
-  d.reads = &in;
-  d.num_reads = in != NULL;
-  d.writes = &out;
-  d.num_writes = 1;
-  d.flags = flags;
-  MT_CHECK(t, weft_mpi_push(e->mpi, &d, WEFT_MPI_OWNER) == 0, "push");
+  MT_CHECK(t, mt_push(e->mpi, flag_fn, o, in, out, flags, WEFT_MPI_OWNER) == 0, "push");
 }
 
 static void failure_everywhere(mt_ctx *t)

@@ -42,19 +42,13 @@ int main(int argc, char **argv)
   ok = ok && weft_mpi_var_register(mpi, va, 0, rank == 0 ? a : NULL, rank == 0 ? 16 : 8,
                                    MPI_INT) == 0;
   ok = ok && weft_mpi_var_register(mpi, vb, 1, rank == 1 ? b : NULL, 16, MPI_INT) == 0;
-  weft_op_desc d = {0};
-  d.fn = mt_nop;
-  d.reads = &va;
-  d.num_reads = 1;
-  d.writes = &vb;
-  d.num_writes = 1;
-  ok = ok && weft_mpi_push(mpi, &d, WEFT_MPI_OWNER) == 0;
+  ok = ok && mt_push(mpi, mt_nop, NULL, va, vb, 0, WEFT_MPI_OWNER) == 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int rc = weft_mpi_wait_all(mpi);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-  int again = weft_mpi_push(mpi, &d, WEFT_MPI_OWNER);
+  int again = mt_push(mpi, mt_nop, NULL, va, vb, 0, WEFT_MPI_OWNER);
   int det = weft_mpi_detach(mpi);
   fprintf(stderr, "rank %d: wait_all %d after %.2f s, push %d, detach %d\n", rank, rc, took,
           again, det);

@@ -51,18 +51,12 @@ int main(int argc, char **argv)
   if (rank == last)
     raise(SIGSTOP); /* never continued: rank 0 kills it */
 
-  weft_op_desc d = {0};
-  d.fn = mt_nop;
-  d.reads = &va;
-  d.num_reads = 1;
-  d.writes = &vb;
-  d.num_writes = 1;
-  ok = ok && weft_mpi_push(mpi, &d, WEFT_MPI_OWNER) == 0;
+  ok = ok && mt_push(mpi, mt_nop, NULL, va, vb, 0, WEFT_MPI_OWNER) == 0;
   double t0 = now_s();
   int rc = weft_mpi_wait_all(mpi);
   double took = now_s() - t0;
   int rc2 = weft_mpi_wait_all(mpi);
-  int rc3 = weft_mpi_push(mpi, &d, WEFT_MPI_OWNER);
+  int rc3 = mt_push(mpi, mt_nop, NULL, va, vb, 0, WEFT_MPI_OWNER);
   int rc4 = weft_mpi_detach(mpi);
   fprintf(stderr, "rank %d: wait_all %d after %.2f s; again %d, push %d, detach %d\n", rank, rc,
           took, rc2, rc3, rc4);
