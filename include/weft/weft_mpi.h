@@ -23,9 +23,11 @@
  * rank writes the var again (it is then invalid everywhere but on the writer
  * and the owner), and freed by weft_mpi_var_delete or weft_mpi_detach.
  *
- * Threads: each attachment has one progress thread, which makes every MPI
- * call on the attachment's communicator (a duplicate of the one given) from
- * attach to detach. MPI must therefore be initialized with at least
+ * Threads: each attachment has one progress thread, which makes the MPI
+ * calls on the attachment's communicator (a duplicate of the one given) from
+ * attach to detach; other threads of the library call MPI only under a lock
+ * it holds while it calls MPI, so no two calls ever overlap. MPI must
+ * therefore be initialized with at least
  * MPI_THREAD_SERIALIZED (weft_mpi_attach checks: WEFT_EINVAL with a
  * message otherwise). With MPI_THREAD_SERIALIZED the application must not
  * make MPI calls of its own while an attachment is live; with

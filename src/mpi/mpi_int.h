@@ -10,7 +10,8 @@
  *     async transfer operator inline); they run the wrappers (submit.c) and
  *     hand transfers to the progress thread;
  *   - the progress thread (progress.c): the thread that calls MPI between
- *     attach and detach (others only under call_lock, see there).
+ *     attach and detach (others only under call_lock: a send operator's
+ *     own MPI_Isend, a datatype query; see there).
  */
 #ifndef WEFT_MPI_INT_H
 #define WEFT_MPI_INT_H
@@ -112,7 +113,8 @@ struct weft_mpi {
   bool started;           /* under lock: attach let the thread make MPI calls */
   bool stop;              /* under lock */
   /* Held by whoever calls MPI on the attachment's behalf: the progress
-   * thread while it posts and polls, the submitting thread for a local call
+   * thread while it posts and polls, an operator thread posting a send
+   * (trylock), the submitting thread for a local call
    * (MPI_THREAD_SERIALIZED: never two MPI calls at once). */
   pthread_mutex_t call_lock;
   pthread_t thread;

@@ -1,10 +1,12 @@
 /*
  * The progress thread: the thread that calls MPI while an attachment is
- * live (the submitting thread's few local calls, such as a datatype's size,
- * take call_lock, which the progress thread holds while it calls MPI). It posts the jobs operators and the submitting thread queue
+ * live. It posts the jobs operators and the submitting thread queue
  * (MPI_Isend, MPI_Irecv, MPI_Iallgather), completes them with MPI_Testsome,
  * and signals their operators (weft_done_signal), so no worker ever blocks
- * on a transfer.
+ * on a transfer. Other threads call MPI only under call_lock, which the
+ * progress thread holds while it posts and polls: a send operator posting
+ * its own MPI_Isend when the lock is free (mpi_send_now), the submitting
+ * thread asking a datatype's size.
  *
  * Polling: right after a completion it polls without pause (a transfer's
  * successor is often the next transfer), for WEFT_MPI_POLL_SPIN_NS; then it
