@@ -54,7 +54,20 @@
 #ifndef WEFT_WEFT_MPI_H
 #define WEFT_WEFT_MPI_H
 
+/* <mpi.h> is not on the default include path on Debian (pkg-config
+ * --cflags weft-mpi adds its directory). The header compiles on its own all
+ * the same: the two calls that take MPI types (weft_mpi_attach,
+ * weft_mpi_var_register) are declared when <mpi.h> was included before this
+ * header or can be included here; everything else always is. */
+#ifndef MPI_VERSION
+#if defined(__has_include)
+#if __has_include(<mpi.h>)
 #include <mpi.h>
+#endif
+#else
+#include <mpi.h>
+#endif
+#endif
 
 #include "weft.h"
 
@@ -83,6 +96,7 @@ typedef struct weft_mpi_config {
 /* Sets every field to "automatic". */
 WEFT_API void weft_mpi_config_default(weft_mpi_config *cfg);
 
+#ifdef MPI_VERSION
 /* Sequence, collective. Attaches eng to comm (which is duplicated; comm may
  * be freed afterwards) and starts the progress thread. cfg NULL: all
  * automatic. The ranks agree on the outcome: if attach fails on one rank, it
@@ -94,6 +108,7 @@ WEFT_API void weft_mpi_config_default(weft_mpi_config *cfg);
  * WEFT_ECOMM (an MPI call failed). */
 WEFT_API int weft_mpi_attach(weft_engine *eng, MPI_Comm comm, const weft_mpi_config *cfg,
                              weft_mpi **out);
+#endif /* MPI_VERSION */
 
 /* Sequence, collective. Waits as weft_mpi_wait_all does, stops the progress
  * thread, frees the cached copies and the communicator's duplicate, and
@@ -109,6 +124,7 @@ WEFT_API int weft_mpi_detach(weft_mpi *mpi);
 WEFT_API int weft_mpi_rank(const weft_mpi *mpi);
 WEFT_API int weft_mpi_size(const weft_mpi *mpi);
 
+#ifdef MPI_VERSION
 /* Sequence. Registers var (a live var of the attached engine) as owned by
  * rank owner, with count elements of type. buf: on the owner, the var's
  * value (count elements of type; the application's, never freed by weft);
@@ -120,6 +136,7 @@ WEFT_API int weft_mpi_size(const weft_mpi *mpi);
  * than the communicator has tags (MPI_TAG_UB); WEFT_ENOMEM. */
 WEFT_API int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, int count,
                                    MPI_Datatype type);
+#endif /* MPI_VERSION */
 
 /* The var's owner rank, or WEFT_EINVAL (not registered). */
 WEFT_API int weft_mpi_var_owner(const weft_mpi *mpi, const weft_var *var);

@@ -44,7 +44,17 @@ if [ -x "$tmp/header_c" ]; then
   step "C11 program runs" "$tmp/header_c"
 fi
 
+# weft_mpi.h alone too, with nothing but this include directory (mpi.h may
+# be off the default path: its MPI-typed calls are then left out).
+printf '#include <weft/weft_mpi.h>\n' >"$tmp/mpi_alone.c"
+printf '#include <weft/weft_mpi.h>\n' >"$tmp/mpi_alone.cpp"
+# shellcheck disable=SC2086
+step "weft_mpi.h alone as C11" $cc $cflags -I"$inc" -c "$tmp/mpi_alone.c" -o "$tmp/mpi_alone.o"
+
 if [ -n "$cxx" ]; then
+  # shellcheck disable=SC2086
+  step "weft_mpi.h alone as C++17" $cxx $cxxflags -I"$inc" -c "$tmp/mpi_alone.cpp" \
+    -o "$tmp/mpi_alone_cpp.o"
   # shellcheck disable=SC2086
   step "weft.h alone as C++17 ($cxxflags)" $cxx $cxxflags -I"$inc" -c "$tmp/alone.cpp" \
     -o "$tmp/alone_cpp.o"
