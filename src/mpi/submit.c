@@ -205,87 +205,86 @@ int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_rank)
   int rc = check_desc(mpi, desc);
   if (rc)
     return rc;
+  /* The vars, writes first, repeats dropped (a var both read and written
+   * counts as written): on the stack for the usual few. */
   size_t nw = desc->num_writes, nr = desc->num_reads;
-  op_arg *o = malloc(sizeof *o + (nw + nr) * sizeof(mpi_dvar *));
-  if (!o)
+  mpi_dvar *use_small[16];
+  mpi_dvar **use = nw + nr <= 16 ? use_small : malloc((nw + nr) * sizeof *use);
+  if (!use)
     return WEFT_ENOMEM;
-  if ((rc = resolve(mpi, desc->writes, nw, "writes", o->use)) ||
-      (rc = resolve(mpi, desc->reads, nr, "reads", o->use + nw)))
-    goto fail;
+  op_arg *o = NULL;
+  if ((rc = resolve(mpi, desc->writes, nw, "writes", use)) ||
+      (rc = resolve(mpi, desc->reads, nr, "reads", use + nw)))
+    goto out;
   if (exec_rank == WEFT_MPI_OWNER) {
     if (!nw) {
       mpi_log(mpi, "weft_mpi_push: an operator that writes nothing needs an exec_rank");
       rc = WEFT_EINVAL;
-      goto fail;
+      goto out;
     }
-    exec_rank = o->use[0]->owner;
+    exec_rank = use[0]->owner;
   } else if (exec_rank < 0 || exec_rank >= mpi->size) {
     mpi_log(mpi, "weft_mpi_push: exec_rank %d is not a rank of the communicator (size %d)",
             exec_rank, mpi->size);
     rc = WEFT_EINVAL;
-    goto fail;
+    goto out;
   }
-  /* Drop repeats (a var both read and written counts as written). */
   size_t n = 0, nwrite = 0;
   for (size_t i = 0; i < nw + nr; i++) {
     size_t j = 0;
-    while (j < n && o->use[j] != o->use[i])
+    while (j < n && use[j] != use[i])
       j++;
     if (j == n) {
-      o->use[n++] = o->use[i];
+      use[n++] = use[i];
       nwrite += i < nw;
     }
   }
-  o->nuse = n;
-  o->nwrite = nwrite;
-  o->fn = desc->fn;
-  o->arg = desc->arg;
-  o->flags = desc->flags;
 
   mpi_seq_fold(mpi, 0x7075736800000000ull ^ ((uint64_t)nwrite << 16) ^ (uint64_t)exec_rank);
   for (size_t i = 0; i < n; i++)
-    mpi_seq_fold(mpi, o->use[i]->id);
+    mpi_seq_fold(mpi, use[i]->id);
 
   /* A failure below leaves this rank's view ahead of or behind the others':
    * the collective wait reports it as a mismatch if it matters. */
   for (size_t i = 0; i < n; i++) {
-    mpi_dvar *d = o->use[i];
+    mpi_dvar *d = use[i];
     if (is_valid(d, exec_rank)) {
       if (exec_rank != d->owner && mpi->rank == exec_rank)
         atomic_fetch_add_explicit(&mpi->n_cache_hits, 1, memory_order_relaxed);
       continue;
     }
     if ((rc = transfer(mpi, d, d->owner, exec_rank)))
-      goto fail;
+      goto out;
     set_valid(d, exec_rank);
   }
 
-  /* o belongs to the operator once pushed: keep the written vars apart. */
-  mpi_dvar *written_small[16];
-  mpi_dvar **written = nwrite <= 16 ? written_small : malloc(nwrite * sizeof *written);
-  if (!written) {
-    rc = WEFT_ENOMEM;
-    goto fail;
-  }
-  memcpy(written, o->use, nwrite * sizeof *written);
+  /* The operator itself, on its rank only (its wrapper owns o from then). */
   if (mpi->rank == exec_rank) {
+    o = malloc(sizeof *o + n * sizeof(mpi_dvar *));
+    if (!o) {
+      rc = WEFT_ENOMEM;
+      goto out;
+    }
+    o->fn = desc->fn;
+    o->arg = desc->arg;
+    o->flags = desc->flags;
+    o->nuse = n;
+    o->nwrite = nwrite;
+    memcpy(o->use, use, n * sizeof *use);
     weft_op_desc mine = *desc;
     mine.fn = run_op;
     mine.arg = o;
     mine.flags = desc->flags | WEFT_OP_NOSKIP;
     if ((rc = weft_push(mpi->eng, &mine))) {
-      if (written != written_small)
-        free(written);
-      goto fail;
+      free(o);
+      goto out;
     }
     atomic_fetch_add_explicit(&mpi->n_ops, 1, memory_order_relaxed);
-  } else {
-    free(o);
   }
 
   /* The written vars: valid on the writer only, then back on the owner. */
   for (size_t i = 0; i < nwrite; i++) {
-    mpi_dvar *d = written[i];
+    mpi_dvar *d = use[i];
     memset(d->valid, 0, mpi->valid_words * sizeof *d->valid);
     set_valid(d, exec_rank);
     if (exec_rank != d->owner) {
@@ -295,11 +294,9 @@ int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_rank)
       set_valid(d, d->owner);
     }
   }
-  if (written != written_small)
-    free(written);
-  return rc;
 
-fail:
-  free(o);
+out:
+  if (use != use_small)
+    free(use);
   return rc;
 }
