@@ -13,6 +13,17 @@
 #include "deps/inflight.h"
 #include "deps/var.h"
 
+/* A finish that keeps a successor in its own slot does not count itself:
+ * the successor carries the count (weft_opr.owed) to its own finish, which
+ * adds both in one store. That finish is certain (a kept operator is ready
+ * and will finish, wherever it runs), and until it does the slot holds the
+ * successor, so no drain check could succeed meanwhile: the locked store a
+ * count costs (seq_cst, inflight.c) is paid once per run of kept
+ * operators, not per operator. Runs longer than this are counted in steps,
+ * so that pacing's view of the backlog (weft_engine_backlog) stays within
+ * this of the truth. */
+#define WEFT_OWED_MAX 256u
+
 /* Of the operators a finish makes ready, the one its thread runs next is
  * the one pushed first (by the same thread: the lowest seq), the rest go to
  * the ready list: the program order of whoever pushed them, so a pipeline
@@ -52,6 +63,31 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
   return kept;
 }
 
+/* weft_grant_list for the one request a hand-over grants (r, a simple
+ * write passed on its claimed segment, var_queue.h) when its operator has
+ * no other var: its wait counter is 1 (registration is over: the segment
+ * was claimed under the var's lock after it), and nothing else changes it
+ * (no fence can name a var held by simple writes, so no fence wait adds one
+ * or takes one off), so the grant is a load and a store, not a locked
+ * decrement. relaxed (both): r's operator reaches this thread through the
+ * hand-overs, each a program-order step or a release/acquire pair (the
+ * var's lock, the pool's queues), which publish its block. */
+static weft_opr *grant_sole(weft_var_req *r, weft_opr **keep, weft_fifo *ready)
+{
+  weft_opr *o = r->op;
+  WEFT_ASSERT(atomic_load_explicit(&o->wait, memory_order_relaxed) == 1);
+  atomic_store_explicit(&o->wait, 0, memory_order_relaxed);
+  WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
+  weft_opr *kept = keep ? *keep : NULL;
+  if (keep && o->prop == WEFT_PROP_NORMAL && (!kept || pushed_before(r, kept))) { /* CPU: simple */
+    if (kept)
+      weft_fifo_push(ready, &kept->node);
+    return o;
+  }
+  weft_fifo_push(ready, &o->node);
+  return kept;
+}
+
 void weft_opr_retire(weft_engine *eng, weft_opr *op)
 {
   if (op->tmpl)
@@ -84,7 +120,11 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     if (rest) { /* a claimed segment: hand the var on without its lock? */
       if (!status && weft_varq_passable(me) && !weft_var_failed(v)) {
         weft_var_req *r = weft_varq_pass(me);
-        next = weft_grant_list(r, keep_one ? &next : NULL, ready);
+        weft_opr *o = r->op;
+        if (o->nvars == 1) /* its only grant: no other thread counts it */
+          next = grant_sole(r, keep_one ? &next : NULL, ready);
+        else
+          next = weft_grant_list(r, keep_one ? &next : NULL, ready);
         continue; /* the var stays held for writing, now by r */
       }
     }
@@ -104,6 +144,7 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
   }
   int slot = op->slot;
   uint64_t epoch = op->epoch;
+  uint32_t count = 1u + op->owed; /* op and the run of kept operators before it */
   weft_opr_retire(eng, op);
   if (op->internal == WEFT_OPR_GATE)
     weft_gate_put(op); /* a graph launch's: back to its graph */
@@ -113,9 +154,11 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
    * or this thread is inside an operator counted in slot (op ran while it
    * helps or waits), whose own finish checks. */
   const weft_opr *cur = weft_tls_opr;
-  if ((next && next->slot == slot) || (cur && cur->eng == eng && cur->slot == slot))
-    weft_engine_count_done_busy(eng, slot);
+  if (next && next->slot == slot && count + next->owed <= WEFT_OWED_MAX)
+    next->owed = (uint16_t)(count + next->owed); /* counted with next's own finish */
+  else if ((next && next->slot == slot) || (cur && cur->eng == eng && cur->slot == slot))
+    weft_engine_count_done_busy(eng, slot, count);
   else
-    weft_engine_count_done_op(eng, epoch, hook);
+    weft_engine_count_done_op(eng, epoch, count, hook);
   return next;
 }

@@ -105,13 +105,18 @@ static weft_engine_tally *my_tally(weft_engine *eng, bool *own)
   return &eng->sync->tally[w >= 0 ? w : shared];
 }
 
-/* Adds one to a count of t (own: the calling worker's tally, else shared). */
-static inline void tally_inc(_Atomic uint64_t *c, bool own, memory_order mo)
+/* Adds n to a count of t (own: the calling worker's tally, else shared). */
+static inline void tally_add(_Atomic uint64_t *c, bool own, uint64_t n, memory_order mo)
 {
   if (own) /* the owner is the only writer: no read-modify-write */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, mo);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, mo);
   else
-    atomic_fetch_add_explicit(c, 1, mo);
+    atomic_fetch_add_explicit(c, n, mo);
+}
+
+static inline void tally_inc(_Atomic uint64_t *c, bool own, memory_order mo)
+{
+  tally_add(c, own, 1, mo);
 }
 
 /* Whether slot s of sy's tallies is drained. The finished counts are read
@@ -173,13 +178,13 @@ uint64_t weft_engine_count_push(weft_engine *eng)
   }
 }
 
-void weft_engine_count_done_busy(weft_engine *eng, int slot)
+void weft_engine_count_done_busy(weft_engine *eng, int slot, uint32_t n)
 {
   bool own;
   weft_engine_tally *t = my_tally(eng, &own);
   /* seq_cst: as in count_done. No one needs waking: the slot is not
    * drained, and the finish of the operator about to run checks again. */
-  tally_inc(&t->done[slot], own, memory_order_seq_cst);
+  tally_add(&t->done[slot], own, n, memory_order_seq_cst);
 }
 
 
@@ -215,7 +220,7 @@ void weft_engine_drain_before(const weft_engine *eng, uint64_t epoch)
  * hook non-NULL: a finished operator's count, whose drain check a worker
  * running the engine's task from its main loop may leave for between
  * tasks (hook becomes the pool's weft_tls_between). */
-static void count_done(weft_engine *eng, uint64_t epoch, weft_between_fn hook)
+static void count_done(weft_engine *eng, uint64_t epoch, uint32_t n, weft_between_fn hook)
 {
   weft_engine_sync *sy = eng->sync; /* eng may be freed once the count drains */
   int slot = (int)(epoch & 1);
@@ -223,7 +228,7 @@ static void count_done(weft_engine *eng, uint64_t epoch, weft_between_fn hook)
   weft_engine_tally *t = my_tally(eng, &own);
   /* seq_cst: orders the count before the read of drain_waiters (a waiter
    * announces itself, then reads the sums: one of us sees the other). */
-  tally_inc(&t->done[slot], own, memory_order_seq_cst);
+  tally_add(&t->done[slot], own, n, memory_order_seq_cst);
   if (atomic_load_explicit(&sy->drain_waiters, memory_order_seq_cst) == 0)
     return;
   if (hook && own && weft_pool_top_task()) {
@@ -243,12 +248,12 @@ static void count_done(weft_engine *eng, uint64_t epoch, weft_between_fn hook)
 
 void weft_engine_count_done(weft_engine *eng, int slot)
 {
-  count_done(eng, (uint64_t)slot, NULL);
+  count_done(eng, (uint64_t)slot, 1, NULL);
 }
 
-void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch, weft_between_fn hook)
+void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch, uint32_t n, weft_between_fn hook)
 {
-  count_done(eng, epoch, hook);
+  count_done(eng, epoch, n, hook);
 }
 
 bool weft_engine_drained(weft_engine *eng, int slot)

@@ -51,15 +51,15 @@ void weft_engine_sync_put(weft_engine_sync *s);
 uint64_t weft_engine_count_push(weft_engine *eng);
 /* Uncounts one of slot (a push that failed, a device operator). */
 void weft_engine_count_done(weft_engine *eng, int slot);
-/* The same for a finished operator of the given epoch. hook non-NULL: the
+/* The same for n finished operators of the given epoch. hook non-NULL: the
  * caller is a worker running the engine's task straight from its main loop,
  * so the drain check (when a thread waits for one) may be left for later:
  * hook is installed as the pool's weft_tls_between, which runs it before
  * the worker runs anything else or goes idle. */
-void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch, weft_between_fn hook);
+void weft_engine_count_done_op(weft_engine *eng, uint64_t epoch, uint32_t n, weft_between_fn hook);
 /* The same, when the caller knows the slot is not drained (it is about to
- * run an operator counted in it): no drain check. */
-void weft_engine_count_done_busy(weft_engine *eng, int slot);
+ * run an operator counted in it): no drain check. n: finishes counted. */
+void weft_engine_count_done_busy(weft_engine *eng, int slot, uint32_t n);
 /* Does the left drain check now, if any. */
 void weft_engine_drain_flush(void);
 /* Does it now unless an operator of eng counted in epoch runs next. */

@@ -100,6 +100,10 @@ typedef struct weft_opr {
   /* WEFT_OPR_ST_*: where it is in its life, kept by the thread that holds
    * it at each step (written only where assertions are on). */
   uint8_t st;
+  /* Finishes of the operators before it in a run of kept successors, not
+   * yet counted (complete.c): its own finish counts them with its own.
+   * Written by the thread that holds it (zeroed by its registration). */
+  uint16_t owed;
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
   union {
     weft_var_req req_inline[WEFT_OPR_INLINE_VARS];

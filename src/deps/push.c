@@ -140,6 +140,7 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
                        bool admitted)
 {
   int internal = op->internal;
+  op->owed = 0;
   atomic_init(&op->wait, n + 1);
   op->epoch = weft_engine_count_push(eng); /* before it can complete */
   op->slot = (int)(op->epoch & 1);
