@@ -52,15 +52,21 @@ void weft_engine_pace(weft_engine *eng)
     return;
   pacing = true;
   /* Progress is a new low: finishes alone could be other pushers' work
-   * while what is left waits for the calling operator (its own vars). */
+   * while what is left waits for the calling operator (its own vars). The
+   * clock is read only while there is none (stalled_at: since when; 0:
+   * progress at the last look), not once per operator helped. */
   uint64_t low = left;
-  int64_t low_at = weft_now_ns();
+  int64_t stalled_at = 0;
   while ((left = weft_engine_backlog(eng)) > WEFT_PACE_OPS / 2) {
     if (left < low) {
       low = left;
-      low_at = weft_now_ns();
-    } else if (weft_now_ns() - low_at > WEFT_PACE_STALL_NS) {
-      break; /* no progress: push on */
+      stalled_at = 0;
+    } else {
+      int64_t now = weft_now_ns();
+      if (!stalled_at)
+        stalled_at = now;
+      else if (now - stalled_at > WEFT_PACE_STALL_NS)
+        break; /* no progress: push on */
     }
     if (!weft_opr_run_inline_one() && !weft_pool_help_one(eng->pool))
       for (int i = 0; i < 32; i++)
