@@ -112,13 +112,15 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     keep_one = false;
   if (status && user)
     weft_engine_record_failure(eng, status, op->name);
+  /* relaxed: see nfailed_vars (engine.h). */
+  bool anyfailed = atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0;
   for (int k = 0; k < op->nvars; k++) {
     weft_var_impl *v = op->var[k];
     weft_var_req *me = &op->req[k];
     bool write = me->write;
     weft_var_req *rest = weft_varq_claimed(me);
     if (rest) { /* a claimed segment: hand the var on without its lock? */
-      if (!status && weft_varq_passable(me) && !weft_var_failed(v)) {
+      if (!status && weft_varq_passable(me) && (!anyfailed || !weft_var_failed(v))) {
         weft_var_req *r = weft_varq_pass(me);
         weft_opr *o = r->op;
         if (o->nvars == 1) /* its only grant: no other thread counts it */

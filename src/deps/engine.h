@@ -56,6 +56,16 @@ struct weft_engine {
   void *exec_self;     /* immutable: the executor's state */
   int num_devices;     /* immutable: devices the executor drives */
   unsigned long fork_gen; /* immutable: the fork generation at create (common/fork.h) */
+  /* atomic, relaxed, written under fail_lock: how many vars are on
+   * failed_vars. Zero means no var of the engine is failed (a failed var is
+   * always listed), so a skip check (weft_opr_skip_status) or a finish need
+   * not read its vars' failed states. A failure set by an operator before
+   * one that uses its var is counted before that operator runs (the count
+   * is raised before the var is released, and the release/grant chain
+   * orders it); a clearing running meanwhile may be seen or not, as the
+   * var's own state may. On this read-mostly line: read by every operator,
+   * written only when a var fails or is cleared. */
+  _Atomic int nfailed_vars;
 
   weft_handles vars;   /* internally locked */
   weft_handles ops;    /* internally locked */

@@ -61,6 +61,7 @@ static void clear_failures(weft_engine *eng, uint64_t upto)
   eng->failed_vars = NULL;
   pthread_mutex_unlock(&eng->fail_lock);
   weft_var_impl *keep = NULL, *keep_tail = NULL;
+  int cleared = 0;
   while (list) {
     weft_var_impl *v = list;
     list = v->failed_next; /* ours: a listed var is not relinked by a setter */
@@ -73,15 +74,20 @@ static void clear_failures(weft_engine *eng, uint64_t upto)
     } else {
       weft_var_failed_store(v, 0);
       v->failed_listed = false;
+      cleared++;
     }
     weft_spin_unlock(&v->q.lock);
   }
+  pthread_mutex_lock(&eng->fail_lock);
   if (keep) {
-    pthread_mutex_lock(&eng->fail_lock);
     keep_tail->failed_next = eng->failed_vars;
     eng->failed_vars = keep;
-    pthread_mutex_unlock(&eng->fail_lock);
   }
+  /* relaxed: see nfailed_vars (engine.h); after the vars' own clearing. */
+  int left = atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) - cleared;
+  WEFT_ASSERT(left >= 0); /* a listed var is counted once */
+  atomic_store_explicit(&eng->nfailed_vars, left, memory_order_relaxed);
+  pthread_mutex_unlock(&eng->fail_lock);
   pthread_mutex_unlock(&eng->wait_lock);
 }
 

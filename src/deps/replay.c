@@ -93,7 +93,10 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */
-  for (int k = 0; k < op->nvars; k++) {
+  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
+   * failure, no var's state changes. */
+  bool fine = !status && atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) == 0;
+  for (int k = 0; k < op->nvars && !fine; k++) {
     weft_var_impl *v = op->var[k];
     bool write = k < 32 ? (n->wmask >> k) & 1u : n->uses[k].write;
     if (write && (status || weft_var_failed(v))) {
