@@ -44,6 +44,10 @@
 /* Operators with more vars than fit inline take their var and request
  * arrays from a second store, up to this many vars (more: the heap), vars. */
 #define WEFT_OPR_BIG_VARS 64
+/* An operator registering on more vars than this releases each var's lock
+ * as soon as its request is queued there (deps/push.c), rather than
+ * holding them all to the end: vars. */
+#define WEFT_REGISTER_HOLD_VARS 8
 /* A hand-over along a claimed run of writes (src/deps/var_queue.h)
  * prefetches this many requests ahead, requests. */
 #define WEFT_VARQ_AHEAD 16

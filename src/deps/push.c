@@ -145,17 +145,17 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
   op->epoch = weft_engine_count_push(eng); /* before it can complete */
   op->slot = (int)(op->epoch & 1);
 
-  for (int k = 0; k < n; k++)
-    weft_spin_lock(&op->var[k]->q.lock);
-  /* Under every lock: each var still live (a deletion kills the handle
-   * under the var's lock), and a deletion kills it now. */
+  /* Each var is locked, in index order, and checked under its lock: still
+   * live (a deletion kills the handle under the var's lock), and a
+   * deletion kills it now. */
   for (int k = 0; k < n; k++) {
+    weft_spin_lock(&op->var[k]->q.lock);
     uint32_t gen = weft_handle_gen(uses[k].handle);
     bool ok = weft_slot_live(&op->var[k]->slot, gen);
     if (ok && internal == WEFT_OPR_DELETE)
       ok = weft_slot_kill(&op->var[k]->slot, gen);
     if (!ok) {
-      unlock_vars(op, n);
+      unlock_vars(op, k + 1);
       return WEFT_EINVAL;
     }
   }
@@ -163,6 +163,15 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
   int granted = 0;
   bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
   uint32_t seq = push_seq++;
+  /* Past WEFT_REGISTER_HOLD_VARS vars (a graph launch's gate, an operator
+   * with many vars), each var is unlocked as soon as op's request is on it:
+   * one pass over the vars' lines instead of two. That keeps the order
+   * every operator needs: nothing can queue ahead of op on a var it has
+   * not yet appended to (it still holds that lock), so two operators
+   * sharing vars queue in the same order on all of them. A var's
+   * completion may then grant op meanwhile: op's own +1 keeps its counter
+   * above zero until the locked decrement below. */
+  bool stream = n > WEFT_REGISTER_HOLD_VARS;
   for (int k = 0; k < n; k++) {
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
@@ -173,6 +182,19 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
       if (op->var[k]->fences) /* a host-side wait for a device fence adds one */
         weft_fence_check(op->var[k], &op->req[k]);
     }
+    if (stream)
+      weft_spin_unlock(&op->var[k]->q.lock);
+  }
+  if (stream) {
+    /* acq_rel: as a grant (weft_grant_list): the last decrement makes op
+     * ready, and sees the registration and every grant. */
+    int was = atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel);
+    WEFT_ASSERT(was >= granted + 1); /* a wait counter never goes below zero */
+    if (was == granted + 1) {
+      WEFT_OPR_MOVE(op, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
+      weft_opr_ready(op);
+    }
+    return 0;
   }
   /* While op holds every lock of its vars, nothing else changes its counter
    * (a grant and a fence's release each hold a var's lock): settle it with a

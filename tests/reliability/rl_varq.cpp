@@ -20,6 +20,13 @@
  * "w0" / "r0" are simple requests, "W0" / "R0" not (a device or internal
  * operator's).
  *
+ * A registration on many vars (more than WEFT_REGISTER_HOLD_VARS, push.c)
+ * streams: once it holds every lock, it unlocks each var as soon as its
+ * request is queued there, and settles its counter with one locked
+ * decrement; a scenario marks such an operator with a leading "+". A
+ * hand-over to an operator with a single var grants it with a store
+ * (complete.c, grant_sole).
+ *
  * Checks: every operator runs exactly once; on each var, writes run in push
  * order and each read sees the value of the last write pushed before it
  * (each var carries a version, a plain rl::var, so an unordered access is
@@ -170,6 +177,7 @@ struct varq {
 /* weft_opr: its vars (normalised: sorted by index, one entry each) */
 struct opr {
   int nvars;
+  bool stream; /* registers as an operator with many vars does */
   int var[kMaxVars];
   bool write[kMaxVars];
   var_req req[kMaxVars];
@@ -200,6 +208,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
     for (int i = 0; i < NOPS; i++) {
       opr &o = ops[i];
       o.nvars = 0;
+      o.stream = spec[i].uses[0] == '+';
       for (const char *s = spec[i].uses; *s; s++) {
         if (*s != 'r' && *s != 'w' && *s != 'R' && *s != 'W')
           continue;
@@ -221,9 +230,30 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
   {
     int n = op->nvars;
     op->wait.store(n + 1, rl::memory_order_relaxed); /* atomic_init */
-    for (int k = 0; k < n; k++)
-      q[op->var[k]].lock.lock();
+#if WEFT_MUTANT == 3 /* streams without holding every lock first */
+    if (!op->stream)
+#endif
+      for (int k = 0; k < n; k++)
+        q[op->var[k]].lock.lock();
     int granted = 0;
+    if (op->stream) {
+      for (int k = 0; k < n; k++) {
+        varq &v = q[op->var[k]];
+#if WEFT_MUTANT == 3
+        v.lock.lock();
+#endif
+        op->req[k].op = op;
+        op->req[k].write = op->write[k];
+        op->req[k].writes_before = v.writes_pushed($); /* harness */
+        if (op->write[k])
+          v.writes_pushed($) = v.writes_pushed($) + 1;
+        granted += v.append(&op->req[k]);
+        v.lock.unlock();
+      }
+      if (op->wait.fetch_sub(granted + 1, rl::memory_order_acq_rel) == granted + 1)
+        ready(self, op);
+      return;
+    }
     for (int k = 0; k < n; k++) {
       op->req[k].op = op;
       op->req[k].write = op->write[k];
@@ -308,6 +338,17 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
           c = c->next($);
         }
         rest->ahead($) = c;
+        opr *o = rest->op;
+#if WEFT_MUTANT == 4 /* the store grant for an operator with other vars too */
+        if (o->nvars <= 2) {
+#else
+        if (o->nvars == 1) { /* grant_sole: its only grant */
+#endif
+          RL_ASSERT(o->wait.load(rl::memory_order_relaxed) >= 1);
+          o->wait.store(0, rl::memory_order_relaxed);
+          ready(self, o);
+          continue;
+        }
         g = rest;
       } else {
         v.lock.lock();
@@ -367,7 +408,19 @@ const op_spec three_threads[] = {{0, "w0 r1"}, {1, "r0 w2"}, {2, "r1 r2"}, {0, "
  * reads among them: segments are claimed, handed on and given back. */
 const op_spec claims[] = {{0, "w0"}, {1, "w0"}, {1, "w0"}, {1, "r0"}, {0, "W0"}, {0, "w0 r1"}};
 
+/* Streamed registrations on two vars from two threads, with operators on
+ * one of them between; writes handed over to operators with one var and
+ * with two. */
+const op_spec streams[] = {{0, "+w0 w1"}, {1, "+w0 w1"}, {0, "w1"}, {1, "r0 w1"}, {0, "w0"}};
+/* Three threads: var 0 handed over along a claimed segment to an operator
+ * that also waits for var 1, held by a third thread's writer. */
+const op_spec sole[] = {{0, "w0"}, {2, "w1"}, {1, "w0"}, {1, "w0 w1"}, {0, "w0"}};
+
 using two_threads_test = varq_test<2, 2, 4>;
+using streams_test = varq_test<2, 2, 5>;
+template <> const op_spec *streams_test::spec = streams;
+using sole_test = varq_test<3, 2, 5>;
+template <> const op_spec *sole_test::spec = sole;
 using claims_test = varq_test<2, 2, 6>;
 template <> const op_spec *claims_test::spec = claims;
 using three_threads_test = varq_test<3, 3, 5>;
@@ -382,7 +435,11 @@ int main()
   weft_rl::run_both<two_threads_test>("varq 2 threads x 2 vars", 50000, 3, out);
   weft_rl::run_both<three_threads_test>("varq 3 threads x 3 vars", 50000, 2, out);
   weft_rl::run_both<claims_test>("varq claimed segments, 2 threads", 50000, 3, out);
+  weft_rl::run_both<streams_test>("varq streamed registrations, 2 threads", 50000, 3, out);
+  weft_rl::run_both<sole_test>("varq hand-overs to one- and two-var operators, 3 threads", 50000, 3, out);
   static const char *const names[] = {"none", "a claimed read handed on as a write",
-                                      "the pushed counter settled after the unlocks"};
+                                      "the pushed counter settled after the unlocks",
+                                      "a streamed registration that never holds every lock",
+                                      "a hand-over granted with a store to a two-var operator"};
   return weft_rl::finish("varq", names[WEFT_MUTANT], out);
 }
