@@ -22,6 +22,7 @@ enum {
   WEFT_FORK_DONE_TOKENS,     /* deps/done.c: the async completion-token table */
   WEFT_FORK_GRAPHS,          /* deps/graph.c: the list of engines' graphs */
   WEFT_FORK_OBJ_REGISTRY,    /* common/objstore.c: the registry of live stores */
+  WEFT_FORK_GUARDS,          /* common/guard.c: the registry of threads' guard slots */
   WEFT_FORK_NSLOTS
 };
 

@@ -48,6 +48,9 @@
  * as soon as its request is queued there (deps/push.c), rather than
  * holding them all to the end: vars. */
 #define WEFT_REGISTER_HOLD_VARS 8
+/* Guards (common/guard.h) a thread can be inside at once and still enter
+ * the fast way (deeper nesting counts the slow way), guards. */
+#define WEFT_GUARD_DEPTH 4
 /* A hand-over along a claimed run of writes (src/deps/var_queue.h)
  * prefetches this many requests ahead, requests. */
 #define WEFT_VARQ_AHEAD 16
