@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/guard.h"
 #include "common/objstore.h"
 #include "common/tunables.h"
 #include "deps/handles.h"
@@ -44,8 +45,6 @@ typedef struct weft_worker_caches {
   _Alignas(WEFT_CACHE_LINE) weft_obj_cache oprs; /* owner only */
   weft_obj_cache bigs;                            /* owner only */
 } weft_worker_caches;
-
-enum { WEFT_ENGINE_RUNNING = 0, WEFT_ENGINE_DRAINING = 1 };
 
 struct weft_engine {
   weft_pool *pool;     /* immutable */
@@ -88,8 +87,9 @@ struct weft_engine {
   pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
   struct weft_engine_sync *sync; /* immutable: waiters, idle_seq, tallies */
 
-  _Alignas(64) _Atomic int state;       /* WEFT_ENGINE_* */
-  _Atomic int64_t nsubmitting;          /* outside pushers inside weft_push */
+  /* Calls from outside the engine's own operators enter it (push.c,
+   * weft_engine_enter); destroy closes it and waits for them to leave. */
+  _Alignas(64) weft_guard guard;
 
   pthread_mutex_t fail_lock;
   int first_failure;   /* under fail_lock: first failure since wait_all */

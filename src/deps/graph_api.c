@@ -41,7 +41,7 @@ int weft_graph_end_capture(weft_engine *eng, weft_graph **out)
   *out = NULL;
   if (!weft_capturing(eng))
     return WEFT_EINVAL;
-  bool guest;
+  int guest;
   int rc = weft_engine_enter(eng, &guest);
   if (rc) { /* its engine is going away: the capture ends with nothing */
     weft_capture_drop();

@@ -101,7 +101,7 @@ int weft_wait_all(weft_engine *eng)
     return WEFT_EDEADLK; /* the calling operator is one of those waited for */
   if (weft_capturing(eng))
     return WEFT_EBUSY; /* what it would wait for is recorded, not pushed */
-  bool guest;
+  int guest;
   int rc = weft_engine_enter(eng, &guest);
   if (rc)
     return rc;
@@ -302,8 +302,7 @@ int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
   atomic_init(&eng->admitted, 0);
   atomic_init(&eng->cap_waiters, 0);
 
-  atomic_init(&eng->state, WEFT_ENGINE_RUNNING);
-  atomic_init(&eng->nsubmitting, 0);
+  weft_guard_init(&eng->guard);
   *out = eng;
   return 0;
 }
@@ -319,10 +318,8 @@ int weft_engine_destroy(weft_engine *eng)
     return WEFT_EDEADLK;
   if (weft_capturing(eng))
     return WEFT_EBUSY; /* end the capture first */
-  /* seq_cst: pairs with the pushers' increment of nsubmitting. */
-  atomic_store_explicit(&eng->state, WEFT_ENGINE_DRAINING, memory_order_seq_cst);
-  while (atomic_load_explicit(&eng->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
-    sched_yield();
+  weft_guard_close(&eng->guard); /* new calls from outside: WEFT_ESHUTDOWN */
+  weft_guard_wait_empty(&eng->guard);
   if (eng->naive) { /* a push from inside one of its ops may still run */
     pthread_mutex_lock(&eng->naive_lock);
     pthread_mutex_unlock(&eng->naive_lock);

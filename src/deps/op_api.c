@@ -16,7 +16,7 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
   int rc = weft_push_check_desc(eng, desc);
   if (rc)
     return rc;
-  bool out; /* registered before the engine's tables are read */
+  int out; /* registered before the engine's tables are read (non-zero: from outside) */
   rc = weft_engine_enter(eng, &out);
   if (rc)
     return rc;

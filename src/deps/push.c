@@ -7,6 +7,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/fork.h"
+#include "common/guard.h"
 #include "common/sync.h"
 #include "deps/dispatch.h"
 #include "deps/done.h"
@@ -293,30 +294,23 @@ bool weft_engine_inside_op(const weft_engine *eng)
 /* Calls from outside the engine's own operators register with destroy, are
  * refused once destroy began, and wait at max_inflight. Plain pool tasks
  * count as outside: destroy waits for operators, not for them. */
-int weft_engine_enter(weft_engine *eng, bool *guest)
+int weft_engine_enter(weft_engine *eng, int *guest)
 {
-  if (weft_fork_stale(eng->fork_gen)) { /* inherited through fork: no workers */
-    *guest = false;
+  *guest = 0;
+  if (weft_fork_stale(eng->fork_gen)) /* inherited through fork: no workers */
     return WEFT_ESHUTDOWN;
-  }
-  *guest = !weft_engine_inside_op(eng);
-  if (!*guest)
+  if (weft_engine_inside_op(eng))
     return 0; /* the engine's own work: part of any drain */
-  /* seq_cst (both): pairs with destroy's store of state and its read of
-   * nsubmitting: either we see the shutdown or destroy waits for us. */
-  atomic_fetch_add_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&eng->state, memory_order_seq_cst) != WEFT_ENGINE_RUNNING) {
-    atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_seq_cst);
-    *guest = false;
-    return WEFT_ESHUTDOWN;
-  }
-  return 0;
+  /* Either destroy's close refuses us, or its wait sees us inside
+   * (common/guard.h: no locked instruction on this side). */
+  *guest = weft_guard_enter(&eng->guard, true);
+  return *guest ? 0 : WEFT_ESHUTDOWN;
 }
 
-void weft_engine_leave(weft_engine *eng, bool guest)
+void weft_engine_leave(weft_engine *eng, int guest)
 {
-  if (guest) /* release: the call is done with the engine before destroy frees it */
-    atomic_fetch_sub_explicit(&eng->nsubmitting, 1, memory_order_release);
+  if (guest) /* the call is done with the engine before destroy frees it */
+    weft_guard_leave(&eng->guard, guest);
 }
 
 static bool below_cap(weft_engine *eng, void *arg)

@@ -47,14 +47,14 @@ bool weft_engine_inside_op(const weft_engine *eng);
 /* A call from outside the engine's work registers (destroy waits for it)
  * and is refused with WEFT_ESHUTDOWN once destroy began. guest: it came
  * from outside. */
-int weft_engine_enter(weft_engine *eng, bool *guest);
-void weft_engine_leave(weft_engine *eng, bool guest);
+int weft_engine_enter(weft_engine *eng, int *guest);
+void weft_engine_leave(weft_engine *eng, int guest);
 
 /* The body of a public call on eng: enters the engine, returns call's
  * value (call may use guest: whether it came from outside), leaves. */
 #define WEFT_GUARDED(guest, call)                 \
   do {                                            \
-    bool guest;                                   \
+    int guest;                                    \
     int rc_ = weft_engine_enter(eng, &guest);     \
     if (rc_)                                      \
       return rc_;                                 \

@@ -23,33 +23,23 @@ bool weft_pool_is_inside(const weft_pool *pool)
   return (w && w->pool == pool) || weft_tls_task_pool == pool;
 }
 
-int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest)
+int weft_pool_guest_enter(weft_pool *pool, bool refuse, int *guest)
 {
-  if (weft_fork_stale(pool->fork_gen)) { /* inherited through fork: no workers */
-    *guest = false;
+  *guest = 0;
+  if (weft_fork_stale(pool->fork_gen)) /* inherited through fork: no workers */
     return WEFT_ESHUTDOWN;
-  }
-  *guest = !weft_pool_is_inside(pool);
-  if (!*guest)
+  if (weft_pool_is_inside(pool))
     return 0; /* the pool's own work: part of any drain */
-  /* seq_cst (both): pairs with destroy's store of state and its read of
-   * nsubmitting, so either we see the shutdown or destroy waits for us. */
-  atomic_fetch_add_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-  if (refuse && atomic_load_explicit(&pool->state, memory_order_seq_cst) != WEFT_POOL_RUNNING) {
-    /* seq_cst: destroy waits for this count to reach zero. */
-    atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_seq_cst);
-    *guest = false;
-    return WEFT_ESHUTDOWN;
-  }
-  return 0;
+  /* Either destroy's close refuses us (refuse), or its wait sees us
+   * inside (common/guard.h: no locked instruction on this side). */
+  *guest = weft_guard_enter(&pool->guard, refuse);
+  return *guest ? 0 : WEFT_ESHUTDOWN;
 }
 
-void weft_pool_guest_leave(weft_pool *pool)
+void weft_pool_guest_leave(weft_pool *pool, int guest)
 {
-  /* release: everything the call did to the pool is done before destroy,
-   * which waits for this count (acquire), frees it. */
-  int64_t old = atomic_fetch_sub_explicit(&pool->nsubmitting, 1, memory_order_release);
-  WEFT_ASSERT(old >= 1); /* every leave matches an enter that counted */
+  /* everything the call did to the pool is done before destroy frees it */
+  weft_guard_leave(&pool->guard, guest);
 }
 
 void weft_busy_add(weft_pool *pool, int delta)

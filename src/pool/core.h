@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/guard.h"
 #include "common/prof.h"
 #include "common/tunables.h"
 #include "pool/deque.h"
@@ -97,8 +98,9 @@ struct weft_pool {
 
   /* Life cycle and quiescence, for destroy. */
   _Alignas(WEFT_CACHE_LINE) _Atomic int state;
-  /* atomic: non-worker threads inside weft_pool_submit/group_spawn. */
-  _Atomic int64_t nsubmitting;
+  /* Non-worker threads inside weft_pool_submit, group_spawn, a group wait
+   * or a parallel loop enter it; destroy closes it and waits for them. */
+  weft_guard guard;
   /* atomic: low 32 bits: threads that may take or run tasks (workers not
    * parked, helpers); high 32 bits: a count of transitions, so destroy can
    * tell "idle all along" from "idle at two instants". */
@@ -133,8 +135,8 @@ bool weft_pool_is_inside(const weft_pool *pool);
 /* A thread outside the pool's work entering an API call registers, so that
  * destroy waits for it before freeing the pool; refuse: fail with
  * WEFT_ESHUTDOWN once destroy began. *guest tells whether to leave. */
-int weft_pool_guest_enter(weft_pool *pool, bool refuse, bool *guest);
-void weft_pool_guest_leave(weft_pool *pool);
+int weft_pool_guest_enter(weft_pool *pool, bool refuse, int *guest);
+void weft_pool_guest_leave(weft_pool *pool, int guest);
 /* A thread starts (+1) or stops (-1) being one that may take or run tasks:
  * the count destroy's drain waits to see at zero. */
 void weft_busy_add(weft_pool *pool, int delta);

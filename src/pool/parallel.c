@@ -16,7 +16,7 @@ static int run_loop(weft_pool *pool, size_t begin, size_t end, size_t grain, wef
   /* A caller outside the pool's work registers (destroy waits for it),
    * counts as busy while it runs pieces, and splits into the injection
    * queue; inside the pool's work, the loop is part of any drain. */
-  bool guest;
+  int guest;
   int rc = weft_pool_guest_enter(pool, true, &guest);
   if (rc)
     return rc;
@@ -35,7 +35,7 @@ static int run_loop(weft_pool *pool, size_t begin, size_t end, size_t grain, wef
     weft_busy_add(pool, -1);
   }
   if (guest)
-    weft_pool_guest_leave(pool);
+    weft_pool_guest_leave(pool, guest);
   return rc;
 }
 

@@ -258,7 +258,7 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
   atomic_init(&pool->last_idle_ns, 0);
   atomic_init(&pool->park_gen, 0);
   atomic_init(&pool->state, WEFT_POOL_RUNNING);
-  atomic_init(&pool->nsubmitting, 0);
+  weft_guard_init(&pool->guard);
   atomic_init(&pool->drain_seq, 0);
   atomic_init(&pool->bind_warned, 0);
   atomic_init(&pool->nobserved, 0);
@@ -346,10 +346,10 @@ int weft_pool_destroy(weft_pool *pool)
     return WEFT_ESHUTDOWN; /* a fork child's copy: frees nothing, joins no one */
   if (weft_pool_is_inside(pool))
     return WEFT_EDEADLK; /* from its own work: the drain would wait on us */
-  /* seq_cst: pairs with the submitters' increment of nsubmitting. */
+  /* seq_cst: pairs with the loads of state in the idle and busy paths. */
   atomic_store_explicit(&pool->state, WEFT_POOL_DRAINING, memory_order_seq_cst);
-  while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
-    sched_yield();
+  weft_guard_close(&pool->guard); /* new submissions from outside: WEFT_ESHUTDOWN */
+  weft_guard_wait_empty(&pool->guard);
   /* Drain: wait until every worker is parked with nothing queued, and
    * nothing moved between two readings of busy. */
   for (;;) {
@@ -372,9 +372,8 @@ int weft_pool_destroy(weft_pool *pool)
     weft_futex_wait(&pool->drain_seq, seq, 10 * 1000 * 1000);
   }
   stop_workers(pool);
-  /* A waiter on an older group may have registered after the first wait. */
-  while (atomic_load_explicit(&pool->nsubmitting, memory_order_seq_cst) != 0) /* seq_cst: same */
-    sched_yield();
+  /* A waiter on an older group may have entered after the first wait. */
+  weft_guard_wait_empty(&pool->guard);
   weft_prof_write(pool->prof); /* the trace belongs to the pool; failures are logged */
   free_pool(pool);
   return 0;

@@ -53,13 +53,13 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
   weft_worker *w = weft_worker_of(g->pool);
   if (w) /* the pool's own worker: the fast path, no registration */
     return weft_group_spawn_task(g, w, fn, arg, 0, 0);
-  bool guest;
+  int guest;
   int rc = weft_pool_guest_enter(g->pool, true, &guest);
   if (rc)
     return rc;
   rc = weft_group_spawn_task(g, NULL, fn, arg, 0, 0);
   if (guest)
-    weft_pool_guest_leave(g->pool);
+    weft_pool_guest_leave(g->pool, guest);
   return rc;
 }
 
@@ -68,7 +68,7 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
 {
   if (!pool || !fn)
     return WEFT_EINVAL;
-  bool guest;
+  int guest;
   int rc = weft_pool_guest_enter(pool, true, &guest);
   if (rc)
     return rc;
@@ -84,13 +84,13 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
     rc = weft_pool_enqueue(pool, w, t);
   }
   if (guest)
-    weft_pool_guest_leave(pool);
+    weft_pool_guest_leave(pool, guest);
   return rc;
 }
 
 int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int priority)
 {
-  bool guest;
+  int guest;
   int rc = weft_pool_guest_enter(pool, true, &guest);
   if (rc)
     return rc;
@@ -106,7 +106,7 @@ int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int prio
       weft_pool_wake_exact(pool);
   }
   if (guest)
-    weft_pool_guest_leave(pool);
+    weft_pool_guest_leave(pool, guest);
   return rc;
 }
 

@@ -145,12 +145,12 @@ int weft_group_wait(weft_group *pub)
   if (w)
     return weft_group_wait_impl(g, w);
   /* Never refused: the group's tasks point at it until they finish. */
-  bool guest;
+  int guest;
   int rc = weft_pool_guest_enter(g->pool, false, &guest);
   if (rc)
     return rc; /* WEFT_ESHUTDOWN: a pool inherited through fork */
   rc = weft_group_wait_impl(g, NULL);
   if (guest)
-    weft_pool_guest_leave(g->pool);
+    weft_pool_guest_leave(g->pool, guest);
   return rc;
 }
