@@ -2,17 +2,14 @@
  * membarrier set-up, and the slow ways in and out. */
 #include "common/guard.h"
 
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/fork.h"
+#include "common/sync.h"
 
 _Thread_local weft_guard_slot *weft_guard_tls __attribute__((tls_model("initial-exec")));
 
@@ -24,14 +21,10 @@ static weft_guard_slot *registry; /* under registry_lock: every live slot */
 static weft_guard_slot *spare;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_key_t slot_key;
-/* Written once by setup (and by the fork child handler while the child has
- * one thread), read after setup_once: whether entrants may use slots. */
+/* Written once by setup, read after setup_once: whether entrants may use
+ * slots (weft_membarrier_ok_ says whether the closer's barrier is the
+ * system call; under TSan it never is, and slots pair seq_cst). */
 static bool fast_ok;
-
-static int sys_membarrier(int cmd)
-{
-  return (int)syscall(__NR_membarrier, cmd, 0, 0);
-}
 
 /* A thread that exits gives its slot back (it is inside no guard then). */
 static void slot_exit(void *p)
@@ -70,7 +63,7 @@ static void fork_child(void)
     }
     s = next;
   }
-  if (fast_ok && sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+  if (!WEFT_TSAN && !weft_membarrier_ok_) /* the child's registration failed (sync.c) */
     fast_ok = false;
   if (mine) {
     mine->prev = mine->next = NULL;
@@ -96,13 +89,9 @@ static void fork_child_unlock(void)
 
 static void setup(void)
 {
-#if WEFT_TSAN
-  bool membarrier_needed = false; /* the entries are seq_cst: see guard.h */
-#else
-  bool membarrier_needed = true;
-#endif
-  fast_ok = pthread_key_create(&slot_key, slot_exit) == 0 &&
-            (!membarrier_needed || sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
+  weft_membarrier_setup();
+  /* Under TSan the entries are seq_cst (guard.h): no system call needed. */
+  fast_ok = pthread_key_create(&slot_key, slot_exit) == 0 && (WEFT_TSAN || weft_membarrier_ok_);
   weft_fork_register(WEFT_FORK_GUARDS, fork_prepare, fork_parent, fork_child_unlock);
 }
 
@@ -188,17 +177,10 @@ static bool any_slot_inside(const weft_guard *g)
 
 void weft_guard_wait_empty(weft_guard *g)
 {
-#if !WEFT_TSAN
-  /* The heavy side of the asymmetric pair: a full barrier in every thread
-   * of the process, after closed was set and before the slots are read.
-   * Registered at setup, so it cannot fail for want of registration. */
-  if (fast_ok && sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-    /* A kernel that accepted the registration refused the barrier: going
-     * on could free what an entrant still uses. */
-    fprintf(stderr, "weft: membarrier(PRIVATE_EXPEDITED) failed after registration\n");
-    abort();
-  }
-#endif
+  /* The heavy side of the asymmetric pair (common/sync.h): a full barrier
+   * in every thread of the process, after closed was set and before the
+   * slots are read (a seq_cst fence where the entries are seq_cst). */
+  weft_fence_heavy(&g->slow);
   /* seq_cst: pairs with the slow entrants' increment (see enter_slow). */
   while (atomic_load_explicit(&g->slow, memory_order_seq_cst) != 0 || any_slot_inside(g))
     sched_yield();

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/sync.h"
 #include "common/tunables.h"
 
 typedef struct weft_guard {

@@ -3,9 +3,66 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/fork.h"
+
+_Bool weft_membarrier_ok_;
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+
+static bool membarrier_register(void)
+{
+#if WEFT_TSAN
+  return false; /* both sides fence: see sync.h */
+#else
+  return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#endif
+}
+
+/* Registration is per process: a fork child registers again. */
+static void membarrier_fork_child(void)
+{
+  if (weft_membarrier_ok_)
+    weft_membarrier_ok_ = membarrier_register();
+}
+
+static void membarrier_fork_prepare(void)
+{
+}
+
+static void membarrier_init(void)
+{
+  weft_membarrier_ok_ = membarrier_register();
+  /* a prepare of its own: the child handler runs only after one */
+  weft_fork_register(WEFT_FORK_MEMBARRIER, membarrier_fork_prepare, NULL, membarrier_fork_child);
+}
+
+void weft_membarrier_setup(void)
+{
+  pthread_once(&membarrier_once, membarrier_init);
+}
+
+void weft_fence_heavy(_Atomic int64_t *word)
+{
+  if (!weft_membarrier_ok_) {
+    weft_fence_sc(word);
+    return;
+  }
+  atomic_thread_fence(memory_order_seq_cst); /* this thread's own side */
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    /* A kernel that accepted the registration refused the barrier: going
+     * on could lose a wake-up or free what another thread still uses. */
+    fprintf(stderr, "weft: membarrier(PRIVATE_EXPEDITED) failed after registration\n");
+    abort();
+  }
+}
 
 void weft_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns)
 {

@@ -38,6 +38,27 @@
 #define weft_fence_sc(word) ((void)(word), atomic_thread_fence(memory_order_seq_cst))
 #endif
 
+/*
+ * The heavy side of an asymmetric pair, for a handshake whose one side runs
+ * often and the other rarely (an entry to a guard against its closer:
+ * common/guard.h). When the process is registered for
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (weft_membarrier_ok_), the
+ * frequent side needs only a compiler barrier, and weft_fence_heavy runs
+ * that system call, which puts a full barrier into every running thread of
+ * the process: for each thread, it falls before that thread's light point
+ * (whose later loads then see the heavy side's stores) or after it (its
+ * earlier stores are then visible to the heavy side's later loads).
+ * Unregistered, and under TSan (which does not model membarrier; the
+ * frequent side then uses seq_cst operations), it is weft_fence_sc on word.
+ */
+/* Set once by weft_membarrier_setup (and by the fork child handler while
+ * the child has one thread): the process is registered. */
+extern _Bool weft_membarrier_ok_;
+/* Registers (once; later calls do nothing). Called before any handshake
+ * that uses the pair can begin: at a guard's or a pool's creation. */
+void weft_membarrier_setup(void);
+void weft_fence_heavy(_Atomic int64_t *word);
+
 static inline void weft_cpu_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
