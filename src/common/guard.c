@@ -14,11 +14,11 @@
 _Thread_local weft_guard_slot *weft_guard_tls __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static weft_guard_slot *registry; /* under registry_lock: every live slot */
+static weft_dlist registry; /* under registry_lock: every live slot */
 /* under registry_lock: slots of threads that exited, for the next threads
  * (never freed: a program that starts a thread per request allocates as
  * many slots as it ever has threads at once, not one per thread) */
-static weft_guard_slot *spare;
+static weft_dlist spare;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_key_t slot_key;
 /* Written once by setup, read after setup_once: whether entrants may use
@@ -32,14 +32,8 @@ static void slot_exit(void *p)
   weft_guard_slot *s = p;
   WEFT_ASSERT(s->depth == 0); /* a thread leaves every call before it exits */
   pthread_mutex_lock(&registry_lock);
-  if (s->prev)
-    s->prev->next = s->next;
-  else
-    registry = s->next;
-  if (s->next)
-    s->next->prev = s->prev;
-  s->next = spare;
-  spare = s;
+  weft_dlist_remove(&registry, &s->link);
+  weft_dlist_push(&spare, &s->link);
   pthread_mutex_unlock(&registry_lock);
   weft_guard_tls = NULL;
 }
@@ -50,25 +44,23 @@ static void fork_child(void)
    * threads that do not exist here (and that are inside nothing the child
    * can close: what they were in was inherited, and is stale). Registration
    * is per process: the child registers again, or goes the slow way. */
-  weft_guard_slot *mine = weft_guard_tls, *s = registry;
-  registry = mine;
-  while (s) { /* the parent's other threads' slots: spares, emptied */
-    weft_guard_slot *next = s->next;
-    if (s != mine) {
-      for (int k = 0; k < WEFT_GUARD_DEPTH; k++)
-        atomic_store_explicit(&s->in[k], NULL, memory_order_relaxed); /* one thread here */
-      s->depth = 0;
-      s->next = spare;
-      spare = s;
-    }
-    s = next;
+  weft_guard_slot *mine = weft_guard_tls;
+  for (weft_dlist_node *n = registry.head, *next; n; n = next) {
+    next = n->next;
+    weft_guard_slot *s = weft_dlist_entry(n, weft_guard_slot, link);
+    if (s == mine)
+      continue;
+    /* the parent's other threads' slots: spares, emptied */
+    for (int k = 0; k < WEFT_GUARD_DEPTH; k++)
+      atomic_store_explicit(&s->in[k], NULL, memory_order_relaxed); /* one thread here */
+    s->depth = 0;
+    weft_dlist_remove(&registry, n);
+    weft_dlist_push(&spare, n);
   }
   if (!WEFT_TSAN && !weft_membarrier_ok_) /* the child's registration failed (sync.c) */
     fast_ok = false;
-  if (mine) {
-    mine->prev = mine->next = NULL;
+  if (mine)
     mine->fast = fast_ok;
-  }
 }
 
 static void fork_prepare(void)
@@ -106,9 +98,11 @@ void weft_guard_init(weft_guard *g)
 static weft_guard_slot *make_slot(void)
 {
   pthread_mutex_lock(&registry_lock);
-  weft_guard_slot *s = spare;
-  if (s)
-    spare = s->next;
+  weft_guard_slot *s = NULL;
+  if (spare.head) {
+    s = weft_dlist_entry(spare.head, weft_guard_slot, link);
+    weft_dlist_remove(&spare, spare.head);
+  }
   pthread_mutex_unlock(&registry_lock);
   if (!s) {
     s = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *s);
@@ -119,20 +113,16 @@ static weft_guard_slot *make_slot(void)
     s->depth = 0;
   }
   s->fast = true;
-  if (pthread_setspecific(slot_key, s) != 0) {
-    pthread_mutex_lock(&registry_lock);
-    s->next = spare;
-    spare = s;
-    pthread_mutex_unlock(&registry_lock);
-    return NULL;
-  }
   pthread_mutex_lock(&registry_lock);
-  s->prev = NULL;
-  s->next = registry;
-  if (registry)
-    registry->prev = s;
-  registry = s;
+  if (pthread_setspecific(slot_key, s) != 0) {
+    weft_dlist_push(&spare, &s->link);
+    s = NULL;
+  } else {
+    weft_dlist_push(&registry, &s->link);
+  }
   pthread_mutex_unlock(&registry_lock);
+  if (!s)
+    return NULL;
   weft_guard_tls = s;
   return s;
 }
@@ -164,13 +154,14 @@ static bool any_slot_inside(const weft_guard *g)
 {
   bool inside = false;
   pthread_mutex_lock(&registry_lock);
-  for (weft_guard_slot *s = registry; s && !inside; s = s->next)
+  for (weft_dlist_node *n = registry.head; n && !inside; n = n->next)
     for (int k = 0; k < WEFT_GUARD_DEPTH && !inside; k++)
       /* seq_cst: after the store of closed in the total order, so it reads
        * the entry's store or a later one, not an older value of the slot
        * (acquire alone could; the relacy model found it), and acquire: it
        * pairs with the release store of the leave. */
-      inside = atomic_load_explicit(&s->in[k], memory_order_seq_cst) == g;
+      inside = atomic_load_explicit(&weft_dlist_entry(n, weft_guard_slot, link)->in[k],
+                                    memory_order_seq_cst) == g;
   pthread_mutex_unlock(&registry_lock);
   return inside;
 }

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dlist.h"
 #include "common/sync.h"
 #include "common/tunables.h"
 
@@ -43,12 +44,12 @@ typedef struct weft_guard {
  * another engine). in[] is written by its thread alone, read by closers. */
 typedef struct weft_guard_slot {
   _Alignas(WEFT_CACHE_LINE) _Atomic(const weft_guard *) in[WEFT_GUARD_DEPTH];
-  int depth;                          /* owner only */
+  int depth; /* owner only */
   /* owner only: entries may go the fast way (false in a fork child whose
    * membarrier registration failed: the slot then only serves the leaves
    * of entries made before the fork) */
   bool fast;
-  struct weft_guard_slot *prev, *next; /* under the registry's lock (guard.c) */
+  weft_dlist_node link; /* under the registry's lock (guard.c): registry or spares */
 } weft_guard_slot;
 
 /* What weft_guard_enter returns, for weft_guard_leave. */

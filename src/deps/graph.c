@@ -66,7 +66,7 @@ bool weft_graph_holds(const weft_opr *op, const weft_var_impl *v)
 
 /* Every engine's graphs, for the engine's destroy: not on any hot path. */
 static pthread_mutex_t graphs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct weft_graph *graphs; /* under graphs_lock */
+static weft_dlist graphs; /* under graphs_lock */
 static pthread_once_t graphs_fork_once = PTHREAD_ONCE_INIT;
 
 static void graphs_fork_prepare(void)
@@ -89,40 +89,27 @@ void weft_graph_track(struct weft_graph *g)
 {
   pthread_once(&graphs_fork_once, graphs_fork_register);
   pthread_mutex_lock(&graphs_lock);
-  g->prev = NULL;
-  g->next = graphs;
-  if (graphs)
-    graphs->prev = g;
-  graphs = g;
+  weft_dlist_push(&graphs, &g->link);
   pthread_mutex_unlock(&graphs_lock);
 }
 
 void weft_graph_untrack(struct weft_graph *g)
 {
   pthread_mutex_lock(&graphs_lock);
-  if (atomic_load_explicit(&g->eng, memory_order_relaxed)) { /* an orphan is off the list */
-    if (g->prev)
-      g->prev->next = g->next;
-    else
-      graphs = g->next;
-    if (g->next)
-      g->next->prev = g->prev;
-  }
+  if (atomic_load_explicit(&g->eng, memory_order_relaxed)) /* an orphan is off the list */
+    weft_dlist_remove(&graphs, &g->link);
   pthread_mutex_unlock(&graphs_lock);
 }
 
 void weft_graph_orphan_all(weft_engine *eng)
 {
   pthread_mutex_lock(&graphs_lock);
-  for (struct weft_graph **pg = &graphs; *pg;) {
-    struct weft_graph *g = *pg;
-    if (atomic_load_explicit(&g->eng, memory_order_relaxed) != eng) {
-      pg = &g->next;
+  for (weft_dlist_node *n = graphs.head, *next; n; n = next) {
+    next = n->next;
+    struct weft_graph *g = weft_dlist_entry(n, struct weft_graph, link);
+    if (atomic_load_explicit(&g->eng, memory_order_relaxed) != eng)
       continue;
-    }
-    *pg = g->next;
-    if (g->next)
-      g->next->prev = g->prev;
+    weft_dlist_remove(&graphs, n);
     weft_graph_release_nodes(g);
     atomic_store_explicit(&g->eng, NULL, memory_order_relaxed);
   }

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/dlist.h"
 #include "common/tunables.h"
 #include "deps/engine.h"
 #include "deps/opr.h"
@@ -94,7 +95,7 @@ struct weft_graph {
   _Atomic int gates_out;
   pthread_mutex_t gate_lock;
   weft_gate *free_gates;   /* under gate_lock */
-  struct weft_graph *prev, *next; /* under the graphs' lock (graph.c): the engine's graphs */
+  weft_dlist_node link; /* under the graphs' lock (graph.c): the engines' graphs */
 };
 
 /* Node i's block. */
