@@ -9,7 +9,7 @@
 
 #include "common/guard.h"
 
-Test(guard, enter_leave_and_refusal)
+Test(guard, enter_leave_and_refusal, .timeout = TU_TIMEOUT(30))
 {
   weft_guard g;
   weft_guard_init(&g);
@@ -58,7 +58,7 @@ Test(guard, wait_empty_waits_for_a_thread_inside, .timeout = TU_TIMEOUT(30))
   tu_assert_no_errors();
 }
 
-Test(guard, nesting_past_the_fast_depth)
+Test(guard, nesting_past_the_fast_depth, .timeout = TU_TIMEOUT(30))
 {
   enum { N = 3 * WEFT_GUARD_DEPTH };
   weft_guard g[N];
