@@ -55,7 +55,7 @@
  * the child has one thread): the process is registered. */
 extern _Bool weft_membarrier_ok_;
 /* Registers (once; later calls do nothing). Called before any handshake
- * that uses the pair can begin: at a guard's or a pool's creation. */
+ * that uses the pair can begin: at a guard's creation (guard.c). */
 void weft_membarrier_setup(void);
 void weft_fence_heavy(_Atomic int64_t *word);
 

@@ -36,6 +36,46 @@ static inline bool pushed_before(const weft_var_req *g, const weft_opr *kept)
   return (int32_t)(g->seq - kept->req[0].seq) < 0; /* mod 2^32 */
 }
 
+/* Takes g's grant off its operator; true when that was the last one.
+ * passed: g was handed over along a claimed segment (a simple write,
+ * var_queue.h). Then an operator with no other var has its counter at 1
+ * (registration is over: the segment was claimed under the var's lock
+ * after it) and nothing else changes it (no fence can name a var held by
+ * simple writes), so the grant is a load and a store, not a locked
+ * decrement: relaxed (both), as the operator reaches this thread through
+ * the hand-overs, each a program-order step or a release/acquire pair (the
+ * var's lock, the pool's queues), which publish its block. */
+static inline bool take_grant(weft_var_req *g, bool passed)
+{
+  weft_opr *o = g->op;
+  if (passed && o->nvars == 1) {
+    WEFT_ASSERT(atomic_load_explicit(&o->wait, memory_order_relaxed) == 1);
+    atomic_store_explicit(&o->wait, 0, memory_order_relaxed);
+    return true;
+  }
+  /* acq_rel: as in weft_push_opr (the last grant dispatches). */
+  int was = atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel);
+  WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+  return was == 1;
+}
+
+/* o became ready through g: it becomes the successor this thread runs next
+ * (keep: a plain CPU operator, pushed before the one kept so far, which
+ * then goes to ready instead) or goes to ready. Returns the one kept. */
+static inline weft_opr *keep_or_queue(weft_opr *o, const weft_var_req *g, weft_opr *kept,
+                                      bool keep, weft_fifo *ready)
+{
+  WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
+  if (keep && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU &&
+      (!kept || pushed_before(g, kept))) {
+    if (kept)
+      weft_fifo_push(ready, &kept->node);
+    return o;
+  }
+  weft_fifo_push(ready, &o->node);
+  return kept;
+}
+
 weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
 {
   weft_opr *kept = keep ? *keep : NULL;
@@ -43,48 +83,10 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
     /* g's op may run and be freed at once; a write comes alone (its next
      * links the segment it claimed, var_queue.h). */
     weft_var_req *gnext = g->write ? NULL : g->next;
-    weft_opr *o = g->op;
-    /* acq_rel: as in weft_push_opr (the last grant dispatches). */
-    int was = atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel);
-    WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
-    if (was == 1) {
-      WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
-      if (keep && o->prop == WEFT_PROP_NORMAL && o->ctx.type == WEFT_DEV_CPU &&
-          (!kept || pushed_before(g, kept))) {
-        if (kept)
-          weft_fifo_push(ready, &kept->node);
-        kept = o;
-      } else {
-        weft_fifo_push(ready, &o->node);
-      }
-    }
+    if (take_grant(g, false))
+      kept = keep_or_queue(g->op, g, kept, keep != NULL, ready);
     g = gnext;
   }
-  return kept;
-}
-
-/* weft_grant_list for the one request a hand-over grants (r, a simple
- * write passed on its claimed segment, var_queue.h) when its operator has
- * no other var: its wait counter is 1 (registration is over: the segment
- * was claimed under the var's lock after it), and nothing else changes it
- * (no fence can name a var held by simple writes, so no fence wait adds one
- * or takes one off), so the grant is a load and a store, not a locked
- * decrement. relaxed (both): r's operator reaches this thread through the
- * hand-overs, each a program-order step or a release/acquire pair (the
- * var's lock, the pool's queues), which publish its block. */
-static weft_opr *grant_sole(weft_var_req *r, weft_opr **keep, weft_fifo *ready)
-{
-  weft_opr *o = r->op;
-  WEFT_ASSERT(atomic_load_explicit(&o->wait, memory_order_relaxed) == 1);
-  atomic_store_explicit(&o->wait, 0, memory_order_relaxed);
-  WEFT_OPR_MOVE(o, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
-  weft_opr *kept = keep ? *keep : NULL;
-  if (keep && o->prop == WEFT_PROP_NORMAL && (!kept || pushed_before(r, kept))) { /* CPU: simple */
-    if (kept)
-      weft_fifo_push(ready, &kept->node);
-    return o;
-  }
-  weft_fifo_push(ready, &o->node);
   return kept;
 }
 
@@ -121,12 +123,9 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     weft_var_req *rest = weft_varq_claimed(me);
     if (rest) { /* a claimed segment: hand the var on without its lock? */
       if (!status && weft_varq_passable(me) && (!anyfailed || !weft_var_failed(v))) {
-        weft_var_req *r = weft_varq_pass(me);
-        weft_opr *o = r->op;
-        if (o->nvars == 1) /* its only grant: no other thread counts it */
-          next = grant_sole(r, keep_one ? &next : NULL, ready);
-        else
-          next = weft_grant_list(r, keep_one ? &next : NULL, ready);
+        weft_var_req *r = weft_varq_pass(me); /* granted alone: a write */
+        if (take_grant(r, true))
+          next = keep_or_queue(r->op, r, next, keep_one, ready);
         continue; /* the var stays held for writing, now by r */
       }
     }

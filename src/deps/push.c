@@ -186,26 +186,23 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
     if (stream)
       weft_spin_unlock(&op->var[k]->q.lock);
   }
+  int left;
   if (stream) {
     /* acq_rel: as a grant (weft_grant_list): the last decrement makes op
      * ready, and sees the registration and every grant. */
-    int was = atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel);
-    WEFT_ASSERT(was >= granted + 1); /* a wait counter never goes below zero */
-    if (was == granted + 1) {
-      WEFT_OPR_MOVE(op, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
-      weft_opr_ready(op);
-    }
-    return 0;
+    left = atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) - (granted + 1);
+  } else {
+    /* While op holds every lock of its vars, nothing else changes its
+     * counter (a grant and a fence's release each hold a var's lock):
+     * settle it with a plain store instead of a locked decrement after the
+     * unlocks (which would wait for every store to the block's lines).
+     * relaxed: the unlocks publish it (release), to the completions that
+     * lock a var to grant op. */
+    left = atomic_load_explicit(&op->wait, memory_order_relaxed) - (granted + 1);
+    atomic_store_explicit(&op->wait, left, memory_order_relaxed);
+    unlock_vars(op, n);
   }
-  /* While op holds every lock of its vars, nothing else changes its counter
-   * (a grant and a fence's release each hold a var's lock): settle it with a
-   * plain store instead of a locked decrement after the unlocks (which would
-   * wait for every store to the block's lines). relaxed: the unlocks publish
-   * it (release), to the completions that lock a var to grant op. */
-  int left = atomic_load_explicit(&op->wait, memory_order_relaxed) - (granted + 1);
   WEFT_ASSERT(left >= 0); /* a wait counter never goes below zero */
-  atomic_store_explicit(&op->wait, left, memory_order_relaxed);
-  unlock_vars(op, n);
   if (left == 0) { /* every request granted, no fence to wait for: op is ours */
     WEFT_OPR_MOVE(op, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
     weft_opr_ready(op);

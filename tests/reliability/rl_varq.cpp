@@ -25,7 +25,7 @@
  * request is queued there, and settles its counter with one locked
  * decrement; a scenario marks such an operator with a leading "+". A
  * hand-over to an operator with a single var grants it with a store
- * (complete.c, grant_sole).
+ * (complete.c, take_grant).
  *
  * Checks: every operator runs exactly once; on each var, writes run in push
  * order and each read sees the value of the last write pushed before it
@@ -342,7 +342,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
 #if WEFT_MUTANT == 4 /* the store grant for an operator with other vars too */
         if (o->nvars <= 2) {
 #else
-        if (o->nvars == 1) { /* grant_sole: its only grant */
+        if (o->nvars == 1) { /* take_grant: its only grant */
 #endif
           RL_ASSERT(o->wait.load(rl::memory_order_relaxed) >= 1);
           o->wait.store(0, rl::memory_order_relaxed);
