@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/tunables.h"
+
 typedef struct weft_obj_cache { /* owner only */
   void *free;   /* current chain */
   long n;       /* its length */
@@ -80,10 +82,16 @@ static inline void *weft_obj_alloc(weft_obj_store *s, weft_obj_cache *c)
     c->free = ((void **)p)[0];
     c->n--;
     /* The next object was most likely freed by another core: start moving
-     * its first line here now (for writing), so the next allocation does
-     * not stall on reading its link. */
-    if (c->free)
-      __builtin_prefetch(c->free, 1, 3);
+     * its lines here now (for writing), so the next allocation does not
+     * stall on reading its link, nor its first locked instruction on the
+     * stores that fill it. */
+    if (c->free) {
+      const char *next = c->free;
+      __builtin_prefetch(next, 1, 3);
+      for (size_t off = WEFT_CACHE_LINE; off < s->size && off < WEFT_OBJ_PREFETCH_BYTES;
+           off += WEFT_CACHE_LINE)
+        __builtin_prefetch(next + off, 1, 3);
+    }
     return p;
   }
   return weft_obj_alloc_slow(s, c);

@@ -28,6 +28,10 @@
 /* Recycled objects (task records, operator blocks) are carved from slabs of
  * this size, bytes. */
 #define WEFT_OBJ_SLAB_BYTES (64 * 1024)
+/* Bytes of the next free object that an allocation prefetches for writing:
+ * an operator block's lines that every push fills (its header and inline
+ * requests; not the device fields). */
+#define WEFT_OBJ_PREFETCH_BYTES (3 * WEFT_CACHE_LINE)
 /* Objects a magazine holds (a worker's cache holds up to two): recycled
  * blocks move between a worker and the shared store a magazine at a time.
  * Task records: for fork-join's spawn path; operator blocks: allocated by a

@@ -102,6 +102,12 @@ static void unlock_vars(weft_opr *op, int n)
 int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                   int internal, weft_op_impl *tmpl, bool admitted)
 {
+  /* Each var's queue line was most likely last written by the core that
+   * completed its previous operator: start moving it here (for writing)
+   * now, so that its lock below does not wait for it on top of the stores
+   * that fill the block. */
+  for (int k = 0; k < n && k < WEFT_REGISTER_HOLD_VARS; k++)
+    __builtin_prefetch(&uses[k].var->q, 1, 3);
   weft_opr *op = weft_opr_alloc(eng, n);
   if (!op)
     return WEFT_ENOMEM;
