@@ -1,19 +1,30 @@
 /*
  * The injection queue: where threads that own no deque (non-worker threads,
- * and threads helping from outside the pool) put work. MPMC, FIFO.
+ * and threads helping from outside the pool) put work. MPMC, FIFO for each
+ * producer.
  *
- * Under a spinlock: the critical sections are a few stores, and a user's
- * thread pushing operators may hand every one of them to the workers this
- * way, so contention must cost a spin, not a futex sleep (a mutex here
- * spent a third of that mode's time in lock waits and wakes). The tasks sit
- * in a ring of pointers (WEFT_INJECT_RING, inside the pool's block) while
- * it has room, and beyond it in an intrusive FIFO (common/fifo.h, through
- * weft_task.link), so a push never needs memory. The ring is what makes a
- * worker's batch cheap: it reads a batch's pointers from a few contiguous
- * lines and can fetch all their tasks at once, where walking the list
- * waits for one task's line after another (each written on the pusher's
- * core) while holding the lock. Workers look at the atomic count before
- * taking the lock, so an empty queue costs them one shared load.
+ * A bounded ring of cells (D. Vyukov's MPMC queue): a producer claims a
+ * position with a CAS on tail, fills the cell and publishes it by storing
+ * the cell's sequence number (release); a consumer claims published cells
+ * with a CAS on head and hands each back for the next lap with another
+ * sequence store. tail, head and the cells sit on separate lines, so a
+ * user's thread pushing operators (the common producer: usually alone)
+ * keeps tail in its own cache and writes, per task, only the cell's line,
+ * which a consumer must read anyway: no lock shared with the workers, no
+ * locked instruction on a line they write. Consumers never read tail (that
+ * would pull the producer's line away on every pop): emptiness is read off
+ * the cell at head.
+ *
+ * When the ring is full, tasks wait in an intrusive FIFO (common/fifo.h,
+ * through weft_task.link) under a spinlock, so a push never needs memory;
+ * while it holds any, every push goes there too, and consumers take the
+ * ring first (it holds the older), looking at it again under the lock
+ * before they take from the list. So a lone producer's tasks come out in
+ * its order. With several producers, each one's tasks keep their order in
+ * the ring and in the list, but a list task may overtake a ring task of
+ * its producer when another producer's claimed cell, not yet filled, sits
+ * at head (a ring consumer cannot skip it). Nothing in the pool relies on
+ * more: submission order is not a promise (deques and steals reorder).
  */
 #ifndef WEFT_POOL_INJECT_H
 #define WEFT_POOL_INJECT_H
@@ -29,14 +40,24 @@
 
 struct weft_task;
 
+typedef struct weft_inject_cell {
+  /* atomic: the cell's state for position p (p mod WEFT_INJECT_RING its
+   * index): p free to fill, p + 1 filled (task published), p + RING taken
+   * (free for the next lap's p + RING) */
+  _Atomic uint64_t seq;
+  struct weft_task *task; /* written by the producer holding the cell, read by its consumer */
+} weft_inject_cell;
+
 typedef struct weft_inject {
-  weft_spinlock lock;
-  uint32_t head, tail;   /* under lock: ring positions (free-running), oldest at head */
-  /* under lock: tasks pushed while the ring was full, oldest first; while
-   * it holds any, every push goes here too (newer than the whole ring) */
+  _Atomic uint64_t tail; /* atomic: the next position to fill (producers' CAS) */
+  _Alignas(64) _Atomic uint64_t head; /* atomic: the next position to take (consumers' CAS) */
+  _Alignas(64) weft_spinlock lock; /* guards overflow */
+  /* under lock: tasks pushed while the ring was full, oldest first */
   weft_fifo overflow;
-  _Atomic int64_t count; /* atomic: written under lock (tasks queued), read without */
-  _Alignas(64) struct weft_task *ring[WEFT_INJECT_RING]; /* under lock */
+  /* atomic: written under lock (tasks in overflow), read without: while
+   * non-zero, pushes go to the overflow */
+  _Atomic int64_t noverflow;
+  _Alignas(64) weft_inject_cell ring[WEFT_INJECT_RING];
 } weft_inject;
 
 int weft_inject_init(weft_inject *q);
@@ -44,12 +65,14 @@ void weft_inject_destroy(weft_inject *q);
 void weft_inject_push(weft_inject *q, struct weft_task *t);
 /* NULL when empty. */
 struct weft_task *weft_inject_pop(weft_inject *q);
-/* Takes up to max of the oldest tasks under one lock, oldest first, into
- * out; returns how many (0 when empty). */
-int weft_inject_pop_batch(weft_inject *q, struct weft_task **out, int max);
-static inline bool weft_inject_looks_empty(weft_inject *q)
-{
-  return atomic_load_explicit(&q->count, memory_order_relaxed) == 0;
-}
+/* Takes up to max of the oldest tasks, oldest first, into out: of the
+ * ring's published tasks (counted up to max), all max when there are that
+ * many, else one in nshare plus one; when the ring is empty, overflow
+ * tasks likewise. Returns how many (0 when empty). */
+int weft_inject_pop_batch(weft_inject *q, struct weft_task **out, int max, int nshare);
+/* Whether no task is queued. A caller that needs the answer to see every
+ * task published before its own store-load fence (the parking handshake)
+ * gets it: a stale head is detected and read again. */
+bool weft_inject_looks_empty(weft_inject *q);
 
 #endif /* WEFT_POOL_INJECT_H */

@@ -57,12 +57,10 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
   return NULL;
 }
 
-/* A worker takes its share of the injection queue under one lock (at most
+/* A worker takes its share of the injection queue with one claim (at most
  * WEFT_INJECT_BATCH tasks): the first to run, the rest onto its own deque,
  * the oldest at the bottom so that it runs them oldest first (thieves take
- * the newest). A user's thread pushing operators hands them over one lock
- * per push; the workers then take that lock once per batch instead of once
- * per task, and the queue's line stays with the pusher meanwhile. Taken
+ * the newest). Taken
  * tasks wake nobody: each push woke a worker if none was searching, this
  * worker is awake to run them (as with a push onto its own deque), and a
  * searcher that takes a batch stops searching only after the batch is on
@@ -71,12 +69,7 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
 static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
 {
   weft_task *batch[WEFT_INJECT_BATCH];
-  int64_t queued = atomic_load_explicit(&pool->inject.count, memory_order_relaxed); /* a hint */
-  if (queued <= 0)
-    return NULL;
-  int64_t share = queued / pool->nworkers + 1;
-  int n = weft_inject_pop_batch(&pool->inject, batch,
-                                share < WEFT_INJECT_BATCH ? (int)share : WEFT_INJECT_BATCH);
+  int n = weft_inject_pop_batch(&pool->inject, batch, WEFT_INJECT_BATCH, pool->nworkers);
   /* Each task's line, and what its argument points to (what a task touches
    * first: an engine operator's block), was written on the submitter's core:
    * ask for them all at once, so that they arrive together rather than one

@@ -76,14 +76,12 @@ struct park_test_base {
   rl::atomic<int> wake_pending;
   rl::atomic<int> state;
 
-  /* --- the injection queue (inject.c): a lock-protected list and an
-   * atomic count read without the lock (the C code's lock is a spinlock,
-   * an acquire exchange and a release store: rl::mutex gives the same
-   * mutual exclusion and ordering) --- */
-  rl::mutex inject_lock;
-  rl::var<int> inject_items[kTasks]; /* a FIFO of task ids, under the lock */
-  rl::var<int> inject_head, inject_tail;
-  rl::atomic<int> inject_count;
+  /* --- the injection queue (inject.c): its ring of sequence-numbered
+   * cells, with room for every task of the scenario (the overflow list
+   * never fills here; tests/reliability/rl_inject.cpp checks it) --- */
+  rl::atomic<unsigned> inject_tail, inject_head;
+  rl::atomic<unsigned> inject_seq[kTasks];
+  rl::var<int> inject_task[kTasks];
 
   /* --- bookkeeping of the harness --- */
   rl::atomic<int> ran[kTasks + 1];
@@ -99,38 +97,65 @@ struct park_test_base {
     wake_pending.store(0, rl::memory_order_relaxed);
     state.store(RUNNING, rl::memory_order_relaxed);
     futex.bucket_lock.store(0, rl::memory_order_relaxed);
-    inject_head($) = 0;
-    inject_tail($) = 0;
-    inject_count.store(0, rl::memory_order_relaxed);
+    inject_head.store(0, rl::memory_order_relaxed);
+    inject_tail.store(0, rl::memory_order_relaxed);
+    for (unsigned i = 0; i < kTasks; i++) {
+      inject_seq[i].store(i, rl::memory_order_relaxed);
+      inject_task[i]($) = 0;
+    }
     for (auto &r : ran)
       r.store(0, rl::memory_order_relaxed);
     done.store(0, rl::memory_order_relaxed);
     started.store(0, rl::memory_order_relaxed);
   }
 
-  /* weft_inject_push / weft_inject_pop / weft_inject_looks_empty (inject.c) */
+  /* weft_inject_push / weft_inject_pop / weft_inject_looks_empty (inject.c),
+   * the ring's paths (a push never finds it full here) */
   void inject_push(int task)
   {
-    inject_lock.lock($);
-    inject_items[inject_tail($)]($) = task;
-    inject_tail($) = inject_tail($) + 1;
-    inject_count.store(inject_count.load(rl::memory_order_relaxed) + 1, rl::memory_order_relaxed);
-    inject_lock.unlock($);
+    unsigned p = inject_tail.load(rl::memory_order_relaxed);
+    for (;;) {
+      unsigned sq = inject_seq[p % kTasks].load(rl::memory_order_acquire);
+      if (sq == p) {
+        if (inject_tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed))
+          break;
+      } else {
+        p = inject_tail.load(rl::memory_order_relaxed);
+      }
+    }
+    inject_task[p % kTasks]($) = task;
+    inject_seq[p % kTasks].store(p + 1, rl::memory_order_release);
   }
-  bool inject_looks_empty() { return inject_count.load(rl::memory_order_relaxed) == 0; }
+  bool inject_looks_empty()
+  {
+    unsigned h = inject_head.load(rl::memory_order_relaxed);
+    for (;;) {
+      unsigned sq = inject_seq[h % kTasks].load(rl::memory_order_acquire);
+      if (sq == h + 1)
+        return false;
+      if ((int)(sq - h) <= 0)
+        return true;
+      h = inject_head.load(rl::memory_order_relaxed);
+    }
+  }
   int inject_pop()
   {
-    if (inject_looks_empty())
-      return 0;
-    inject_lock.lock($);
-    int t = 0;
-    if (inject_head($) != inject_tail($)) {
-      t = inject_items[inject_head($)]($);
-      inject_head($) = inject_head($) + 1;
-      inject_count.store(inject_count.load(rl::memory_order_relaxed) - 1, rl::memory_order_relaxed);
+    unsigned h = inject_head.load(rl::memory_order_relaxed);
+    for (;;) {
+      unsigned sq = inject_seq[h % kTasks].load(rl::memory_order_acquire);
+      if (sq != h + 1) {
+        unsigned h2 = inject_head.load(rl::memory_order_relaxed);
+        if (h2 == h)
+          return 0;
+        h = h2;
+        continue;
+      }
+      if (!inject_head.compare_exchange_weak(h, h + 1, rl::memory_order_relaxed))
+        continue;
+      int t = inject_task[h % kTasks]($);
+      inject_seq[h % kTasks].store(h + kTasks, rl::memory_order_release);
+      return t;
     }
-    inject_lock.unlock($);
-    return t;
   }
 
   /* weft_ec_prewait / cancel / commit / notify (park.c) */
@@ -283,7 +308,7 @@ struct park_test_base {
   {
     for (int i = 1; i <= kTasks; i++)
       RL_ASSERT(ran[i].load(rl::memory_order_relaxed) == 1);
-    RL_ASSERT(inject_count.load(rl::memory_order_relaxed) == 0);
+    RL_ASSERT(inject_looks_empty()); /* every task was taken */
   }
 };
 

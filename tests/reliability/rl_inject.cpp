@@ -1,0 +1,277 @@
+/*
+ * relacy harness: the injection queue of src/pool/inject.c (a bounded MPMC
+ * ring of sequence-numbered cells, D. Vyukov's, with an overflow list under
+ * a lock), re-expressed with relacy's atomics and the same memory orders.
+ * The ring has 2 cells here, so a third task waits in the overflow.
+ *
+ * Checks: every pushed task is obtained exactly once (by a pop, or left in
+ * the queue at the end); a task's contents, written before its push (a
+ * plain rl::var), are visible to its consumer (relacy reports a data race
+ * otherwise), and a consumer's read of a cell's task comes before a
+ * producer refills the cell (the cell's task is an rl::var too); a lone
+ * producer's tasks come out in its order, past the ring too (with several,
+ * another producer's cell not yet filled can hide a task at head from the
+ * second look, and the overflow may overtake it: inject.h); and the
+ * emptiness check that the
+ * parking handshake relies on: a producer that publishes, fences and then
+ * sees no parker announced must be seen by the parker's check after its
+ * own fence, even while a consumer moves head under that check.
+ *
+ * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ *   1  push publishes the cell relaxed, not release       (inject.c, push)
+ *   2  a consumer hands the cell back relaxed, not release (inject.c, take_ring)
+ *   3  looks_empty takes a taken cell at a stale head for empty (inject.c)
+ *   4  push fills the ring while the overflow holds tasks  (inject.c, push)
+ *   5  pop takes the overflow without looking at the ring again under the
+ *      lock                                               (inject.c, pop_batch)
+ */
+#include "rl_common.hpp"
+
+namespace {
+
+constexpr unsigned kRing = 2;
+constexpr int kMaxTasks = 6;
+
+#if WEFT_MUTANT == 1
+#define K_PUBLISH rl::memory_order_relaxed
+#else
+#define K_PUBLISH rl::memory_order_release
+#endif
+#if WEFT_MUTANT == 2
+#define K_HANDBACK rl::memory_order_relaxed
+#else
+#define K_HANDBACK rl::memory_order_release
+#endif
+
+struct inject {
+  rl::atomic<unsigned> tail, head;
+  rl::atomic<unsigned> seq[kRing];
+  rl::var<int> task[kRing];
+  rl::mutex lock; /* the C code's spinlock: an acquire exchange, a release store */
+  rl::var<int> ov[kMaxTasks];
+  rl::var<int> ov_head, ov_tail;
+  rl::atomic<int> noverflow;
+
+  void init()
+  {
+    tail.store(0, rl::memory_order_relaxed);
+    head.store(0, rl::memory_order_relaxed);
+    for (unsigned i = 0; i < kRing; i++) {
+      seq[i].store(i, rl::memory_order_relaxed);
+      task[i]($) = 0;
+    }
+    ov_head($) = 0;
+    ov_tail($) = 0;
+    noverflow.store(0, rl::memory_order_relaxed);
+  }
+
+  /* claim_free + weft_inject_push */
+  void push(int t)
+  {
+    bool ring_ok = WEFT_MUTANT == 4 || noverflow.load(rl::memory_order_relaxed) == 0;
+    if (ring_ok) {
+      unsigned p = tail.load(rl::memory_order_relaxed);
+      for (;;) {
+        unsigned s = seq[p % kRing].load(rl::memory_order_acquire);
+        int dif = (int)(s - p);
+        if (dif == 0) {
+          if (tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed)) {
+            task[p % kRing]($) = t;
+            seq[p % kRing].store(p + 1, K_PUBLISH);
+            return;
+          }
+        } else if (dif < 0) {
+          break; /* full */
+        } else {
+          p = tail.load(rl::memory_order_relaxed);
+        }
+      }
+    }
+    lock.lock($);
+    ov[ov_tail($)]($) = t;
+    ov_tail($) = ov_tail($) + 1;
+    noverflow.store(noverflow.load(rl::memory_order_relaxed) + 1, rl::memory_order_relaxed);
+    lock.unlock($);
+  }
+
+  /* take_ring with max 1 */
+  int take_ring()
+  {
+    unsigned h = head.load(rl::memory_order_relaxed);
+    for (;;) {
+      unsigned s = seq[h % kRing].load(rl::memory_order_acquire);
+      if (s != h + 1) {
+        unsigned h2 = head.load(rl::memory_order_relaxed);
+        if (h2 == h)
+          return 0;
+        h = h2;
+        continue;
+      }
+      if (!head.compare_exchange_weak(h, h + 1, rl::memory_order_relaxed))
+        continue;
+      int t = task[h % kRing]($);
+      seq[h % kRing].store(h + kRing, K_HANDBACK);
+      return t;
+    }
+  }
+
+  /* weft_inject_pop (pop_batch with max 1) */
+  int pop()
+  {
+    int t = take_ring();
+    if (t || noverflow.load(rl::memory_order_relaxed) == 0)
+      return t;
+    lock.lock($);
+#if WEFT_MUTANT != 5
+    t = take_ring(); /* the look again under the lock */
+    if (t) {
+      lock.unlock($);
+      return t;
+    }
+#endif
+    int left = noverflow.load(rl::memory_order_relaxed);
+    if (left > 0) {
+      t = ov[ov_head($)]($);
+      ov_head($) = ov_head($) + 1;
+      noverflow.store(left - 1, rl::memory_order_relaxed);
+    }
+    lock.unlock($);
+    return t;
+  }
+
+  /* weft_inject_looks_empty */
+  bool looks_empty()
+  {
+    if (noverflow.load(rl::memory_order_relaxed) != 0)
+      return false;
+    unsigned h = head.load(rl::memory_order_relaxed);
+    for (;;) {
+      unsigned s = seq[h % kRing].load(rl::memory_order_acquire);
+      if (s == h + 1)
+        return false;
+      if ((int)(s - h) <= 0 || WEFT_MUTANT == 3)
+        return true;
+      h = head.load(rl::memory_order_relaxed);
+    }
+  }
+};
+
+/* Producers 0..P-1 push N tasks each (ids p * N + 1 ..), consumers pop C
+ * times each; what is left counts once more. */
+template <int P, int N, int C, int CONSUMERS>
+struct queue_test : rl::test_suite<queue_test<P, N, C, CONSUMERS>, P + CONSUMERS> {
+  inject q;
+  rl::var<int> payload[kMaxTasks + 1];
+  rl::atomic<int> got[kMaxTasks + 1];
+
+  void before()
+  {
+    q.init();
+    for (int i = 0; i <= kMaxTasks; i++)
+      got[i].store(0, rl::memory_order_relaxed);
+  }
+
+  void thread(unsigned index)
+  {
+    if ((int)index < P) {
+      for (int i = 1; i <= N; i++) {
+        int id = (int)index * N + i;
+        payload[id]($) = 100 + id;
+        q.push(id);
+      }
+      return;
+    }
+    int last[P] = {};
+    for (int i = 0; i < C; i++) {
+      int t = q.pop();
+      if (!t)
+        continue;
+      RL_ASSERT(t >= 1 && t <= P * N);
+      RL_ASSERT(payload[t]($) == 100 + t); /* published with the task */
+      got[t].fetch_add(1, rl::memory_order_relaxed);
+      int p = (t - 1) / N;
+      if (P == 1 && CONSUMERS == 1)
+        RL_ASSERT(t > last[p]); /* a lone producer's order */
+      last[p] = t;
+    }
+  }
+
+  void after()
+  {
+    int last[P] = {};
+    for (int t; (t = q.pop());) { /* single-threaded now: the rest, in order */
+      got[t].fetch_add(1, rl::memory_order_relaxed);
+      int p = (t - 1) / N;
+      if (P == 1)
+        RL_ASSERT(t > last[p]);
+      last[p] = t;
+    }
+    for (int i = 1; i <= P * N; i++)
+      RL_ASSERT(got[i].load(rl::memory_order_relaxed) == 1); /* exactly once */
+  }
+};
+
+/* Two producers (the CAS on tail, the ring's wrap) and one consumer. */
+using mpsc = queue_test<2, 2, 3, 1>;
+/* One producer past the ring and two consumers (the CAS on head). */
+using spmc = queue_test<1, 3, 1, 2>;
+/* One producer past the ring (the overflow) and one consumer: order kept. */
+using overflow_order = queue_test<1, 4, 2, 1>;
+
+/* The parking handshake's emptiness check: task 1 queued before the
+ * threads start; a consumer takes it while a producer pushes task 2,
+ * fences and reads the parker's flag, and the parker sets its flag,
+ * fences and checks for emptiness. */
+struct handshake_test : rl::test_suite<handshake_test, 3> {
+  inject q;
+  rl::atomic<int> parker;
+  int saw_parker = -1, saw_empty = -1;
+
+  void before()
+  {
+    q.init();
+    q.push(1);
+    parker.store(0, rl::memory_order_relaxed);
+  }
+
+  void thread(unsigned index)
+  {
+    if (index == 0) {
+      q.push(2);
+      rl::atomic_thread_fence(rl::mo_seq_cst, $); /* weft_pool_wake_exact */
+      saw_parker = parker.load(rl::memory_order_relaxed);
+    } else if (index == 1) {
+      parker.store(1, rl::memory_order_relaxed); /* the prewait */
+      rl::atomic_thread_fence(rl::mo_seq_cst, $); /* park's fence before the re-check */
+      saw_empty = q.looks_empty();
+    } else {
+      int t = q.pop();
+      RL_ASSERT(t == 1 || t == 2);
+    }
+  }
+
+  void after()
+  {
+    RL_ASSERT(!(saw_parker == 0 && saw_empty == 1)); /* no lost wake-up */
+  }
+};
+
+} // namespace
+
+int main()
+{
+  weft_rl::outcome out;
+  weft_rl::run_both<mpsc>("inject mpsc", 200000, 2, out);
+  if (!(WEFT_MUTANT && out.failed))
+    weft_rl::run_both<spmc>("inject spmc", 200000, 2, out);
+  if (!(WEFT_MUTANT && out.failed))
+    weft_rl::run_both<overflow_order>("inject overflow_order", 200000, 3, out);
+  if (!(WEFT_MUTANT && out.failed))
+    weft_rl::run_both<handshake_test>("inject handshake", 200000, 3, out);
+  static const char *const names[] = {"none", "push publishes the cell relaxed",
+                                      "a consumer hands the cell back relaxed",
+                                      "looks_empty trusts a stale head",
+                                      "push fills the ring past a non-empty overflow",
+                                      "pop takes the overflow without a second look at the ring"};
+  return weft_rl::finish("inject", names[WEFT_MUTANT], out);
+}
