@@ -9,13 +9,14 @@ _Static_assert((WEFT_INJECT_RING & (WEFT_INJECT_RING - 1)) == 0, "the ring is a 
 int weft_inject_init(weft_inject *q)
 {
   atomic_init(&q->tail, 0);
+  atomic_init(&q->head_seen, 0);
   atomic_init(&q->head, 0);
   weft_spin_init(&q->lock);
   weft_fifo_init(&q->overflow);
   atomic_init(&q->noverflow, 0);
   for (uint64_t i = 0; i < WEFT_INJECT_RING; i++) {
-    atomic_init(&q->ring[i].seq, i);
-    q->ring[i].task = NULL;
+    atomic_init(&q->ring[i].seq, i + 1 - WEFT_INJECT_RING); /* a lap behind position i */
+    atomic_init(&q->ring[i].task, NULL);
   }
   return 0;
 }
@@ -27,27 +28,35 @@ void weft_inject_destroy(weft_inject *q)
   (void)q;
 }
 
+/* How far published seq is from position p's publication (p + 1): 0 when
+ * p's task is published, < 0 when not yet, > 0 when a later lap's is. */
+static inline int64_t lap_dif(uint64_t seq, uint64_t p)
+{
+  return (int64_t)(seq - (p + 1));
+}
+
 /* Claims a free cell of the ring for a producer; NULL when the ring is full. */
 static weft_inject_cell *claim_free(weft_inject *q, uint64_t *pos)
 {
   uint64_t p = atomic_load_explicit(&q->tail, memory_order_relaxed);
   for (;;) {
-    weft_inject_cell *c = &q->ring[p & RING_MASK];
-    /* acquire: the consumer that took the cell's last task (its store of
-     * p) is done with it before we fill it. */
-    uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-    int64_t dif = (int64_t)(seq - p);
-    if (dif == 0) {
-      /* relaxed: the cell's sequence number carries every ordering */
-      if (atomic_compare_exchange_weak_explicit(&q->tail, &p, p + 1, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-        *pos = p;
-        return c;
-      }
-    } else if (dif < 0) {
-      return NULL; /* the cell still holds last lap's task: full */
-    } else {
-      p = atomic_load_explicit(&q->tail, memory_order_relaxed); /* another producer took p */
+    /* acquire: pairs with the release store below (another producer's):
+     * the claims it saw come before our fill */
+    uint64_t h = atomic_load_explicit(&q->head_seen, memory_order_acquire);
+    if ((int64_t)(p - h) >= WEFT_INJECT_RING) {
+      /* acquire: pairs with the consumers' release CAS: their reads of
+       * the cells below head come before we fill one */
+      h = atomic_load_explicit(&q->head, memory_order_acquire);
+      if ((int64_t)(p - h) >= WEFT_INJECT_RING)
+        return NULL; /* p's cell still holds last lap's task: full */
+      /* release: passes that order on to the producers that read the copy */
+      atomic_store_explicit(&q->head_seen, h, memory_order_release);
+    }
+    /* relaxed: the cell's sequence number publishes the fill */
+    if (atomic_compare_exchange_weak_explicit(&q->tail, &p, p + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      *pos = p;
+      return &q->ring[p & RING_MASK];
     }
   }
 }
@@ -57,7 +66,7 @@ void weft_inject_push(weft_inject *q, weft_task *t)
   uint64_t pos;
   weft_inject_cell *c;
   if (atomic_load_explicit(&q->noverflow, memory_order_relaxed) == 0 && (c = claim_free(q, &pos))) {
-    c->task = t;
+    atomic_store_explicit(&c->task, t, memory_order_relaxed); /* published by seq */
     /* release: publishes the task to the consumer whose acquire load of
      * seq finds pos + 1 (take_ring, weft_inject_looks_empty). */
     atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
@@ -72,24 +81,31 @@ void weft_inject_push(weft_inject *q, weft_task *t)
 }
 
 /* Takes published tasks off the ring, oldest first: of the ready run at
- * head (counted up to max), its 1/nshare plus one, at most max. */
+ * head (counted up to max), all max when there are that many, else its
+ * 1/nshare plus one. */
 static int take_ring(weft_inject *q, weft_task **out, int max, int nshare)
 {
   uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
   for (;;) {
     int ready = 0;
+    int64_t dif = 0;
     while (ready < max) {
-      /* acquire: pairs with the producer's release store of h + 1 */
-      uint64_t seq = atomic_load_explicit(&q->ring[(h + (uint64_t)ready) & RING_MASK].seq,
-                                          memory_order_acquire);
-      if (seq != h + (uint64_t)ready + 1)
+      weft_inject_cell *c = &q->ring[(h + (uint64_t)ready) & RING_MASK];
+      /* acquire: pairs with the producer's release store of the seq */
+      dif = lap_dif(atomic_load_explicit(&c->seq, memory_order_acquire), h + (uint64_t)ready);
+      if (dif != 0)
         break;
-      ready++;
+      /* Read before the claim: once head passes the cell, a producer may
+       * fill it again. relaxed: published by the seq read above; a read
+       * whose claim fails is dropped. */
+      out[ready++] = atomic_load_explicit(&c->task, memory_order_relaxed);
     }
     if (ready == 0) {
-      /* Empty at h, or h is stale (another consumer took it): re-read. */
+      /* Empty at h, unless h is stale (the cell holds a later lap: its
+       * producer saw head past h, and our acquire of its seq makes the
+       * re-read below see that too). */
       uint64_t h2 = atomic_load_explicit(&q->head, memory_order_relaxed);
-      if (h2 == h)
+      if (h2 == h && dif < 0)
         return 0;
       h = h2;
       continue;
@@ -98,19 +114,13 @@ static int take_ring(weft_inject *q, weft_task **out, int max, int nshare)
     int n = ready == max ? max : ready / (nshare > 0 ? nshare : 1) + 1;
     if (n > ready)
       n = ready;
-    /* relaxed: the cells' sequence numbers carry the tasks; winning the
-     * CAS makes cells h .. h + n - 1 ours alone. */
-    if (!atomic_compare_exchange_weak_explicit(&q->head, &h, h + (uint64_t)n, memory_order_relaxed,
-                                               memory_order_relaxed))
-      continue; /* h now holds the current head */
-    for (int i = 0; i < n; i++) {
-      weft_inject_cell *c = &q->ring[(h + (uint64_t)i) & RING_MASK];
-      out[i] = c->task;
-      /* release: our read of the task comes before a producer refills the
-       * cell (its acquire load in claim_free). */
-      atomic_store_explicit(&c->seq, h + (uint64_t)i + WEFT_INJECT_RING, memory_order_release);
-    }
-    return n;
+    /* release: our reads of the cells' tasks come before a producer fills
+     * them again (its acquire load of head, claim_free). Winning the CAS
+     * makes cells h .. h + n - 1 ours alone. */
+    if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + (uint64_t)n, memory_order_release,
+                                              memory_order_relaxed))
+      return n;
+    /* h now holds the current head */
   }
 }
 
@@ -120,27 +130,24 @@ bool weft_inject_looks_empty(weft_inject *q)
     return false;
   uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
   for (;;) {
-    /* acquire: a cell taken since we read head carries its consumer's
-     * release store, after that consumer's CAS on head, so the re-read
-     * below finds head past h (no spinning on a stale head). */
-    uint64_t seq = atomic_load_explicit(&q->ring[h & RING_MASK].seq, memory_order_acquire);
-    if (seq == h + 1)
+    /* acquire: a later lap's seq (a stale head) carries its producer's
+     * view of head past h, so the re-read below moves on. */
+    int64_t dif = lap_dif(atomic_load_explicit(&q->ring[h & RING_MASK].seq, memory_order_acquire), h);
+    if (dif == 0)
       return false; /* a published task at head */
-    if ((int64_t)(seq - h) <= 0)
-      /* head's cell not yet filled for h, or our view of it is older than
-       * the hand-back that must come before h can be filled: nothing
-       * published at or after h that a fence before this call must show */
+    if (dif < 0)
+      /* head's cell not yet filled for h (or our view of it predates the
+       * fill): nothing that a fence before this call must show */
       return true;
-    /* h + RING (or later): a consumer took h since we read head */
     h = atomic_load_explicit(&q->head, memory_order_relaxed);
   }
 }
 
 weft_task *weft_inject_pop(weft_inject *q)
 {
-  weft_task *t = NULL;
-  weft_inject_pop_batch(q, &t, 1, 1);
-  return t;
+  weft_task *t;
+  /* out's slots past the count are garbage (reads of cells not claimed) */
+  return weft_inject_pop_batch(q, &t, 1, 1) ? t : NULL;
 }
 
 int weft_inject_pop_batch(weft_inject *q, weft_task **out, int max, int nshare)

@@ -3,17 +3,19 @@
  * and threads helping from outside the pool) put work. MPMC, FIFO for each
  * producer.
  *
- * A bounded ring of cells (D. Vyukov's MPMC queue): a producer claims a
- * position with a CAS on tail, fills the cell and publishes it by storing
- * the cell's sequence number (release); a consumer claims published cells
- * with a CAS on head and hands each back for the next lap with another
- * sequence store. tail, head and the cells sit on separate lines, so a
- * user's thread pushing operators (the common producer: usually alone)
- * keeps tail in its own cache and writes, per task, only the cell's line,
- * which a consumer must read anyway: no lock shared with the workers, no
- * locked instruction on a line they write. Consumers never read tail (that
- * would pull the producer's line away on every pop): emptiness is read off
- * the cell at head.
+ * A bounded ring of cells, after D. Vyukov's MPMC queue: a producer claims
+ * a position with a CAS on tail, fills the cell and publishes it by storing
+ * the cell's sequence number (release); a consumer reads the published
+ * cells at head, then claims them with a CAS on head (release). Unlike
+ * Vyukov's, a consumer writes nothing into a cell: a producer learns that
+ * a cell is free from head (a lap behind its position), which it reads
+ * only when the copy it keeps says the ring may be full. So a cell's line
+ * is written by producers alone, and a user's thread pushing operators
+ * (the common producer: usually alone) writes, per task, one cell line
+ * that a consumer must read anyway, and reads no line a worker wrote: no
+ * lock shared with the workers, no locked instruction on a line they
+ * write. Consumers never read tail (that would pull the producer's line
+ * away on every pop): emptiness is read off the cell at head.
  *
  * When the ring is full, tasks wait in an intrusive FIFO (common/fifo.h,
  * through weft_task.link) under a spinlock, so a push never needs memory;
@@ -41,15 +43,22 @@
 struct weft_task;
 
 typedef struct weft_inject_cell {
-  /* atomic: the cell's state for position p (p mod WEFT_INJECT_RING its
-   * index): p free to fill, p + 1 filled (task published), p + RING taken
-   * (free for the next lap's p + RING) */
+  /* atomic, written by producers only: p + 1 once the task of position p
+   * (p mod WEFT_INJECT_RING the cell's index) is published; below that,
+   * not yet (a lap behind) */
   _Atomic uint64_t seq;
-  struct weft_task *task; /* written by the producer holding the cell, read by its consumer */
+  /* atomic, relaxed: written by the producer of the cell's position; read
+   * by consumers before they claim it (a read whose claim fails is
+   * dropped, so it may race with the next lap's fill) */
+  _Atomic(struct weft_task *) task;
 } weft_inject_cell;
 
 typedef struct weft_inject {
   _Atomic uint64_t tail; /* atomic: the next position to fill (producers' CAS) */
+  /* atomic: a value head had, as a producer last read it (producers only:
+   * on tail's line); release/acquire, so that what a consumer's claim
+   * ordered before it reaches every producer that relies on the copy */
+  _Atomic uint64_t head_seen;
   _Alignas(64) _Atomic uint64_t head; /* atomic: the next position to take (consumers' CAS) */
   _Alignas(64) weft_spinlock lock; /* guards overflow */
   /* under lock: tasks pushed while the ring was full, oldest first */
@@ -65,7 +74,8 @@ void weft_inject_destroy(weft_inject *q);
 void weft_inject_push(weft_inject *q, struct weft_task *t);
 /* NULL when empty. */
 struct weft_task *weft_inject_pop(weft_inject *q);
-/* Takes up to max of the oldest tasks, oldest first, into out: of the
+/* Takes up to max of the oldest tasks, oldest first, into out (the slots
+ * past the returned count may have been written: ignore them): of the
  * ring's published tasks (counted up to max), all max when there are that
  * many, else one in nshare plus one; when the ring is empty, overflow
  * tasks likewise. Returns how many (0 when empty). */

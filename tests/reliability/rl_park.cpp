@@ -79,9 +79,9 @@ struct park_test_base {
   /* --- the injection queue (inject.c): its ring of sequence-numbered
    * cells, with room for every task of the scenario (the overflow list
    * never fills here; tests/reliability/rl_inject.cpp checks it) --- */
-  rl::atomic<unsigned> inject_tail, inject_head;
+  rl::atomic<unsigned> inject_tail, inject_head_seen, inject_head;
   rl::atomic<unsigned> inject_seq[kTasks];
-  rl::var<int> inject_task[kTasks];
+  rl::atomic<int> inject_task[kTasks];
 
   /* --- bookkeeping of the harness --- */
   rl::atomic<int> ran[kTasks + 1];
@@ -98,10 +98,11 @@ struct park_test_base {
     state.store(RUNNING, rl::memory_order_relaxed);
     futex.bucket_lock.store(0, rl::memory_order_relaxed);
     inject_head.store(0, rl::memory_order_relaxed);
+    inject_head_seen.store(0, rl::memory_order_relaxed);
     inject_tail.store(0, rl::memory_order_relaxed);
     for (unsigned i = 0; i < kTasks; i++) {
-      inject_seq[i].store(i, rl::memory_order_relaxed);
-      inject_task[i]($) = 0;
+      inject_seq[i].store(i + 1 - kTasks, rl::memory_order_relaxed);
+      inject_task[i].store(0, rl::memory_order_relaxed);
     }
     for (auto &r : ran)
       r.store(0, rl::memory_order_relaxed);
@@ -115,25 +116,27 @@ struct park_test_base {
   {
     unsigned p = inject_tail.load(rl::memory_order_relaxed);
     for (;;) {
-      unsigned sq = inject_seq[p % kTasks].load(rl::memory_order_acquire);
-      if (sq == p) {
-        if (inject_tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed))
-          break;
-      } else {
-        p = inject_tail.load(rl::memory_order_relaxed);
+      unsigned h = inject_head_seen.load(rl::memory_order_acquire);
+      if ((int)(p - h) >= kTasks) {
+        h = inject_head.load(rl::memory_order_acquire);
+        RL_ASSERT((int)(p - h) < kTasks); /* the ring holds every task here */
+        inject_head_seen.store(h, rl::memory_order_release);
       }
+      if (inject_tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed))
+        break;
     }
-    inject_task[p % kTasks]($) = task;
+    inject_task[p % kTasks].store(task, rl::memory_order_relaxed);
     inject_seq[p % kTasks].store(p + 1, rl::memory_order_release);
   }
+  static int lap_dif(unsigned sq, unsigned p) { return (int)(sq - (p + 1)); }
   bool inject_looks_empty()
   {
     unsigned h = inject_head.load(rl::memory_order_relaxed);
     for (;;) {
-      unsigned sq = inject_seq[h % kTasks].load(rl::memory_order_acquire);
-      if (sq == h + 1)
+      int d = lap_dif(inject_seq[h % kTasks].load(rl::memory_order_acquire), h);
+      if (d == 0)
         return false;
-      if ((int)(sq - h) <= 0)
+      if (d < 0)
         return true;
       h = inject_head.load(rl::memory_order_relaxed);
     }
@@ -142,19 +145,17 @@ struct park_test_base {
   {
     unsigned h = inject_head.load(rl::memory_order_relaxed);
     for (;;) {
-      unsigned sq = inject_seq[h % kTasks].load(rl::memory_order_acquire);
-      if (sq != h + 1) {
+      int d = lap_dif(inject_seq[h % kTasks].load(rl::memory_order_acquire), h);
+      if (d != 0) {
         unsigned h2 = inject_head.load(rl::memory_order_relaxed);
-        if (h2 == h)
+        if (h2 == h && d < 0)
           return 0;
         h = h2;
         continue;
       }
-      if (!inject_head.compare_exchange_weak(h, h + 1, rl::memory_order_relaxed))
-        continue;
-      int t = inject_task[h % kTasks]($);
-      inject_seq[h % kTasks].store(h + kTasks, rl::memory_order_release);
-      return t;
+      int t = inject_task[h % kTasks].load(rl::memory_order_relaxed);
+      if (inject_head.compare_exchange_weak(h, h + 1, rl::memory_order_release))
+        return t;
     }
   }
 
