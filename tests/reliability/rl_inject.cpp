@@ -34,71 +34,42 @@
  *   5  pop takes the overflow without looking at the ring again under the
  *      lock                                               (inject.c, pop_batch)
  */
-#include "rl_common.hpp"
+#if WEFT_MUTANT == 1
+#define RL_RING_K_PUBLISH rl::memory_order_relaxed
+#elif WEFT_MUTANT == 2
+#define RL_RING_TRUST_COPY 1
+#elif WEFT_MUTANT == 3
+#define RL_RING_K_EMPTY_SEQ rl::memory_order_relaxed
+#endif
+#include "rl_ring.hpp"
 
 namespace {
 
 constexpr unsigned kRing = 2;
 constexpr int kMaxTasks = 6;
 
-#if WEFT_MUTANT == 3
-#define K_EMPTY_SEQ rl::memory_order_relaxed
-#else
-#define K_EMPTY_SEQ rl::memory_order_acquire
-#endif
-#if WEFT_MUTANT == 1
-#define K_PUBLISH rl::memory_order_relaxed
-#else
-#define K_PUBLISH rl::memory_order_release
-#endif
-
+/* The queue: the ring (rl_ring.hpp), and the overflow list under its lock. */
 struct inject {
-  rl::atomic<unsigned> tail, head_seen, head;
-  rl::atomic<unsigned> seq[kRing];
-  rl::atomic<int> task[kRing]; /* atomic in the C code too: a dropped read may race a fill */
+  rl_ring<kRing> ring;
   rl::mutex lock; /* the C code's spinlock: an acquire exchange, a release store */
   rl::var<int> ov[kMaxTasks];
   rl::var<int> ov_head, ov_tail;
   rl::atomic<int> noverflow;
 
-  static int dif(unsigned s, unsigned p) { return (int)(s - (p + 1)); } /* lap_dif */
-
   void init()
   {
-    tail.store(0, rl::memory_order_relaxed);
-    head_seen.store(0, rl::memory_order_relaxed);
-    head.store(0, rl::memory_order_relaxed);
-    for (unsigned i = 0; i < kRing; i++) {
-      seq[i].store(i + 1 - kRing, rl::memory_order_relaxed);
-      task[i].store(0, rl::memory_order_relaxed);
-    }
+    ring.init();
     ov_head($) = 0;
     ov_tail($) = 0;
     noverflow.store(0, rl::memory_order_relaxed);
   }
 
-  /* claim_free + weft_inject_push */
+  /* weft_inject_push */
   void push(int t)
   {
     bool ring_ok = WEFT_MUTANT == 4 || noverflow.load(rl::memory_order_relaxed) == 0;
-    if (ring_ok) {
-      unsigned p = tail.load(rl::memory_order_relaxed);
-      for (;;) {
-        unsigned h = head_seen.load(rl::memory_order_acquire);
-        if ((int)(p - h) >= (int)kRing && WEFT_MUTANT != 2) {
-          h = head.load(rl::memory_order_acquire);
-          if ((int)(p - h) >= (int)kRing)
-            goto full;
-          head_seen.store(h, rl::memory_order_release);
-        }
-        if (tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed)) {
-          task[p % kRing].store(t, rl::memory_order_relaxed);
-          seq[p % kRing].store(p + 1, K_PUBLISH);
-          return;
-        }
-      }
-    }
-  full:
+    if (ring_ok && ring.push(t))
+      return;
     lock.lock($);
     ov[ov_tail($)]($) = t;
     ov_tail($) = ov_tail($) + 1;
@@ -106,34 +77,15 @@ struct inject {
     lock.unlock($);
   }
 
-  /* take_ring with max 1 */
-  int take_ring()
-  {
-    unsigned h = head.load(rl::memory_order_relaxed);
-    for (;;) {
-      int d = dif(seq[h % kRing].load(rl::memory_order_acquire), h);
-      if (d != 0) {
-        unsigned h2 = head.load(rl::memory_order_relaxed);
-        if (h2 == h && d < 0)
-          return 0;
-        h = h2;
-        continue;
-      }
-      int t = task[h % kRing].load(rl::memory_order_relaxed);
-      if (head.compare_exchange_weak(h, h + 1, rl::memory_order_release))
-        return t;
-    }
-  }
-
   /* weft_inject_pop (pop_batch with max 1) */
   int pop()
   {
-    int t = take_ring();
+    int t = ring.take();
     if (t || noverflow.load(rl::memory_order_relaxed) == 0)
       return t;
     lock.lock($);
 #if WEFT_MUTANT != 5
-    t = take_ring(); /* the look again under the lock */
+    t = ring.take(); /* the look again under the lock */
     if (t) {
       lock.unlock($);
       return t;
@@ -152,17 +104,7 @@ struct inject {
   /* weft_inject_looks_empty */
   bool looks_empty()
   {
-    if (noverflow.load(rl::memory_order_relaxed) != 0)
-      return false;
-    unsigned h = head.load(rl::memory_order_relaxed);
-    for (;;) {
-      int d = dif(seq[h % kRing].load(K_EMPTY_SEQ), h);
-      if (d == 0)
-        return false;
-      if (d < 0)
-        return true;
-      h = head.load(rl::memory_order_relaxed);
-    }
+    return noverflow.load(rl::memory_order_relaxed) == 0 && ring.looks_empty();
   }
 };
 

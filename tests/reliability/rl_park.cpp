@@ -30,7 +30,7 @@
  *   3  stop_searching's fence -> acq_rel                (worker.c)
  *   4  stop_workers' fence -> acq_rel                   (pool.c)
  */
-#include "rl_common.hpp"
+#include "rl_ring.hpp"
 
 namespace {
 
@@ -79,9 +79,7 @@ struct park_test_base {
   /* --- the injection queue (inject.c): its ring of sequence-numbered
    * cells, with room for every task of the scenario (the overflow list
    * never fills here; tests/reliability/rl_inject.cpp checks it) --- */
-  rl::atomic<unsigned> inject_tail, inject_head_seen, inject_head;
-  rl::atomic<unsigned> inject_seq[kTasks];
-  rl::atomic<int> inject_task[kTasks];
+  rl_ring<kTasks> inject_ring;
 
   /* --- bookkeeping of the harness --- */
   rl::atomic<int> ran[kTasks + 1];
@@ -97,13 +95,7 @@ struct park_test_base {
     wake_pending.store(0, rl::memory_order_relaxed);
     state.store(RUNNING, rl::memory_order_relaxed);
     futex.bucket_lock.store(0, rl::memory_order_relaxed);
-    inject_head.store(0, rl::memory_order_relaxed);
-    inject_head_seen.store(0, rl::memory_order_relaxed);
-    inject_tail.store(0, rl::memory_order_relaxed);
-    for (unsigned i = 0; i < kTasks; i++) {
-      inject_seq[i].store(i + 1 - kTasks, rl::memory_order_relaxed);
-      inject_task[i].store(0, rl::memory_order_relaxed);
-    }
+    inject_ring.init();
     for (auto &r : ran)
       r.store(0, rl::memory_order_relaxed);
     done.store(0, rl::memory_order_relaxed);
@@ -114,50 +106,11 @@ struct park_test_base {
    * the ring's paths (a push never finds it full here) */
   void inject_push(int task)
   {
-    unsigned p = inject_tail.load(rl::memory_order_relaxed);
-    for (;;) {
-      unsigned h = inject_head_seen.load(rl::memory_order_acquire);
-      if ((int)(p - h) >= kTasks) {
-        h = inject_head.load(rl::memory_order_acquire);
-        RL_ASSERT((int)(p - h) < kTasks); /* the ring holds every task here */
-        inject_head_seen.store(h, rl::memory_order_release);
-      }
-      if (inject_tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed))
-        break;
-    }
-    inject_task[p % kTasks].store(task, rl::memory_order_relaxed);
-    inject_seq[p % kTasks].store(p + 1, rl::memory_order_release);
+    bool pushed = inject_ring.push(task);
+    RL_ASSERT(pushed); /* the ring holds every task of the scenario */
   }
-  static int lap_dif(unsigned sq, unsigned p) { return (int)(sq - (p + 1)); }
-  bool inject_looks_empty()
-  {
-    unsigned h = inject_head.load(rl::memory_order_relaxed);
-    for (;;) {
-      int d = lap_dif(inject_seq[h % kTasks].load(rl::memory_order_acquire), h);
-      if (d == 0)
-        return false;
-      if (d < 0)
-        return true;
-      h = inject_head.load(rl::memory_order_relaxed);
-    }
-  }
-  int inject_pop()
-  {
-    unsigned h = inject_head.load(rl::memory_order_relaxed);
-    for (;;) {
-      int d = lap_dif(inject_seq[h % kTasks].load(rl::memory_order_acquire), h);
-      if (d != 0) {
-        unsigned h2 = inject_head.load(rl::memory_order_relaxed);
-        if (h2 == h && d < 0)
-          return 0;
-        h = h2;
-        continue;
-      }
-      int t = inject_task[h % kTasks].load(rl::memory_order_relaxed);
-      if (inject_head.compare_exchange_weak(h, h + 1, rl::memory_order_release))
-        return t;
-    }
-  }
+  bool inject_looks_empty() { return inject_ring.looks_empty(); }
+  int inject_pop() { return inject_ring.take(); }
 
   /* weft_ec_prewait / cancel / commit / notify (park.c) */
   int ec_prewait()

@@ -1,0 +1,102 @@
+/*
+ * The injection queue's ring (src/pool/inject.c: claim_free and the ring
+ * paths of weft_inject_push, take_ring with one task, and the ring part of
+ * weft_inject_looks_empty) in relacy's atomics, with the same memory
+ * orders, for the harnesses that use it: rl_inject.cpp (with the overflow
+ * list around it) and rl_park.cpp (the queue the parking protocol watches).
+ *
+ * A harness that plants a mutant here defines, before including this file:
+ *   RL_RING_K_PUBLISH    the order of a push's store of the cell's seq
+ *   RL_RING_K_EMPTY_SEQ  the order of looks_empty's load of the cell's seq
+ *   RL_RING_TRUST_COPY   1: a producer trusts its copy of head even when
+ *                        the ring looks full (never reads head)
+ */
+#ifndef WEFT_TESTS_RL_RING_HPP
+#define WEFT_TESTS_RL_RING_HPP
+
+#include "rl_common.hpp"
+
+#ifndef RL_RING_K_PUBLISH
+#define RL_RING_K_PUBLISH rl::memory_order_release
+#endif
+#ifndef RL_RING_K_EMPTY_SEQ
+#define RL_RING_K_EMPTY_SEQ rl::memory_order_acquire
+#endif
+#ifndef RL_RING_TRUST_COPY
+#define RL_RING_TRUST_COPY 0
+#endif
+
+template <unsigned kCells>
+struct rl_ring {
+  rl::atomic<unsigned> tail, head_seen, head;
+  rl::atomic<unsigned> seq[kCells];
+  rl::atomic<int> task[kCells]; /* atomic in the C code too: a dropped read may race a fill */
+
+  static int lap_dif(unsigned s, unsigned p) { return (int)(s - (p + 1)); }
+
+  void init()
+  {
+    tail.store(0, rl::memory_order_relaxed);
+    head_seen.store(0, rl::memory_order_relaxed);
+    head.store(0, rl::memory_order_relaxed);
+    for (unsigned i = 0; i < kCells; i++) {
+      seq[i].store(i + 1 - kCells, rl::memory_order_relaxed); /* a lap behind */
+      task[i].store(0, rl::memory_order_relaxed);
+    }
+  }
+
+  /* claim_free, then the fill and its publication; false when full */
+  bool push(int t)
+  {
+    unsigned p = tail.load(rl::memory_order_relaxed);
+    for (;;) {
+      unsigned h = head_seen.load(rl::memory_order_acquire);
+      if ((int)(p - h) >= (int)kCells && !RL_RING_TRUST_COPY) {
+        h = head.load(rl::memory_order_acquire);
+        if ((int)(p - h) >= (int)kCells)
+          return false;
+        head_seen.store(h, rl::memory_order_release);
+      }
+      if (tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed)) {
+        task[p % kCells].store(t, rl::memory_order_relaxed);
+        seq[p % kCells].store(p + 1, RL_RING_K_PUBLISH);
+        return true;
+      }
+    }
+  }
+
+  /* take_ring with max 1: a task id, 0 when empty */
+  int take()
+  {
+    unsigned h = head.load(rl::memory_order_relaxed);
+    for (;;) {
+      int d = lap_dif(seq[h % kCells].load(rl::memory_order_acquire), h);
+      if (d != 0) {
+        unsigned h2 = head.load(rl::memory_order_relaxed);
+        if (h2 == h && d < 0)
+          return 0;
+        h = h2;
+        continue;
+      }
+      int t = task[h % kCells].load(rl::memory_order_relaxed);
+      if (head.compare_exchange_weak(h, h + 1, rl::memory_order_release))
+        return t;
+    }
+  }
+
+  /* weft_inject_looks_empty, past its overflow check */
+  bool looks_empty()
+  {
+    unsigned h = head.load(rl::memory_order_relaxed);
+    for (;;) {
+      int d = lap_dif(seq[h % kCells].load(RL_RING_K_EMPTY_SEQ), h);
+      if (d == 0)
+        return false;
+      if (d < 0)
+        return true;
+      h = head.load(rl::memory_order_relaxed);
+    }
+  }
+};
+
+#endif
