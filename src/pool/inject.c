@@ -80,6 +80,23 @@ void weft_inject_push(weft_inject *q, weft_task *t)
   weft_spin_unlock(&q->lock);
 }
 
+/* Moves *h on to the current head past stale values and returns lap_dif
+ * of the cell there: 0 when its task is published, < 0 when not (or our
+ * view of the cell predates the fill: nothing that a fence before the
+ * call must show). A cell that holds a later lap than *h tells that *h is
+ * stale: its producer saw head past *h, and our acquire of its seq makes
+ * the re-read of head see that too, so the loop moves on. */
+static int64_t at_head(weft_inject *q, uint64_t *h)
+{
+  for (;;) {
+    /* acquire: pairs with the producer's release store of the seq */
+    int64_t dif = lap_dif(atomic_load_explicit(&q->ring[*h & RING_MASK].seq, memory_order_acquire), *h);
+    if (dif <= 0)
+      return dif;
+    *h = atomic_load_explicit(&q->head, memory_order_relaxed);
+  }
+}
+
 /* Takes published tasks off the ring, oldest first: of the ready run at
  * head (counted up to max), all max when there are that many, else its
  * 1/nshare plus one. */
@@ -87,28 +104,19 @@ static int take_ring(weft_inject *q, weft_task **out, int max, int nshare)
 {
   uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
   for (;;) {
-    int ready = 0;
-    int64_t dif = 0;
+    if (at_head(q, &h) < 0)
+      return 0;
+    /* Read before the claim: once head passes a cell, a producer may fill
+     * it again. relaxed: published by the seq read with acquire (at_head,
+     * then below); a read whose claim fails is dropped. */
+    out[0] = atomic_load_explicit(&q->ring[h & RING_MASK].task, memory_order_relaxed);
+    int ready = 1;
     while (ready < max) {
       weft_inject_cell *c = &q->ring[(h + (uint64_t)ready) & RING_MASK];
-      /* acquire: pairs with the producer's release store of the seq */
-      dif = lap_dif(atomic_load_explicit(&c->seq, memory_order_acquire), h + (uint64_t)ready);
-      if (dif != 0)
+      /* acquire: as in at_head */
+      if (lap_dif(atomic_load_explicit(&c->seq, memory_order_acquire), h + (uint64_t)ready) != 0)
         break;
-      /* Read before the claim: once head passes the cell, a producer may
-       * fill it again. relaxed: published by the seq read above; a read
-       * whose claim fails is dropped. */
       out[ready++] = atomic_load_explicit(&c->task, memory_order_relaxed);
-    }
-    if (ready == 0) {
-      /* Empty at h, unless h is stale (the cell holds a later lap: its
-       * producer saw head past h, and our acquire of its seq makes the
-       * re-read below see that too). */
-      uint64_t h2 = atomic_load_explicit(&q->head, memory_order_relaxed);
-      if (h2 == h && dif < 0)
-        return 0;
-      h = h2;
-      continue;
     }
     /* A full count: a long queue, take all we counted; else a share. */
     int n = ready == max ? max : ready / (nshare > 0 ? nshare : 1) + 1;
@@ -129,18 +137,7 @@ bool weft_inject_looks_empty(weft_inject *q)
   if (atomic_load_explicit(&q->noverflow, memory_order_relaxed) != 0)
     return false;
   uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-  for (;;) {
-    /* acquire: a later lap's seq (a stale head) carries its producer's
-     * view of head past h, so the re-read below moves on. */
-    int64_t dif = lap_dif(atomic_load_explicit(&q->ring[h & RING_MASK].seq, memory_order_acquire), h);
-    if (dif == 0)
-      return false; /* a published task at head */
-    if (dif < 0)
-      /* head's cell not yet filled for h (or our view of it predates the
-       * fill): nothing that a fence before this call must show */
-      return true;
-    h = atomic_load_explicit(&q->head, memory_order_relaxed);
-  }
+  return at_head(q, &h) < 0;
 }
 
 weft_task *weft_inject_pop(weft_inject *q)

@@ -28,7 +28,7 @@
  * cell's task before the next lap's fill; relacy does not produce the
  * load-buffering outcome they exclude (the read seeing the later fill), so
  * no mutant of them could be caught; the argument is in inject.c.
- *   3  looks_empty reads the cell's seq relaxed: a later lap at a stale
+ *   3  at_head reads the cell's seq relaxed: a later lap at a stale
  *      head then need not move its re-read of head on   (inject.c)
  *   4  push fills the ring while the overflow holds tasks  (inject.c, push)
  *   5  pop takes the overflow without looking at the ring again under the
@@ -39,7 +39,7 @@
 #elif WEFT_MUTANT == 2
 #define RL_RING_TRUST_COPY 1
 #elif WEFT_MUTANT == 3
-#define RL_RING_K_EMPTY_SEQ rl::memory_order_relaxed
+#define RL_RING_K_HEAD_SEQ rl::memory_order_relaxed
 #endif
 #include "rl_ring.hpp"
 
@@ -227,7 +227,7 @@ int main()
     weft_rl::run_both<handshake_test>("inject handshake", 200000, 3, out);
   static const char *const names[] = {"none", "push publishes the cell relaxed",
                                       "a producer trusts its copy of head when the ring looks full",
-                                      "looks_empty reads the seq relaxed",
+                                      "at_head reads the seq relaxed",
                                       "push fills the ring past a non-empty overflow",
                                       "pop takes the overflow without a second look at the ring"};
   return weft_rl::finish("inject", names[WEFT_MUTANT], out);

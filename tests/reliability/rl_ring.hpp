@@ -1,13 +1,13 @@
 /*
  * The injection queue's ring (src/pool/inject.c: claim_free and the ring
- * paths of weft_inject_push, take_ring with one task, and the ring part of
- * weft_inject_looks_empty) in relacy's atomics, with the same memory
+ * paths of weft_inject_push, at_head, take_ring with one task, and the
+ * ring part of weft_inject_looks_empty) in relacy's atomics, with the same memory
  * orders, for the harnesses that use it: rl_inject.cpp (with the overflow
  * list around it) and rl_park.cpp (the queue the parking protocol watches).
  *
  * A harness that plants a mutant here defines, before including this file:
  *   RL_RING_K_PUBLISH    the order of a push's store of the cell's seq
- *   RL_RING_K_EMPTY_SEQ  the order of looks_empty's load of the cell's seq
+ *   RL_RING_K_HEAD_SEQ   the order of at_head's load of the cell's seq
  *   RL_RING_TRUST_COPY   1: a producer trusts its copy of head even when
  *                        the ring looks full (never reads head)
  */
@@ -19,8 +19,8 @@
 #ifndef RL_RING_K_PUBLISH
 #define RL_RING_K_PUBLISH rl::memory_order_release
 #endif
-#ifndef RL_RING_K_EMPTY_SEQ
-#define RL_RING_K_EMPTY_SEQ rl::memory_order_acquire
+#ifndef RL_RING_K_HEAD_SEQ
+#define RL_RING_K_HEAD_SEQ rl::memory_order_acquire
 #endif
 #ifndef RL_RING_TRUST_COPY
 #define RL_RING_TRUST_COPY 0
@@ -65,19 +65,24 @@ struct rl_ring {
     }
   }
 
+  /* at_head: moves h on past stale values; lap_dif at the current head */
+  int at_head(unsigned &h)
+  {
+    for (;;) {
+      int d = lap_dif(seq[h % kCells].load(RL_RING_K_HEAD_SEQ), h);
+      if (d <= 0)
+        return d;
+      h = head.load(rl::memory_order_relaxed);
+    }
+  }
+
   /* take_ring with max 1: a task id, 0 when empty */
   int take()
   {
     unsigned h = head.load(rl::memory_order_relaxed);
     for (;;) {
-      int d = lap_dif(seq[h % kCells].load(rl::memory_order_acquire), h);
-      if (d != 0) {
-        unsigned h2 = head.load(rl::memory_order_relaxed);
-        if (h2 == h && d < 0)
-          return 0;
-        h = h2;
-        continue;
-      }
+      if (at_head(h) < 0)
+        return 0;
       int t = task[h % kCells].load(rl::memory_order_relaxed);
       if (head.compare_exchange_weak(h, h + 1, rl::memory_order_release))
         return t;
@@ -88,14 +93,7 @@ struct rl_ring {
   bool looks_empty()
   {
     unsigned h = head.load(rl::memory_order_relaxed);
-    for (;;) {
-      int d = lap_dif(seq[h % kCells].load(RL_RING_K_EMPTY_SEQ), h);
-      if (d == 0)
-        return false;
-      if (d < 0)
-        return true;
-      h = head.load(rl::memory_order_relaxed);
-    }
+    return at_head(h) < 0;
   }
 };
 
