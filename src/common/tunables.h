@@ -52,6 +52,10 @@
  * as soon as its request is queued there (deps/push.c), rather than
  * holding them all to the end: vars. */
 #define WEFT_REGISTER_HOLD_VARS 8
+/* An operator with more vars than that (a graph launch's gate) walks vars
+ * most likely not in cache: it starts moving the lines of the var this
+ * many ahead of the one it locks (deps/var.h), vars. */
+#define WEFT_VAR_PREFETCH_AHEAD 32
 /* Guards (common/guard.h) a thread can be inside at once and still enter
  * the fast way (deeper nesting counts the slow way), guards. */
 #define WEFT_GUARD_DEPTH 4

@@ -116,7 +116,10 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     weft_engine_record_failure(eng, status, op->name);
   /* relaxed: see nfailed_vars (engine.h). */
   bool anyfailed = atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0;
+  bool many = op->nvars > WEFT_REGISTER_HOLD_VARS; /* a gate, most likely: var.h */
   for (int k = 0; k < op->nvars; k++) {
+    if (many)
+      weft_var_prefetch(op->var, k, op->nvars);
     weft_var_impl *v = op->var[k];
     weft_var_req *me = &op->req[k];
     bool write = me->write;

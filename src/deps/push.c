@@ -155,7 +155,10 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
   /* Each var is locked, in index order, and checked under its lock: still
    * live (a deletion kills the handle under the var's lock), and a
    * deletion kills it now. */
+  bool stream = n > WEFT_REGISTER_HOLD_VARS;
   for (int k = 0; k < n; k++) {
+    if (stream)
+      weft_var_prefetch(op->var, k, n);
     weft_spin_lock(&op->var[k]->q.lock);
     uint32_t gen = weft_handle_gen(uses[k].handle);
     bool ok = weft_slot_live(&op->var[k]->slot, gen);
@@ -178,8 +181,9 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
    * sharing vars queue in the same order on all of them. A var's
    * completion may then grant op meanwhile: op's own +1 keeps its counter
    * above zero until the locked decrement below. */
-  bool stream = n > WEFT_REGISTER_HOLD_VARS;
   for (int k = 0; k < n; k++) {
+    if (stream)
+      weft_var_prefetch(op->var, k, n);
     op->req[k].op = op;
     op->req[k].write = uses[k].write;
     op->req[k].simple = simple;

@@ -42,6 +42,18 @@ struct weft_var_impl {
 };
 _Static_assert(sizeof(weft_var_impl) == 2 * WEFT_CACHE_LINE, "a var is two lines");
 
+/* Walking the n vars of var[] (an operator with many: WEFT_VAR_PREFETCH_AHEAD,
+ * tunables.h), at k: starts moving the lines of a var further on, which
+ * the walk will lock (its queue line) and check (its first line). */
+static inline void weft_var_prefetch(weft_var_impl *const *var, int k, int n)
+{
+  if (k + WEFT_VAR_PREFETCH_AHEAD < n) {
+    const weft_var_impl *v = var[k + WEFT_VAR_PREFETCH_AHEAD];
+    __builtin_prefetch(&v->slot, 0);
+    __builtin_prefetch(&v->q, 1);
+  }
+}
+
 static inline int weft_var_failed(weft_var_impl *v)
 {
   return atomic_load_explicit(&v->failed, memory_order_relaxed);
