@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "deps/capture.h"
 
 /* The scratch space of one build, all freed at its end. */
@@ -146,7 +147,7 @@ static int make_counters(struct weft_graph *g, const build *b)
   int nsinks = 0;
   for (int i = 0; i < b->n; i++)
     if (b->nsucc[i] == 0)
-      weft_graph_node(g, i)->gn.counter = nsinks++ / WEFT_GRAPH_FANIN;
+      weft_graph_node(g, g->place[i])->gn.counter = nsinks++ / WEFT_GRAPH_FANIN;
   int total = 0;
   for (int level = (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN;;
        level = (level + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN) {
@@ -176,6 +177,73 @@ static int make_counters(struct weft_graph *g, const build *b)
   return 0;
 }
 
+/* Where each node's block goes (place[i] for capture index i): in the
+ * order one worker alone would run them (graph.h: the roots' heap, each
+ * finish keeping its first ready CPU successor and queuing the rest, the
+ * queue taken newest first). A replay then walks the blocks and the
+ * pending array forward, mostly a line or a page after the last, instead
+ * of in capture order (the successors of a capture are often far apart:
+ * a chain per var, in a graph of interleaved chains). NULL without memory. */
+static int *place_nodes(const build *b)
+{
+  int n = b->n;
+  int *place = weft_malloc(sizeof(int) * (size_t)n);
+  int *off = weft_malloc(sizeof(int) * ((size_t)n + 1));
+  int *adj = weft_malloc(sizeof(int) * (b->nedges ? b->nedges : 1));
+  int *left = weft_malloc(sizeof(int) * (size_t)n);
+  int *roots = weft_malloc(sizeof(int) * (size_t)n);
+  int *rootof = weft_malloc(sizeof(int) * (size_t)n);
+  int *stack = weft_malloc(sizeof(int) * (size_t)n);
+  int *fill = left; /* the successor lists' fill, before the counts */
+  if (!place || !off || !adj || !left || !roots || !rootof || !stack) {
+    weft_free(place);
+    place = NULL;
+    goto out;
+  }
+  int nroots = 0;
+  off[0] = 0;
+  for (int i = 0; i < n; i++) {
+    off[i + 1] = off[i] + b->nsucc[i];
+    fill[i] = off[i];
+    rootof[i] = -1;
+    if (b->npred[i] == 0) {
+      rootof[i] = nroots;
+      roots[nroots++] = i;
+    }
+  }
+  for (size_t e = 0; e < b->nedges; e++) /* in capture order, as make_nodes's lists */
+    adj[fill[b->edge[e][0]]++] = b->edge[e][1];
+  for (int i = 0; i < n; i++)
+    left[i] = b->npred[i];
+  int sp = 0, k = 0;
+  for (int x = nroots ? roots[0] : -1; x >= 0;) {
+    place[x] = k++;
+    for (int c = 2 * rootof[x] + 1; rootof[x] >= 0 && c <= 2 * rootof[x] + 2 && c < nroots; c++)
+      stack[sp++] = roots[c];
+    int next = -1;
+    for (int j = off[x]; j < off[x + 1]; j++) {
+      int s = adj[j];
+      if (--left[s])
+        continue;
+      const weft_op_desc *d = &b->c->recs[s].desc;
+      if (next < 0 && d->prop == WEFT_PROP_NORMAL && d->ctx.type == WEFT_DEV_CPU)
+        next = s;
+      else
+        stack[sp++] = s;
+    }
+    x = next >= 0 ? next : sp ? stack[--sp] : -1;
+  }
+  WEFT_ASSERT(k == n); /* a graph is acyclic: every node is reached from the roots */
+out:
+  weft_free(off);
+  weft_free(adj);
+  weft_free(left);
+  weft_free(roots);
+  weft_free(rootof);
+  weft_free(stack);
+  return place;
+}
+
 /* The node blocks, their places and the graph's arrays, from b. */
 static int make_nodes(struct weft_graph *g, build *b)
 {
@@ -185,15 +253,25 @@ static int make_nodes(struct weft_graph *g, build *b)
   gv_key *order = weft_malloc(sizeof *order * (size_t)b->nv);
   g->vars = weft_malloc(sizeof *g->vars * (size_t)b->nv);
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
-  g->stride = (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
+  /* A graph of plain nodes (a CPU fn, no priority) gets blocks cut after
+   * their place in the graph: they never touch the async, priority or
+   * device fields (opr.h), and a replay reads 4 lines a node, not 7. */
+  bool plain = true;
+  for (int i = 0; i < n && plain; i++) {
+    const weft_op_desc *d = &c->recs[i].desc;
+    plain = d->fn && d->ctx.type == WEFT_DEV_CPU && d->prop != WEFT_PROP_PRIORITIZED;
+  }
+  g->stride = plain ? WEFT_OPR_PLAIN_NODE_BYTES
+                    : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
   g->nodes = weft_aligned_alloc(WEFT_CACHE_LINE, g->stride * (size_t)n);
   g->pending = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->pending * (size_t)n);
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
+  g->place = place_nodes(b);
   size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use) * b->u +
                  sizeof(int32_t) * b->nedges;
   g->store = weft_malloc(bytes ? bytes : 1);
   if (!order || !g->vars || !g->uses || !g->nodes || !g->pending ||
-      !g->roots || !g->store) {
+      !g->roots || !g->place || !g->store) {
     weft_free(order);
     return WEFT_ENOMEM;
   }
@@ -217,20 +295,38 @@ static int make_nodes(struct weft_graph *g, build *b)
   weft_var_use *ustore = (weft_var_use *)(vstore + b->u);
   int32_t *sstore = (int32_t *)(ustore + b->u);
   memcpy(ustore, c->uses, sizeof *ustore * b->u);
+  /* The successor lists in the blocks' order too (a finish reads its own). */
+  int *first = weft_malloc(sizeof(int) * (size_t)n);
+  if (!first)
+    return WEFT_ENOMEM;
+  for (int i = 0; i < n; i++)
+    first[g->place[i]] = i;
   size_t soff = 0;
+  for (int p = 0; p < n; p++) {
+    int i = first[p];
+    first[p] = (int)soff; /* now by place: where its list starts */
+    soff += (size_t)b->nsucc[i];
+  }
   for (int i = 0; i < n; i++) {
     const weft_capture_rec *r = &c->recs[i];
-    weft_opr *op = weft_graph_node(g, i);
+    int at = g->place[i];
+    weft_opr *op = weft_graph_node(g, at);
     memset(op, 0, g->stride);
     op->eng = c->eng;
     op->fn = r->desc.fn;
-    op->async_fn = r->desc.async_fn;
     op->arg = r->desc.arg;
     op->name = r->desc.name;
     op->ctx = r->desc.ctx;
     op->prop = (uint8_t)r->desc.prop;
-    op->priority = r->desc.priority;
     op->flags = r->desc.flags;
+    if (!plain) { /* the fields past a plain node's block */
+      op->async_fn = r->desc.async_fn;
+      op->priority = r->desc.priority;
+      atomic_init(&op->async_refs, 0);
+      atomic_init(&op->async_done, 0);
+      atomic_init(&op->ndevwaits, 0);
+      atomic_init(&op->dev_refs, 0);
+    }
     op->internal = WEFT_OPR_GNODE;
     op->var = r->nuses <= WEFT_OPR_INLINE_VARS ? op->var_inline : vstore + r->use0;
     for (int k = 0; k < r->nuses; k++)
@@ -238,32 +334,28 @@ static int make_nodes(struct weft_graph *g, build *b)
     op->req = NULL; /* its requests are its launch's gate's */
     op->nvars = r->nuses;
     atomic_init(&op->wait, 0); /* its count is pending[i] */
-    atomic_init(&op->async_refs, 0);
-    atomic_init(&op->async_done, 0);
-    atomic_init(&op->ndevwaits, 0);
-    atomic_init(&op->dev_refs, 0);
     weft_gnode *m = &op->gn;
     m->graph = g;
-    m->succ = sstore + soff;
-    soff += (size_t)b->nsucc[i];
+    m->succ = sstore + first[at];
     m->npred = b->npred[i];
-    m->index = i;
+    m->index = at;
     m->root = -1;
     m->counter = -1;
     m->uses = ustore + r->use0;
     for (int k = 0; k < r->nuses && k < 32; k++)
       if (c->uses[r->use0 + (size_t)k].write)
         m->wmask |= 1u << k;
-    atomic_init(&g->pending[i], b->npred[i]);
+    atomic_init(&g->pending[at], b->npred[i]);
     if (b->npred[i] == 0) {
       m->root = g->nroots;
       g->roots[g->nroots++] = op;
     }
   }
+  weft_free(first);
   for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
-    weft_gnode *m = &weft_graph_node(g, b->edge[e][0])->gn;
+    weft_gnode *m = &weft_graph_node(g, g->place[b->edge[e][0]])->gn;
     int to = b->edge[e][1];
-    ((int32_t *)m->succ)[m->nsucc++] = to | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
+    ((int32_t *)m->succ)[m->nsucc++] = g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
   }
   g->nnodes = n;
   return make_counters(g, b);

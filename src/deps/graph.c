@@ -121,6 +121,7 @@ void weft_graph_release_nodes(struct weft_graph *g)
   weft_free(g->nodes);
   weft_free((void *)g->pending);
   weft_free(g->roots);
+  weft_free(g->place);
   weft_free(g->vars);
   weft_free(g->uses);
   weft_free(g->counters);
@@ -128,6 +129,7 @@ void weft_graph_release_nodes(struct weft_graph *g)
   g->nodes = NULL;
   g->pending = NULL;
   g->roots = NULL;
+  g->place = NULL;
   g->vars = NULL;
   g->uses = NULL;
   g->counters = NULL;

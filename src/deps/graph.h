@@ -9,7 +9,9 @@
  * and run paths treat them as any operator; only their finish differs. A
  * node's count of predecessors still to finish (the graph's dense pending
  * array) starts at npred, and each node resets its own to npred when it
- * finishes, so a launch writes nothing per node.
+ * finishes, so a launch writes nothing per node. The blocks and the
+ * pending array are laid out in the order one worker alone would run the
+ * nodes (build.c), not in capture order: a replay reads them forward.
  *
  * A launch registers one gate (an op block of kind WEFT_OPR_GATE) on every
  * var the graph uses, as one operator would; once the gate holds them all,
@@ -76,6 +78,7 @@ struct weft_graph {
    * finish touches its successors' blocks only when it releases them. */
   _Atomic int32_t *pending;
   weft_opr **roots;        /* [nroots], in capture order */
+  int *place;              /* [nnodes]: the node index of each capture index (build.c) */
   weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */
   weft_var_use *uses;      /* [nvars]: each var's handle (its liveness at launch), its
                             * slot, whether some node writes it: the gate's requests */

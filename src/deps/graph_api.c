@@ -68,16 +68,16 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
       return WEFT_EINVAL;
     }
   int rc = 0;
-  for (int i = 0; i < g->nnodes && !rc; i++) {
-    const weft_opr *op = weft_graph_node(g, i);
+  for (int i = 0; i < g->nnodes && !rc; i++) { /* in capture order */
+    const weft_opr *op = weft_graph_node(g, g->place[i]);
     const weft_gnode *m = &op->gn;
     weft_op_desc d = {0};
     d.fn = op->fn;
-    d.async_fn = op->async_fn;
+    d.async_fn = op->fn ? NULL : op->async_fn; /* not in a plain node's block (build.c) */
     d.arg = op->arg;
     d.ctx = op->ctx;
     d.prop = (weft_prop)op->prop;
-    d.priority = op->priority;
+    d.priority = d.prop == WEFT_PROP_PRIORITIZED ? op->priority : 0;
     d.flags = op->flags;
     d.name = op->name;
     rc = weft_push_uses(eng, &d, m->uses, op->nvars, NULL, out);
@@ -90,7 +90,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
 static void log_dead_var(const weft_graph *g, int k)
 {
   for (int i = 0; i < g->nnodes; i++) {
-    const weft_opr *op = weft_graph_node(g, i);
+    const weft_opr *op = weft_graph_node(g, g->place[i]);
     for (int j = 0; j < op->nvars; j++)
       if (op->gn.uses[j].handle == g->uses[k].handle) {
         weft_log("weft_graph_launch: var %d of the graph's operator %d (\"%s\") was deleted "

@@ -74,12 +74,12 @@ typedef struct weft_op_impl {
 enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE, WEFT_OPR_GNODE, WEFT_OPR_GATE };
 
 typedef struct weft_opr {
-  /* The first lines: what the pusher writes for every operator (the block
-   * usually comes from another core, which recycled it, so each line
-   * written is a line moved): the header, then the var and request arrays,
-   * so that an operator with up to 2 vars is 3 lines and one with up to 4 is
-   * 4. While the block is free the object store links it through its first
-   * words. */
+  /* What the pusher writes for every operator (the block usually comes
+   * from another core, which recycled it, so each line written is a line
+   * moved): the header and the var array (two lines), then, past the queue
+   * line, the requests, so that an operator with up to 2 vars is 3 lines
+   * and one with up to 4 is 4. While the block is free the object store
+   * links it through its first words. */
   weft_engine *eng;
   weft_op_fn fn;              /* NULL: an async operator (async_fn) */
   void *arg;
@@ -105,6 +105,14 @@ typedef struct weft_opr {
    * Written by the thread that holds it (zeroed by its registration). */
   uint16_t owed;
   weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
+  /* The third line: what queues it once it is ready, written by the thread
+   * that makes it ready (not by the pusher). A queue node (common/fifo.h): inline operators queued on a thread
+   * (dispatch.c), device operators in their executor's queues. */
+  weft_fifo_node node;
+  /* Its pool task record (weft_pool_submit_embedded): written by the thread
+   * that dispatches it through the pool, read by the one that runs it; most
+   * operators run on the worker that made them ready and never touch it. */
+  weft_task task;
   union {
     weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
     weft_gnode gn; /* internal WEFT_OPR_GNODE: its place in its graph */
@@ -116,13 +124,6 @@ typedef struct weft_opr {
   _Atomic int async_refs;
   _Atomic uint32_t async_done; /* naive engine (a block on the pusher's stack): set at the signal */
   int priority;               /* WEFT_PROP_PRIORITIZED: higher runs first */
-  /* A queue node (common/fifo.h): inline operators queued on a thread
-   * (dispatch.c), device operators in their executor's queues. */
-  weft_fifo_node node;
-  /* Its pool task record (weft_pool_submit_embedded): written by the thread
-   * that dispatches it through the pool, read by the one that runs it; most
-   * operators run on the worker that made them ready and never touch it. */
-  weft_task task;
   /* Device operators (src/deps/executor.h), last: CPU operators never touch
    * these lines. devwait: fences to wait for on the device, filled by the
    * threads that grant it (a slot each, claimed with ndevwaits) and read by
@@ -135,11 +136,20 @@ typedef struct weft_opr {
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
 _Static_assert(sizeof(weft_gnode) <= WEFT_CACHE_LINE, "a graph node's place is one line");
-_Static_assert(offsetof(weft_opr, req_inline) == 2 * WEFT_CACHE_LINE,
-               "an operator's header and var array fill two lines, its requests start the third");
-_Static_assert(offsetof(weft_opr, req_inline) + 2 * sizeof(weft_var_req) <= 3 * WEFT_CACHE_LINE &&
-                   offsetof(weft_opr, req_inline) + 4 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE,
+_Static_assert(offsetof(weft_opr, node) == 2 * WEFT_CACHE_LINE &&
+                   offsetof(weft_opr, task) + sizeof(weft_task) <= 3 * WEFT_CACHE_LINE,
+               "an operator's header and var array fill two lines, its queue links the third");
+_Static_assert(offsetof(weft_opr, req_inline) == 3 * WEFT_CACHE_LINE,
+               "an operator's requests start the fourth line");
+_Static_assert(offsetof(weft_opr, req_inline) + 2 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE &&
+                   offsetof(weft_opr, req_inline) + 4 * sizeof(weft_var_req) <= 5 * WEFT_CACHE_LINE,
                "an operator with 2 vars is written in 3 lines, one with 4 in 4");
+/* What a plain graph node uses of its block (graph.h): the lines up to its
+ * place in the graph; never the async, priority or device fields after. */
+#define WEFT_OPR_PLAIN_NODE_BYTES (4 * WEFT_CACHE_LINE)
+_Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= WEFT_OPR_PLAIN_NODE_BYTES &&
+                   offsetof(weft_opr, async_fn) >= WEFT_OPR_PLAIN_NODE_BYTES,
+               "a plain graph node is its block's first four lines");
 
 /* The var and request arrays of an operator with more than
  * WEFT_OPR_INLINE_VARS vars (up to WEFT_OPR_BIG_VARS). */

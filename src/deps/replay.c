@@ -5,6 +5,8 @@
  * only counters, each put back to its start value by the thread that takes
  * it to zero (the next launch begins after this one ended: graph_api.c).
  */
+#include <stddef.h>
+
 #include "common/assert.h"
 #include "common/spinlock.h"
 #include "deps/complete.h"
@@ -45,7 +47,7 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
     const char *s = (const char *)weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
     __builtin_prefetch(s, 0);
     __builtin_prefetch(s + WEFT_CACHE_LINE, 1);
-    __builtin_prefetch(s + 2 * WEFT_CACHE_LINE, 0);
+    __builtin_prefetch(s + offsetof(weft_opr, gn), 0);
   }
   if (n->root < 0)
     return;

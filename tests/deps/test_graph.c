@@ -22,6 +22,13 @@ Test(graph, differential_1_thread, .init = setup, .timeout = TU_TIMEOUT(120))
   cr_assert_eq(differential_graph(1, false, 0), 3 * DV);
 }
 
+/* Plain operators only (CPU fns, no priority): the graph's blocks are cut
+ * short (build.c), on several workers. */
+Test(graph, differential_2_threads_plain, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  cr_assert_eq(differential_graph(2, false, 0), 3 * DV);
+}
+
 Test(graph, differential_2_threads_mixed_props, .init = setup, .timeout = TU_TIMEOUT(120))
 {
   cr_assert_eq(differential_graph(2, true, 0), 3 * DV);
