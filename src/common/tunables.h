@@ -29,9 +29,9 @@
  * this size, bytes. */
 #define WEFT_OBJ_SLAB_BYTES (64 * 1024)
 /* Bytes of the next free object that an allocation prefetches for writing:
- * an operator block's lines that every push fills (its header and inline
- * requests; not the device fields). */
-#define WEFT_OBJ_PREFETCH_BYTES (3 * WEFT_CACHE_LINE)
+ * an operator block's lines that a push fills (its header, its queue line
+ * when it is ready at once, its inline requests; not the device fields). */
+#define WEFT_OBJ_PREFETCH_BYTES (4 * WEFT_CACHE_LINE)
 /* Objects a magazine holds (a worker's cache holds up to two): recycled
  * blocks move between a worker and the shared store a magazine at a time.
  * Task records: for fork-join's spawn path; operator blocks: allocated by a
