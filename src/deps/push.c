@@ -57,8 +57,50 @@ static int cmp_use(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* Puts var use (h, v, write) into out[0..n), sorted by slot index, merging
+ * a handle given twice; returns the new length, or WEFT_EINVAL for two
+ * generations of one slot (one of them is dead). Each element is read back
+ * field by field: a struct copy of one just stored (wide loads of narrow
+ * stores) would stall on store forwarding, once per push. */
+static int insert_use(weft_var_use *out, int n, uintptr_t h, weft_var_impl *v, bool write)
+{
+  int j = n;
+  while (j > 0 && (uint32_t)out[j - 1].handle > (uint32_t)h)
+    j--;
+  if (j > 0 && (uint32_t)out[j - 1].handle == (uint32_t)h) {
+    if (out[j - 1].handle != h)
+      return WEFT_EINVAL; /* same slot, two generations: one is dead */
+    out[j - 1].write |= write;
+    return n;
+  }
+  for (int i = n; i > j; i--) {
+    out[i].handle = out[i - 1].handle;
+    out[i].var = out[i - 1].var;
+    out[i].write = out[i - 1].write;
+  }
+  out[j].handle = h;
+  out[j].var = v;
+  out[j].write = write;
+  return n + 1;
+}
+
 int weft_push_normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *out)
 {
+  size_t total = d->num_writes + d->num_reads;
+  if (total <= 16) { /* the common case: a handful of vars, sorted as they come */
+    int n = 0;
+    for (size_t i = 0; i < total; i++) {
+      bool write = i < d->num_writes;
+      weft_var *var = write ? d->writes[i] : d->reads[i - d->num_writes];
+      weft_var_impl *v = weft_var_lookup(eng, var);
+      if (!v)
+        return WEFT_EINVAL;
+      n = insert_use(out, n, (uintptr_t)var, v, write);
+      if (n < 0)
+        return n;
+    }
+    return n;
+  }
   int n = 0;
   for (size_t i = 0; i < d->num_writes; i++)
     out[n++] = (weft_var_use){(uintptr_t)d->writes[i], NULL, true};
@@ -67,19 +109,7 @@ int weft_push_normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *o
   for (int i = 0; i < n; i++)
     if (!(out[i].var = weft_var_lookup(eng, (weft_var *)out[i].handle)))
       return WEFT_EINVAL;
-  if (n > 16) {
-    qsort(out, (size_t)n, sizeof *out, cmp_use);
-  } else { /* the common case: a handful of vars */
-    for (int i = 1; i < n; i++) {
-      weft_var_use x = out[i];
-      int j = i - 1;
-      while (j >= 0 && cmp_use(&out[j], &x) > 0) {
-        out[j + 1] = out[j];
-        j--;
-      }
-      out[j + 1] = x;
-    }
-  }
+  qsort(out, (size_t)n, sizeof *out, cmp_use);
   int m = 0;
   for (int i = 0; i < n; i++) {
     if (m > 0 && out[m - 1].handle == out[i].handle) {
