@@ -254,8 +254,8 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->vars = weft_malloc(sizeof *g->vars * (size_t)b->nv);
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
   /* A graph of plain nodes (a CPU fn, no priority) gets blocks cut after
-   * their place in the graph: they never touch the async, priority or
-   * device fields (opr.h), and a replay reads 4 lines a node, not 7. */
+   * their queue line: they never touch the requests, the async, priority
+   * or device fields (opr.h), and a replay reads 3 lines a node, not 7. */
   bool plain = true;
   for (int i = 0; i < n && plain; i++) {
     const weft_op_desc *d = &c->recs[i].desc;
@@ -267,8 +267,8 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->pending = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->pending * (size_t)n);
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
   g->place = place_nodes(b);
-  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use) * b->u +
-                 sizeof(int32_t) * b->nedges;
+  size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use *) * (size_t)n +
+                 sizeof(weft_var_use) * b->u + sizeof(int32_t) * b->nedges;
   g->store = weft_malloc(bytes ? bytes : 1);
   if (!order || !g->vars || !g->uses || !g->nodes || !g->pending ||
       !g->roots || !g->place || !g->store) {
@@ -288,12 +288,13 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->nvars = b->nv;
   weft_free(order);
 
-  /* One block for the nodes' arrays: var lists of more than
-   * WEFT_OPR_INLINE_VARS (the others use their block's own), uses,
-   * successor lists. */
+  /* One block for the nodes' arrays: var lists (a node's block has no
+   * inline array: its place in the graph is there), uses, successor
+   * lists. */
   weft_var_impl **vstore = g->store; /* the 8-byte-aligned arrays first */
-  weft_var_use *ustore = (weft_var_use *)(vstore + b->u);
-  int32_t *sstore = (int32_t *)(ustore + b->u);
+  g->node_uses = (weft_var_use **)(vstore + b->u);
+  weft_var_use *ustore = (weft_var_use *)(g->node_uses + n);
+  g->succs = (int32_t *)(ustore + b->u);
   memcpy(ustore, c->uses, sizeof *ustore * b->u);
   /* The successor lists in the blocks' order too (a finish reads its own). */
   int *first = weft_malloc(sizeof(int) * (size_t)n);
@@ -328,7 +329,7 @@ static int make_nodes(struct weft_graph *g, build *b)
       atomic_init(&op->dev_refs, 0);
     }
     op->internal = WEFT_OPR_GNODE;
-    op->var = r->nuses <= WEFT_OPR_INLINE_VARS ? op->var_inline : vstore + r->use0;
+    op->var = vstore + r->use0;
     for (int k = 0; k < r->nuses; k++)
       op->var[k] = c->uses[r->use0 + (size_t)k].var;
     op->req = NULL; /* its requests are its launch's gate's */
@@ -336,15 +337,12 @@ static int make_nodes(struct weft_graph *g, build *b)
     atomic_init(&op->wait, 0); /* its count is pending[i] */
     weft_gnode *m = &op->gn;
     m->graph = g;
-    m->succ = sstore + first[at];
+    m->succ0 = (uint32_t)first[at];
     m->npred = b->npred[i];
     m->index = at;
     m->root = -1;
     m->counter = -1;
-    m->uses = ustore + r->use0;
-    for (int k = 0; k < r->nuses && k < 32; k++)
-      if (c->uses[r->use0 + (size_t)k].write)
-        m->wmask |= 1u << k;
+    g->node_uses[at] = ustore + r->use0;
     atomic_init(&g->pending[at], b->npred[i]);
     if (b->npred[i] == 0) {
       m->root = g->nroots;
@@ -355,7 +353,8 @@ static int make_nodes(struct weft_graph *g, build *b)
   for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
     weft_gnode *m = &weft_graph_node(g, g->place[b->edge[e][0]])->gn;
     int to = b->edge[e][1];
-    ((int32_t *)m->succ)[m->nsucc++] = g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
+    g->succs[m->succ0 + (uint32_t)m->nsucc++] =
+        g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
   }
   g->nnodes = n;
   return make_counters(g, b);

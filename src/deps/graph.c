@@ -130,6 +130,8 @@ void weft_graph_release_nodes(struct weft_graph *g)
   g->pending = NULL;
   g->roots = NULL;
   g->place = NULL;
+  g->succs = NULL;
+  g->node_uses = NULL;
   g->vars = NULL;
   g->uses = NULL;
   g->counters = NULL;

@@ -4,8 +4,8 @@
  * (replay.c runs them; graph_api.c launches).
  *
  * Nodes are op blocks of their own (struct weft_opr, internal kind
- * WEFT_OPR_GNODE, their place in the graph in the block's request lines:
- * weft_gnode, opr.h), owned by the graph and never recycled: the dispatch
+ * WEFT_OPR_GNODE, their place in the graph where the inline var array would
+ * be: weft_gnode, opr.h), owned by the graph and never recycled: the dispatch
  * and run paths treat them as any operator; only their finish differs. A
  * node's count of predecessors still to finish (the graph's dense pending
  * array) starts at npred, and each node resets its own to npred when it
@@ -77,6 +77,9 @@ struct weft_graph {
    * back to npred when it finishes). Apart from the blocks, so that a
    * finish touches its successors' blocks only when it releases them. */
   _Atomic int32_t *pending;
+  int32_t *succs;          /* every node's successors (weft_gnode.succ0), node indices
+                            * | WEFT_GRAPH_SOLE; in g->store */
+  weft_var_use **node_uses; /* [nnodes], by node index: its vars as pushed (in g->store) */
   weft_opr **roots;        /* [nroots], in capture order */
   int *place;              /* [nnodes]: the node index of each capture index (build.c) */
   weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */

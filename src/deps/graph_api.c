@@ -70,7 +70,6 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
   int rc = 0;
   for (int i = 0; i < g->nnodes && !rc; i++) { /* in capture order */
     const weft_opr *op = weft_graph_node(g, g->place[i]);
-    const weft_gnode *m = &op->gn;
     weft_op_desc d = {0};
     d.fn = op->fn;
     d.async_fn = op->fn ? NULL : op->async_fn; /* not in a plain node's block (build.c) */
@@ -80,7 +79,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
     d.priority = d.prop == WEFT_PROP_PRIORITIZED ? op->priority : 0;
     d.flags = op->flags;
     d.name = op->name;
-    rc = weft_push_uses(eng, &d, m->uses, op->nvars, NULL, out);
+    rc = weft_push_uses(eng, &d, g->node_uses[g->place[i]], op->nvars, NULL, out);
   }
   pthread_mutex_unlock(&eng->naive_lock);
   return rc;
@@ -92,7 +91,7 @@ static void log_dead_var(const weft_graph *g, int k)
   for (int i = 0; i < g->nnodes; i++) {
     const weft_opr *op = weft_graph_node(g, g->place[i]);
     for (int j = 0; j < op->nvars; j++)
-      if (op->gn.uses[j].handle == g->uses[k].handle) {
+      if (g->node_uses[g->place[i]][j].handle == g->uses[k].handle) {
         weft_log("weft_graph_launch: var %d of the graph's operator %d (\"%s\") was deleted "
                  "(handle %#llx)", j, i, op->name ? op->name : "op",
                  (unsigned long long)g->uses[k].handle);

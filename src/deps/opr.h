@@ -45,18 +45,19 @@ typedef struct weft_var_use {
   bool write;
 } weft_var_use;
 
-/* A captured graph's node's place in its graph (graph.h), kept in its op
- * block's request lines (a node's requests are its launch's gate's). */
+/* A captured graph's node's place in its graph (graph.h), kept where an
+ * operator's inline var array would be (a node's var list is its graph's;
+ * its requests are its launch's gate's), so that a plain node is three
+ * lines. Its vars as pushed (their handles, which it writes) are the
+ * graph's node_uses[index]. */
 typedef struct weft_gnode {
   struct weft_graph *graph; /* immutable, as every field */
-  const int32_t *succ;      /* [nsucc]: its successors' node indices (| WEFT_GRAPH_SOLE) */
+  uint32_t succ0;           /* its successors: graph->succs[succ0 .. succ0 + nsucc) */
   int32_t nsucc;
   int32_t npred;            /* its count of predecessors at every launch */
   int32_t index;            /* its own node index */
   int32_t root;             /* its index among the roots, or -1 */
   int32_t counter;          /* the leaf counter it counts off as a sink, or -1 */
-  uint32_t wmask;           /* bit k: it writes var k (k < 32; beyond, uses tells) */
-  weft_var_use *uses;       /* [nvars]: its vars as pushed (handles: the naive engine) */
 } weft_gnode;
 
 /* A reusable operator (weft_op_new). */
@@ -104,7 +105,10 @@ typedef struct weft_opr {
    * yet counted (complete.c): its own finish counts them with its own.
    * Written by the thread that holds it (zeroed by its registration). */
   uint16_t owed;
-  weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
+  union {
+    weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
+    weft_gnode gn; /* internal WEFT_OPR_GNODE: its place in its graph */
+  };
   /* The third line: what queues it once it is ready, written by the thread
    * that makes it ready (not by the pusher). A queue node (common/fifo.h): inline operators queued on a thread
    * (dispatch.c), device operators in their executor's queues. */
@@ -113,10 +117,7 @@ typedef struct weft_opr {
    * that dispatches it through the pool, read by the one that runs it; most
    * operators run on the worker that made them ready and never touch it. */
   weft_task task;
-  union {
-    weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
-    weft_gnode gn; /* internal WEFT_OPR_GNODE: its place in its graph */
-  };
+  weft_var_req req_inline[WEFT_OPR_INLINE_VARS];
   /* What only some operators use, each written only for them. */
   weft_async_op_fn async_fn;  /* fn NULL */
   /* atomic: an async op finishes when both its signal and its async_fn's
@@ -135,7 +136,8 @@ typedef struct weft_opr {
   void *exec_state;           /* the executor's (its event, its worker) */
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
-_Static_assert(sizeof(weft_gnode) <= WEFT_CACHE_LINE, "a graph node's place is one line");
+_Static_assert(sizeof(weft_gnode) <= sizeof(((weft_opr *)0)->var_inline),
+               "a graph node's place fits where the inline var array is");
 _Static_assert(offsetof(weft_opr, node) == 2 * WEFT_CACHE_LINE &&
                    offsetof(weft_opr, task) + sizeof(weft_task) <= 3 * WEFT_CACHE_LINE,
                "an operator's header and var array fill two lines, its queue links the third");
@@ -144,12 +146,15 @@ _Static_assert(offsetof(weft_opr, req_inline) == 3 * WEFT_CACHE_LINE,
 _Static_assert(offsetof(weft_opr, req_inline) + 2 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE &&
                    offsetof(weft_opr, req_inline) + 4 * sizeof(weft_var_req) <= 5 * WEFT_CACHE_LINE,
                "an operator with 2 vars is written in 3 lines, one with 4 in 4");
-/* What a plain graph node uses of its block (graph.h): the lines up to its
- * place in the graph; never the async, priority or device fields after. */
-#define WEFT_OPR_PLAIN_NODE_BYTES (4 * WEFT_CACHE_LINE)
-_Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= WEFT_OPR_PLAIN_NODE_BYTES &&
+/* What a plain graph node uses of its block (graph.h): the header with its
+ * place in the graph, and the queue line; never the requests (its gate's),
+ * nor the async, priority or device fields. */
+#define WEFT_OPR_PLAIN_NODE_BYTES (3 * WEFT_CACHE_LINE)
+_Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= 2 * WEFT_CACHE_LINE &&
+                   offsetof(weft_opr, task) + sizeof(weft_task) <= WEFT_OPR_PLAIN_NODE_BYTES &&
+                   offsetof(weft_opr, req_inline) >= WEFT_OPR_PLAIN_NODE_BYTES &&
                    offsetof(weft_opr, async_fn) >= WEFT_OPR_PLAIN_NODE_BYTES,
-               "a plain graph node is its block's first four lines");
+               "a plain graph node is its block's first three lines");
 
 /* The var and request arrays of an operator with more than
  * WEFT_OPR_INLINE_VARS vars (up to WEFT_OPR_BIG_VARS). */

@@ -5,8 +5,6 @@
  * only counters, each put back to its start value by the thread that takes
  * it to zero (the next launch begins after this one ended: graph_api.c).
  */
-#include <stddef.h>
-
 #include "common/assert.h"
 #include "common/spinlock.h"
 #include "deps/complete.h"
@@ -40,14 +38,14 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
   /* Its finish reads what it releases: start moving those lines (the
    * successors' counts, their blocks' first lines, each most likely in
    * memory in a graph bigger than the cache) while its fn runs. */
+  const int32_t *succ = g->succs + n->succ0;
   for (int k = 0; k < n->nsucc && k < WEFT_GRAPH_PREFETCH; k++) {
-    int32_t e = n->succ[k];
+    int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_SOLE))
       __builtin_prefetch((const void *)&g->pending[e], 1);
     const char *s = (const char *)weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
-    __builtin_prefetch(s, 0);
-    __builtin_prefetch(s + WEFT_CACHE_LINE, 1);
-    __builtin_prefetch(s + offsetof(weft_opr, gn), 0);
+    __builtin_prefetch(s, 1);
+    __builtin_prefetch(s + WEFT_CACHE_LINE, 1); /* its place in the graph, its state */
   }
   if (n->root < 0)
     return;
@@ -100,7 +98,7 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   bool fine = !status && atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) == 0;
   for (int k = 0; k < op->nvars && !fine; k++) {
     weft_var_impl *v = op->var[k];
-    bool write = k < 32 ? (n->wmask >> k) & 1u : n->uses[k].write;
+    bool write = g->node_uses[n->index][k].write;
     if (write && (status || weft_var_failed(v))) {
       weft_spin_lock(&v->q.lock);
       weft_var_set_failed(eng, v, status, op->epoch);
@@ -111,7 +109,7 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
    * last successor count is taken off, the launch may end elsewhere and
    * the graph be destroyed (what it still releases is alive: not run yet). */
   uint64_t epoch = op->epoch;
-  const int32_t *succ = n->succ;
+  const int32_t *succ = g->succs + n->succ0;
   int nsucc = n->nsucc, counter = n->counter;
   _Atomic int32_t *pending = g->pending;
   /* relaxed: its predecessors are done with it this launch; the next
