@@ -40,6 +40,11 @@
  * just before the launch to weft_wait_all's return. The graph is destroyed
  * after the last repetition. That line has the main mode's samples of the
  * same run in "fresh_samples" (a fresh push of the same ops, side by side).
+ * At 1 thread one more launch logs the order the worker ran the ops in, and
+ * the serial loop then runs them in that order, checked:
+ * "serial_in_run_order_ns_per_op" is what the ops alone cost in that order
+ * (their descriptors and values visited out of index order), the part of
+ * the replay's figure that is not the scheduler's.
  * BENCH_WEFT_PUSH=main, =driver or =replay in the environment runs that mode
  * alone (for profiling); the JSON then has no "other_samples" /
  * "fresh_samples", and main or driver alone print no replay line, replay
@@ -258,6 +263,10 @@ typedef struct dep_state {
   weft_var **vars;   /* one per list var */
   int from_driver;   /* 0: main pushes; 1: a driver op pushes */
   uint64_t t0;       /* when the first push began */
+  /* Set for one extra launch at 1 thread: each op appends its index, so
+   * that the serial loop can run the ops in the order the worker did. */
+  size_t *order;
+  _Atomic size_t norder;
 } dep_state;
 
 static dep_state dep;
@@ -265,7 +274,58 @@ static dep_state dep;
 static int dep_op(const weft_run_ctx *rc, void *arg) {
   (void)rc;
   bench_op_exec(dep.vals, dep.L->ops, (size_t)(uintptr_t)arg);
+  if (dep.order) {
+    size_t k = atomic_fetch_add_explicit(&dep.norder, 1, memory_order_relaxed);
+    if (k < dep.L->nops)
+      dep.order[k] = (size_t)(uintptr_t)arg;
+  }
   return 0;
+}
+
+static weft_graph *dep_graph; /* the replay's graph (bench_dep) */
+
+/* The floor of a replay at 1 thread, apart from the scheduler: one more
+ * launch logs the order the worker ran the ops in, then the serial loop
+ * runs them in that order (3 times, checked as every repetition is: the
+ * order is a valid one, or the values differ). The ops' own cost in that
+ * order (their descriptors and values visited out of index order) is
+ * part of every replay's figure. Returns the median ns/op, or -1. */
+static double replay_order_floor(const bench_oplist *L, bench_slot *vals) {
+  size_t *order = malloc(sizeof *order * L->nops);
+  if (!order)
+    return -1;
+  bench_vars_init(L, vals);
+  dep.L = L;
+  dep.vals = vals;
+  atomic_store_explicit(&dep.norder, 0, memory_order_relaxed);
+  dep.order = order;
+  int rc = weft_graph_launch(dep_graph);
+  int rc2 = weft_wait_all(engine);
+  dep.order = NULL;
+  double best[3];
+  int n = 0;
+  if (rc || rc2 || atomic_load_explicit(&dep.norder, memory_order_relaxed) != L->nops) {
+    bench_fail("replay order log: launch %d, wait %d, %zu of %zu ops", rc, rc2,
+               atomic_load_explicit(&dep.norder, memory_order_relaxed), L->nops);
+  } else {
+    for (; n < 3; n++) {
+      bench_vars_init(L, vals);
+      uint64_t t0 = bench_now_ns();
+      for (size_t k = 0; k < L->nops; k++)
+        bench_op_exec(vals, L->ops, order[k]);
+      best[n] = (double)(bench_now_ns() - t0) / (double)L->nops;
+      if (bench_oplist_verify(L, vals, "serial in the replay's order"))
+        break;
+    }
+  }
+  free(order);
+  if (n < 3)
+    return -1;
+  double t; /* the median of three */
+  if (best[0] > best[1]) { t = best[0]; best[0] = best[1]; best[1] = t; }
+  if (best[1] > best[2]) { t = best[1]; best[1] = best[2]; best[2] = t; }
+  if (best[0] > best[1]) { t = best[0]; best[0] = best[1]; best[1] = t; }
+  return best[1];
 }
 
 /* Pushes every op of the list, in order; the first error stops it. */
@@ -344,7 +404,6 @@ static uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
 /* replay: the list captured once into a graph (bench_dep, not timed); one
  * repetition launches it from main and waits. dep_op reads dep.vals, so the
  * recorded ops run on this repetition's values. */
-static weft_graph *dep_graph;
 
 static uint64_t dep_replay_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   (void)ctx;
@@ -474,7 +533,7 @@ static void bench_dep(const bench_args *a) {
    * own JSON line, "<workload>_replay", with the main mode's samples of
    * this run ("fresh_samples") beside it. */
   if (only_mode < 0 || only_mode == 2) {
-    double capture_ns = 0;
+    double capture_ns = 0, order_floor = -1;
     if (!bench_failed()) {
       dep.L = &L;
       dep.vals = vals;
@@ -500,6 +559,8 @@ static void bench_dep(const bench_args *a) {
       weft_worker_stats after = pool_totals();
       pool_stats_json(stats[2], sizeof stats[2], mode_name[2], &before, &after,
                       (double)L.nops * (double)(s[2].n + 1));
+      if (a->threads == 1 && !bench_failed())
+        order_floor = replay_order_floor(&L, vals);
     }
     if (dep_graph) {
       rc = weft_graph_destroy(dep_graph);
@@ -513,6 +574,9 @@ static void bench_dep(const bench_args *a) {
                        "timed), then weft_graph_launch + weft_wait_all from main\","
                        "\"capture_ns_per_op\":%.1f",
                        capture_ns);
+    if (order_floor >= 0) /* 1 thread: the ops alone, in the order the worker ran them */
+      len += snprintf(extra + len, sizeof extra - (size_t)len,
+                      ",\"serial_in_run_order_ns_per_op\":%.2f", order_floor);
     if (only_mode < 0) {
       len += snprintf(extra + len, sizeof extra - (size_t)len,
                       ",\"fresh_push_from\":\"%s\",\"fresh_samples\":[", mode_name[0]);
