@@ -47,6 +47,41 @@ static uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
   return bench_now_ns() - t0;
 }
 
+/* The pipeline's bound: its stages are actors (one item at a time each, in
+ * order), so no runtime runs more items a second than its slowest stage
+ * alone can: the stages timed one by one over the static items (3 passes,
+ * the fastest per stage), as ',"stage_us":[...],"stage_bound_items_per_s":X'. */
+static void pipe_stage_bound(int quick, char *out, size_t cap) {
+  bench_pipe P;
+  bench_pipe_make(&P, quick);
+  double best[4] = {0, 0, 0, 0};
+  for (int pass = 0; pass < 3; pass++) {
+    uint64_t t[4] = {0, 0, 0, 0};
+    bench_pipe_reset(&P);
+    for (size_t k = 0; k < P.items; k++)
+      for (int st = 0; st < 4; st++) {
+        uint64_t t0 = bench_now_ns();
+        bench_pipe_stage(&P, st, k);
+        t[st] += bench_now_ns() - t0;
+      }
+    if (P.sink != P.expected)
+      bench_fail("pipeline stage timing: sink %016llx, expected %016llx",
+                 (unsigned long long)P.sink, (unsigned long long)P.expected);
+    for (int st = 0; st < 4; st++)
+      if (pass == 0 || (double)t[st] < best[st])
+        best[st] = (double)t[st];
+  }
+  double slowest = 0;
+  for (int st = 0; st < 4; st++)
+    if (best[st] > slowest)
+      slowest = best[st];
+  snprintf(out, cap, ",\"stage_us\":[%.1f,%.1f,%.1f,%.1f],\"stage_bound_items_per_s\":%.0f",
+           best[0] / 1e3 / (double)P.items, best[1] / 1e3 / (double)P.items,
+           best[2] / 1e3 / (double)P.items, best[3] / 1e3 / (double)P.items,
+           slowest > 0 ? (double)P.items * 1e9 / slowest : 0.0);
+  bench_pipe_free(&P);
+}
+
 static uint64_t serial_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   (void)ctx;
   uint64_t t0 = bench_now_ns();
@@ -65,7 +100,10 @@ int main(int argc, char **argv) {
 
   if (!strcmp(a.workload, "pipeline")) {
     a.threads = 1;
-    bench_pipe_run(RT, &a, pipe_rep, NULL, 0, ",\"push\":\"items in order, no runtime\"", NULL);
+    char extra[256];
+    int len = snprintf(extra, sizeof extra, ",\"push\":\"items in order, no runtime\"");
+    pipe_stage_bound(a.quick, extra + len, sizeof extra - (size_t)len);
+    bench_pipe_run(RT, &a, pipe_rep, NULL, 0, extra, NULL);
   } else if (bench_is_dep_workload(a.workload)) {
     bench_oplist L;
     bench_oplist_make(&L, a.workload, a.quick);

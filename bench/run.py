@@ -99,6 +99,7 @@ SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline
 # metrics where higher is better (throughput): best peer = the highest, and
 # the ratio column is best peer / weft, so < 1 still means weft is ahead
 HIGHER_BETTER = {"pipeline", "pipe_alloc", "pipe_bp"}
+PIPE_TARGET_VS_PEER = 1.3  # issue 13: pipeline at 2 threads, against the best peer
 RUNTIMES = ["weft", "tbb", "gomp", "omp_clang", "starpu"]
 PEERS = ["tbb", "gomp", "omp_clang", "starpu"]
 EXE = {
@@ -534,6 +535,24 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                 if w == "pipeline" and weft:
                     if metric in HIGHER_BETTER and ser:
                         row["notes"].append("weft x serial %.2f" % (weft["median"] / ser["median"]))
+                    if metric == "pipeline":
+                        # the stages are actors: none of the runtimes can pass the
+                        # slowest stage's own rate (bench_serial times each stage)
+                        srec = r.record("serial", "pipeline", 1) or {}
+                        bound = srec.get("stage_bound_items_per_s")
+                        if bound:
+                            row["notes"].append("slowest stage alone: %s items/s, weft at %.0f%%"
+                                                % (fmt_num(bound), 100.0 * weft["median"] / bound))
+                        if t == 1 and ser:
+                            row["target"] = ">= serial: %s" % yes_no(weft["median"] >= ser["median"])
+                        best = row.get("best_peer")
+                        peer = row["stats"].get(best) if best else None
+                        if t == 2 and peer:
+                            row["target"] = ">=%gx best peer: %s%s" % (
+                                PIPE_TARGET_VS_PEER,
+                                yes_no(weft["median"] >= PIPE_TARGET_VS_PEER * peer["median"]),
+                                " (above the slowest stage's rate)" if bound and
+                                PIPE_TARGET_VS_PEER * peer["median"] > bound else "")
                     if metric == "pipe_bp":
                         row["notes"].append("weft max_inflight %d ops, peers %d items"
                                             % (PIPE_MAX_INFLIGHT, PIPE_TOKENS))
