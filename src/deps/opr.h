@@ -110,8 +110,9 @@ typedef struct weft_opr {
     weft_gnode gn; /* internal WEFT_OPR_GNODE: its place in its graph */
   };
   /* The third line: what queues it once it is ready, written by the thread
-   * that makes it ready (not by the pusher). A queue node (common/fifo.h): inline operators queued on a thread
-   * (dispatch.c), device operators in their executor's queues. */
+   * that makes it ready (not by the pusher). A queue node (common/fifo.h):
+   * inline operators queued on a thread (dispatch.c), device operators in
+   * their executor's queues. */
   weft_fifo_node node;
   /* Its pool task record (weft_pool_submit_embedded): written by the thread
    * that dispatches it through the pool, read by the one that runs it; most
