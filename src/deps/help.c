@@ -47,8 +47,9 @@ void weft_engine_pace(weft_engine *eng)
 {
   if (pacing)
     return;
+  uint64_t mark = weft_pool_num_threads(eng->pool) == 1 ? WEFT_PACE_OPS_ALONE : WEFT_PACE_OPS;
   uint64_t left = weft_engine_backlog(eng);
-  if (left <= WEFT_PACE_OPS)
+  if (left <= mark)
     return;
   pacing = true;
   /* Progress is a new low: finishes alone could be other pushers' work
@@ -57,7 +58,7 @@ void weft_engine_pace(weft_engine *eng)
    * progress at the last look), not once per operator helped. */
   uint64_t low = left;
   int64_t stalled_at = 0;
-  while ((left = weft_engine_backlog(eng)) > WEFT_PACE_OPS / 2) {
+  while ((left = weft_engine_backlog(eng)) > mark / 2) {
     if (left < low) {
       low = left;
       stalled_at = 0;

@@ -18,8 +18,9 @@
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
 
 /* Called by a worker pushing from inside an operator every WEFT_PACE_EVERY
- * pushes: past WEFT_PACE_OPS operators pushed and not finished, lets the
- * others catch up (tunables.h). Never nests. */
+ * pushes: past WEFT_PACE_OPS operators pushed and not finished
+ * (WEFT_PACE_OPS_ALONE in a pool of one worker), lets the others catch up
+ * (tunables.h). Never nests. */
 void weft_engine_pace(weft_engine *eng);
 
 /* The same for a thread outside the pool (a user's thread pushing), every
