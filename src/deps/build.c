@@ -25,6 +25,10 @@ typedef struct build {
   bool *gv_write;    /* [nv] */
   weft_var_impl **gv_var; /* [nv] */
   int *npred, *nsucc; /* [n] */
+  /* Each node's successors, by capture index, in capture order (place_nodes
+   * builds them; make_nodes copies them out by place): node i's are
+   * sadj[soff[i] .. soff[i + 1]). */
+  int *soff, *sadj;
   int (*edge)[2];    /* [nedges]: (pred, succ) */
   size_t nedges;
 } build;
@@ -184,12 +188,12 @@ static int make_counters(struct weft_graph *g, const build *b)
  * pending array forward, mostly a line or a page after the last, instead
  * of in capture order (the successors of a capture are often far apart:
  * a chain per var, in a graph of interleaved chains). NULL without memory. */
-static int *place_nodes(const build *b)
+static int *place_nodes(build *b)
 {
   int n = b->n;
   int *place = weft_malloc(sizeof(int) * (size_t)n);
-  int *off = weft_malloc(sizeof(int) * ((size_t)n + 1));
-  int *adj = weft_malloc(sizeof(int) * (b->nedges ? b->nedges : 1));
+  int *off = b->soff = weft_malloc(sizeof(int) * ((size_t)n + 1));
+  int *adj = b->sadj = weft_malloc(sizeof(int) * (b->nedges ? b->nedges : 1));
   int *left = weft_malloc(sizeof(int) * (size_t)n);
   int *roots = weft_malloc(sizeof(int) * (size_t)n);
   int *rootof = weft_malloc(sizeof(int) * (size_t)n);
@@ -211,7 +215,7 @@ static int *place_nodes(const build *b)
       roots[nroots++] = i;
     }
   }
-  for (size_t e = 0; e < b->nedges; e++) /* in capture order, as make_nodes's lists */
+  for (size_t e = 0; e < b->nedges; e++) /* in capture order */
     adj[fill[b->edge[e][0]]++] = b->edge[e][1];
   for (int i = 0; i < n; i++)
     left[i] = b->npred[i];
@@ -234,9 +238,7 @@ static int *place_nodes(const build *b)
     x = next >= 0 ? next : sp ? stack[--sp] : -1;
   }
   WEFT_ASSERT(k == n); /* a graph is acyclic: every node is reached from the roots */
-out:
-  weft_free(off);
-  weft_free(adj);
+out: /* off and adj stay in b, for make_nodes */
   weft_free(left);
   weft_free(roots);
   weft_free(rootof);
@@ -338,6 +340,12 @@ static int make_nodes(struct weft_graph *g, build *b)
     weft_gnode *m = &op->gn;
     m->graph = g;
     m->succ0 = (uint32_t)first[at];
+    m->nsucc = b->nsucc[i];
+    for (int j = b->soff[i]; j < b->soff[i + 1]; j++) {
+      int to = b->sadj[j];
+      g->succs[m->succ0 + (uint32_t)(j - b->soff[i])] =
+          g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
+    }
     m->npred = b->npred[i];
     m->index = at;
     m->root = -1;
@@ -350,12 +358,6 @@ static int make_nodes(struct weft_graph *g, build *b)
     }
   }
   weft_free(first);
-  for (size_t e = 0; e < b->nedges; e++) { /* in capture order, so successors are too */
-    weft_gnode *m = &weft_graph_node(g, g->place[b->edge[e][0]])->gn;
-    int to = b->edge[e][1];
-    g->succs[m->succ0 + (uint32_t)m->nsucc++] =
-        g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
-  }
   g->nnodes = n;
   return make_counters(g, b);
 }
@@ -399,6 +401,8 @@ out:
   weft_free(b.gv_var);
   weft_free(b.npred);
   weft_free(b.nsucc);
+  weft_free(b.soff);
+  weft_free(b.sadj);
   weft_free(b.edge);
   if (rc) {
     weft_graph_release_nodes(g);
