@@ -547,12 +547,25 @@ static int begin_on_worker(void *arg)
   return 0;
 }
 
+/* Tasks the pool's workers have finished (each counted once its function
+ * has returned). */
+static long pool_tasks_run(weft_pool *pool)
+{
+  weft_worker_stats st[8];
+  int n = weft_pool_stats(pool, st, 8);
+  long sum = 0;
+  for (int i = 0; i < n; i++)
+    sum += (long)st[i].tasks_run;
+  return sum;
+}
+
 Test(graph, operators_run_by_the_capturing_thread_are_not_captured, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
   te t = te_new("threaded", 2, 0);
   weft_var *x = te_var(t.eng), *w = te_var(t.eng);
   inline_pusher p = {t.eng, w, 0, NULL, -1};
+  long tasks_before = pool_tasks_run(t.pool);
   weft_op_desc a = te_adesc(token_async, &p);
   a.writes = &x;
   a.num_writes = 1;
@@ -563,6 +576,12 @@ Test(graph, operators_run_by_the_capturing_thread_are_not_captured, .init = setu
   b.prop = WEFT_PROP_ASYNC; /* runs inline on the thread that makes it ready */
   cr_assert_eq(weft_push(t.eng, &b), 0);
   cr_assert(TU_WAIT_UNTIL(atomic_load(&p.token) != NULL, TU_DEADLINE_S));
+  /* a's async_fn has returned too (its task is over): the signal below is
+   * then the second of a's two ends, so a completes on this thread and b
+   * runs here. Without the wait, a worker still inside a's task could end
+   * it second, and b would run there, pushing while this thread reads
+   * push_rc. */
+  cr_assert(TU_WAIT_UNTIL(pool_tasks_run(t.pool) > tasks_before, TU_DEADLINE_S));
   cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
   weft_done_signal(atomic_load(&p.token), 0); /* b runs here, inside the capture */
   weft_graph *g = capture_end(t.eng);
