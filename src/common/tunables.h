@@ -19,6 +19,16 @@
 /* Largest WEFT_SPIN_COUNT accepted, rounds. */
 #define WEFT_SPIN_COUNT_MAX 100000000L
 
+/* Tallies of an engine's in-flight counts that threads outside its pool
+ * (a user's thread pushing operators) can each own, so that such a thread
+ * counts a push with a plain store instead of a locked add; threads past
+ * this many share one tally, updated by read-modify-writes (deps/inflight.h),
+ * threads. */
+#define WEFT_OUTSIDE_TALLIES 4
+/* Engines a thread outside the pools may hold an own tally in at once (its
+ * exit gives them back; past this many it shares), engines. */
+#define WEFT_OUTSIDE_CLAIMS 8
+
 /* Largest WEFT_NUM_THREADS accepted, threads. */
 #define WEFT_MAX_THREADS 4096
 

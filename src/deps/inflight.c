@@ -33,13 +33,16 @@ static void sync_fork_register(void)
                      sync_fork_release);
 }
 
-/* A sync block with tallies for ntally threads, zeroed. A recycled block
- * may still be read by a completion of its previous engine (after that
- * engine drained): every field it reads is atomic, and what it computes
- * then is at worst a spurious wake-up. */
-weft_engine_sync *weft_engine_sync_get(int ntally)
+/* A sync block for nworkers workers, zeroed. A recycled block may still be
+ * read by a completion of its previous engine (after that engine drained):
+ * every field it reads is atomic, and what it computes then is at worst a
+ * spurious wake-up. Outside tallies it held go free: their owners' notes of
+ * them name the block's previous life. */
+weft_engine_sync *weft_engine_sync_get(int nworkers)
 {
   pthread_once(&sync_fork_once, sync_fork_register);
+  weft_membarrier_setup(); /* before any push can count the light way */
+  int ntally = nworkers + WEFT_OUTSIDE_TALLIES + 1;
   pthread_mutex_lock(&sync_lock);
   weft_engine_sync **pp = &sync_free;
   while (*pp && (*pp)->cap < ntally)
@@ -56,20 +59,31 @@ weft_engine_sync *weft_engine_sync_get(int ntally)
     atomic_init(&s->idle_seq, 0);
     atomic_init(&s->waiters, 0);
     atomic_init(&s->drain_waiters, 0);
-    for (int i = 0; i < ntally; i++)
+    atomic_init(&s->life, 0);
+    atomic_init(&s->fence_word, 0);
+    for (int i = 0; i < ntally; i++) {
       for (int k = 0; k < 2; k++) {
         atomic_init(&s->tally[i].pushed[k], 0);
         atomic_init(&s->tally[i].done[k], 0);
       }
+      atomic_init(&s->tally[i].owner, NULL);
+    }
   }
   atomic_store_explicit(&s->ntally, ntally, memory_order_relaxed);
+  atomic_store_explicit(&s->nworkers, nworkers, memory_order_relaxed);
   atomic_store_explicit(&s->waiters, 0, memory_order_relaxed);
   atomic_store_explicit(&s->drain_waiters, 0, memory_order_relaxed);
-  for (int i = 0; i < s->cap; i++) /* relaxed: published with the engine */
+  /* relaxed: published with the engine; a thread's note of an outside
+   * tally of the previous life no longer matches */
+  atomic_store_explicit(&s->life, atomic_load_explicit(&s->life, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  for (int i = 0; i < s->cap; i++) { /* relaxed: published with the engine */
     for (int k = 0; k < 2; k++) {
       atomic_store_explicit(&s->tally[i].pushed[k], 0, memory_order_relaxed);
       atomic_store_explicit(&s->tally[i].done[k], 0, memory_order_relaxed);
     }
+    atomic_store_explicit(&s->tally[i].owner, NULL, memory_order_relaxed);
+  }
   return s;
 }
 
@@ -151,6 +165,108 @@ uint64_t weft_engine_backlog(weft_engine *eng)
   return pushed > done ? pushed - done : 0;
 }
 
+/* ------------------------------------------------ outside tallies
+ *
+ * A thread outside the pool that pushes claims one of the engine's outside
+ * tallies (a CAS of its token into the tally's owner) and notes it in
+ * claims[]; from then on it counts its pushes there with a plain store.
+ * The note names the sync block's life, so it goes stale when the engine
+ * is destroyed (and the block handed out again with its owners cleared).
+ * The thread's exit gives its claims back (a CAS from its token, so a claim
+ * cleared and re-taken by another thread meanwhile stays that thread's). */
+
+typedef struct outside_claim {
+  weft_engine_sync *sy; /* NULL: an empty entry */
+  uint64_t life;        /* sy's life when claimed */
+  int idx;              /* the tally's index in sy */
+} outside_claim;
+
+static _Thread_local outside_claim claims[WEFT_OUTSIDE_CLAIMS]
+    __attribute__((tls_model("initial-exec")));
+static _Thread_local int last_claim __attribute__((tls_model("initial-exec"))) = -1;
+/* Its address is the thread's token (unique among live threads). */
+static _Thread_local char claim_token __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t claim_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t claim_key;
+static bool have_claim_key;
+
+static void claims_exit(void *arg)
+{
+  (void)arg;
+  for (int i = 0; i < WEFT_OUTSIDE_CLAIMS; i++) {
+    outside_claim *c = &claims[i];
+    if (!c->sy || atomic_load_explicit(&c->sy->life, memory_order_relaxed) != c->life)
+      continue; /* empty, or its engine is gone: the claim went with it */
+    void *me = &claim_token;
+    /* release: our counts come before the next owner's (its acquire CAS) */
+    atomic_compare_exchange_strong_explicit(&c->sy->tally[c->idx].owner, &me, NULL,
+                                            memory_order_release, memory_order_relaxed);
+    c->sy = NULL;
+  }
+  last_claim = -1;
+}
+
+static void make_claim_key(void)
+{
+  have_claim_key = pthread_key_create(&claim_key, claims_exit) == 0;
+}
+
+/* The calling thread's own outside tally in sy, claimed now if it has
+ * none and one is free; NULL: it shares (none free, or no room to note a
+ * claim). */
+static weft_engine_tally *claim_outside(weft_engine_sync *sy)
+{
+  uint64_t life = atomic_load_explicit(&sy->life, memory_order_relaxed);
+  int free_entry = -1;
+  for (int i = 0; i < WEFT_OUTSIDE_CLAIMS; i++) {
+    outside_claim *c = &claims[i];
+    if (c->sy == sy && c->life == life) {
+      last_claim = i;
+      return &sy->tally[c->idx];
+    }
+    if (free_entry < 0 &&
+        (!c->sy || atomic_load_explicit(&c->sy->life, memory_order_relaxed) != c->life))
+      free_entry = i; /* empty, or its engine is gone */
+  }
+  pthread_once(&claim_key_once, make_claim_key);
+  /* Without the key, the thread's exit could not give the claim back. */
+  if (free_entry < 0 || !have_claim_key || pthread_setspecific(claim_key, claims))
+    return NULL;
+  int first = atomic_load_explicit(&sy->nworkers, memory_order_relaxed);
+  for (int idx = first; idx < first + WEFT_OUTSIDE_TALLIES; idx++) {
+    void *none = NULL;
+    /* acquire: pairs with the previous owner's release as it gave the
+     * tally back; our plain increments continue from its counts */
+    if (atomic_compare_exchange_strong_explicit(&sy->tally[idx].owner, &none, &claim_token,
+                                                memory_order_acquire, memory_order_relaxed)) {
+      claims[free_entry] = (outside_claim){sy, life, idx};
+      last_claim = free_entry;
+      return &sy->tally[idx];
+    }
+  }
+  return NULL;
+}
+
+/* The calling (outside) thread's own tally in sy, or NULL: it shares. */
+static inline weft_engine_tally *my_outside_tally(weft_engine_sync *sy)
+{
+  int i = last_claim;
+  if (i >= 0 && claims[i].sy == sy &&
+      claims[i].life == atomic_load_explicit(&sy->life, memory_order_relaxed))
+    return &sy->tally[claims[i].idx];
+  return claim_outside(sy);
+}
+
+/* An owned tally's counts: written by the owner alone with plain stores;
+ * seq_cst under TSan, which does not model the membarrier that wait_all's
+ * side issues (then both sides are seq_cst: a symmetric Dekker pair). */
+#if WEFT_TSAN
+#define OWNED_MO memory_order_seq_cst
+#else
+#define OWNED_MO memory_order_relaxed
+#endif
+
 uint64_t weft_engine_count_push(weft_engine *eng)
 {
   weft_opr *parent = weft_tls_opr;
@@ -164,8 +280,32 @@ uint64_t weft_engine_count_push(weft_engine *eng)
     tally_inc(&t->pushed[parent->slot], own, memory_order_relaxed);
     return parent->epoch;
   }
+  weft_engine_sync *sy = eng->sync;
+  int w = weft_pool_worker_index(eng->pool); /* a plain task of the pool pushing */
+  weft_engine_tally *t = w >= 0 ? &sy->tally[w] : my_outside_tally(sy);
+  if (t) {
+    /* A tally of our own (a worker's, or an outside one we own). The count and the epoch's re-read form a Dekker
+     * pair with wait_all's flip and its read of the counts: between them
+     * we need only a compiler barrier, since wait_all puts a full barrier
+     * into every running thread (weft_fence_heavy) between its flip and
+     * its read. Without membarrier, a full fence here. */
+    for (;;) {
+      uint64_t e = atomic_load_explicit(&eng->epoch, OWNED_MO);
+      _Atomic uint64_t *c = &t->pushed[e & 1];
+      atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, OWNED_MO);
+#if !WEFT_TSAN /* (under TSan both sides' operations are seq_cst instead) */
+      if (weft_membarrier_ok_)
+        atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the order */
+      else
+        atomic_thread_fence(memory_order_seq_cst); /* pairs with wait_all's fence_sc */
+#endif
+      if (atomic_load_explicit(&eng->epoch, OWNED_MO) == e)
+        return e;
+      weft_engine_count_done(eng, (int)(e & 1)); /* flipped meanwhile: count again */
+    }
+  }
   weft_engine_tally *shared =
-      &eng->sync->tally[atomic_load_explicit(&eng->sync->ntally, memory_order_relaxed) - 1];
+      &sy->tally[atomic_load_explicit(&sy->ntally, memory_order_relaxed) - 1];
   for (;;) {
     /* seq_cst (all three): a weft_wait_all that flipped the epoch after we
      * read it either sees our count in the old slot, or we see its flip on

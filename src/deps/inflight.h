@@ -17,14 +17,26 @@
 #include "pool/pool_ext.h"
 
 /* Operators counted by epoch slot, pushed and finished, each count only
- * growing: one tally per pool worker, written by that worker alone (a load
- * and a store, no read-modify-write, on a line of its own), and a shared
- * one, updated by RMW, for every other thread. A slot is drained when the
- * sum of its finished counts equals the sum of its pushed counts, read in
- * that order (inflight.c, tally_drained). */
+ * growing. Tallies, each on a line of its own:
+ *   [0, nworkers)                  one per pool worker, written by that
+ *                                  worker alone (a load and a store, no
+ *                                  read-modify-write);
+ *   [nworkers, nworkers + WEFT_OUTSIDE_TALLIES)
+ *                                  the pushes of threads outside the pool,
+ *                                  each owned by one such thread at a time
+ *                                  (claimed through owner) and written by it
+ *                                  alone, likewise;
+ *   ntally - 1                     shared: every other count (finishes on
+ *                                  threads outside the pool, pushes of the
+ *                                  threads that own no tally), by RMW.
+ * A slot is drained when the sum of its finished counts equals the sum of
+ * its pushed counts, read in that order (inflight.c, tally_drained). */
 typedef struct weft_engine_tally {
   _Alignas(64) _Atomic uint64_t pushed[2];
   _Atomic uint64_t done[2];
+  /* atomic: an outside tally's owning thread (its token, inflight.c), NULL
+   * when free; claimed and given back by CAS */
+  _Atomic(void *) owner;
 } weft_engine_tally;
 
 typedef struct weft_engine_sync {
@@ -34,16 +46,25 @@ typedef struct weft_engine_sync {
    * there are any, a completion checks the sums and notifies at zero. */
   _Atomic int drain_waiters;
   int cap;                          /* immutable: tallies allocated */
-  /* atomic, relaxed: set when handed out (pool workers + 1); a late
-   * completion of the block's previous engine may read it then. */
+  /* atomic, relaxed: set when handed out (pool workers +
+   * WEFT_OUTSIDE_TALLIES + 1); a late completion of the block's previous
+   * engine may read it then. */
   _Atomic int ntally;
+  _Atomic int nworkers; /* atomic, relaxed: set when handed out */
+  /* atomic, relaxed: bumped each time the block is handed out, so that a
+   * thread's note of the tally it owns in it (inflight.c) goes stale with
+   * the engine it was for */
+  _Atomic uint64_t life;
+  /* atomic: what weft_fence_heavy does its read-modify-write on where it
+   * has no membarrier (wait_all's side of the outside tallies' handshake) */
+  _Atomic int64_t fence_word;
   struct weft_engine_sync *next;    /* under the list's lock while free */
   weft_engine_tally tally[];        /* [cap] */
 } weft_engine_sync;
 
-/* A sync block with tallies for ntally threads (pool workers + 1), zeroed;
- * NULL without memory. Blocks are recycled, never freed. */
-weft_engine_sync *weft_engine_sync_get(int ntally);
+/* A sync block for a pool of nworkers workers, zeroed, its outside tallies
+ * free; NULL without memory. Blocks are recycled, never freed. */
+weft_engine_sync *weft_engine_sync_get(int nworkers);
 void weft_engine_sync_put(weft_engine_sync *s);
 
 /* Counts a new operator in the current epoch (its parent's, when an

@@ -135,6 +135,12 @@ static int wait_all(weft_engine *eng)
     int older = (int)((e + 1) & 1);
     if (drained(eng, &older)) {
       atomic_store_explicit(&eng->epoch, e + 1, memory_order_seq_cst); /* seq_cst: same */
+      /* A pusher that owns a tally counts with a plain store and only a
+       * compiler barrier before it reads the epoch again: this full
+       * barrier in every running thread pairs with that (inflight.c,
+       * weft_engine_count_push), so the drain below sees its count or it
+       * sees the flip. */
+      weft_fence_heavy(&eng->sync->fence_word);
       pthread_mutex_unlock(&eng->wait_lock);
       slot = (int)(e & 1);
       waited = e;
@@ -285,7 +291,7 @@ int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
   eng->caches = weft_aligned_alloc(WEFT_CACHE_LINE, ncaches * sizeof *eng->caches);
   if (eng->caches)
     memset(eng->caches, 0, ncaches * sizeof *eng->caches);
-  eng->sync = weft_engine_sync_get(weft_pool_num_threads(eng->pool) + 1);
+  eng->sync = weft_engine_sync_get(weft_pool_num_threads(eng->pool));
   if (!eng->caches || !eng->sync) {
     free_engine(eng);
     return WEFT_ENOMEM;
