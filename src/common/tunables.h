@@ -29,6 +29,11 @@
  * exit gives them back; past this many it shares), engines. */
 #define WEFT_OUTSIDE_CLAIMS 8
 
+/* Pools a thread outside them may own the solo injection queue of at once
+ * (pool/solo.h; its exit gives them back; past this many it uses the
+ * shared queue), pools. */
+#define WEFT_SOLO_CLAIMS 8
+
 /* Largest WEFT_NUM_THREADS accepted, threads. */
 #define WEFT_MAX_THREADS 4096
 

@@ -5,6 +5,7 @@
  * the files above it, from the bottom:
  *
  *   group.c     a group's pending count: spawn, finish, arm a waiter
+ *   solo.c      who owns the solo injection queue (one outside thread)
  *   search.c    finding work off the own deque: priority, injection, steal
  *   idle.c      spin, then park; who wakes whom (the searching count)
  *   submit.c    queueing a task: deque or injection queue, then a wake
@@ -47,6 +48,7 @@ typedef struct weft_worker {
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
   uint32_t park_gen_seen;    /* owner only: the pool's park_gen last obeyed */
+  bool solo_first;           /* owner only: which injection queue to try first */
   uintptr_t steal_floor;     /* owner only: below this stack address a
                                 waiter stops stealing (see wait.c) */
   pthread_t thread;          /* written by create, read by destroy */
@@ -76,6 +78,14 @@ struct weft_pool {
 
   weft_task_store tasks; /* internally locked */
   weft_inject inject;    /* internally locked */
+  /* The solo injection queue (solo.h): producer: solo_owner's thread only;
+   * consumers: any, as inject's. */
+  weft_inject solo;
+  /* atomic: the token of the thread outside the pool that owns solo, NULL
+   * when none; claimed and given back by CAS */
+  _Alignas(WEFT_CACHE_LINE) _Atomic(void *) solo_owner;
+  uint64_t uid;                /* immutable after create: unique over the process's life */
+  struct weft_pool *solo_next; /* under solo.c's registry lock */
   weft_prio prio;        /* internally locked: taken before any deque */
 
   /* The idle protocol, each on its own line: read on every submission,

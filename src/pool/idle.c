@@ -33,7 +33,8 @@
 
 bool weft_pool_any_work(weft_pool *pool)
 {
-  if (!weft_inject_looks_empty(&pool->inject) || !weft_prio_looks_empty(&pool->prio))
+  if (!weft_inject_looks_empty(&pool->inject) || !weft_inject_looks_empty(&pool->solo) ||
+      !weft_prio_looks_empty(&pool->prio))
     return true;
   for (int i = 0; i < pool->nworkers; i++)
     if (!weft_deque_looks_empty(&pool->workers[i].deque))

@@ -61,11 +61,34 @@ static weft_inject_cell *claim_free(weft_inject *q, uint64_t *pos)
   }
 }
 
-void weft_inject_push(weft_inject *q, weft_task *t)
+/* claim_free for a queue with one producer at a time (weft_inject_push_solo):
+ * the same, with a plain store of tail instead of the CAS. */
+static weft_inject_cell *claim_solo(weft_inject *q, uint64_t *pos)
+{
+  uint64_t p = atomic_load_explicit(&q->tail, memory_order_relaxed);
+  /* acquire: as in claim_free (a previous producer's copy; the hand-over
+   * of the queue between producers orders it too) */
+  uint64_t h = atomic_load_explicit(&q->head_seen, memory_order_acquire);
+  if ((int64_t)(p - h) >= WEFT_INJECT_RING) {
+    /* acquire: as in claim_free */
+    h = atomic_load_explicit(&q->head, memory_order_acquire);
+    if ((int64_t)(p - h) >= WEFT_INJECT_RING)
+      return NULL;
+    /* release: as in claim_free */
+    atomic_store_explicit(&q->head_seen, h, memory_order_release);
+  }
+  /* relaxed: no other producer; the cell's sequence number publishes the fill */
+  atomic_store_explicit(&q->tail, p + 1, memory_order_relaxed);
+  *pos = p;
+  return &q->ring[p & RING_MASK];
+}
+
+static void push(weft_inject *q, weft_task *t, bool solo)
 {
   uint64_t pos;
   weft_inject_cell *c;
-  if (atomic_load_explicit(&q->noverflow, memory_order_relaxed) == 0 && (c = claim_free(q, &pos))) {
+  if (atomic_load_explicit(&q->noverflow, memory_order_relaxed) == 0 &&
+      (c = solo ? claim_solo(q, &pos) : claim_free(q, &pos))) {
     atomic_store_explicit(&c->task, t, memory_order_relaxed); /* published by seq */
     /* release: publishes the task to the consumer whose acquire load of
      * seq finds pos + 1 (take_ring, weft_inject_looks_empty). */
@@ -78,6 +101,16 @@ void weft_inject_push(weft_inject *q, weft_task *t)
   atomic_store_explicit(&q->noverflow, atomic_load_explicit(&q->noverflow, memory_order_relaxed) + 1,
                         memory_order_relaxed);
   weft_spin_unlock(&q->lock);
+}
+
+void weft_inject_push(weft_inject *q, weft_task *t)
+{
+  push(q, t, false);
+}
+
+void weft_inject_push_solo(weft_inject *q, weft_task *t)
+{
+  push(q, t, true);
 }
 
 /* Moves *h on to the current head past stale values and returns lap_dif

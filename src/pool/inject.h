@@ -17,6 +17,11 @@
  * write. Consumers never read tail (that would pull the producer's line
  * away on every pop): emptiness is read off the cell at head.
  *
+ * A queue that one producer at a time fills (a pool's solo queue:
+ * pool/solo.h) claims with a plain store of tail instead of the CAS
+ * (weft_inject_push_solo); the hand-over between producers orders one's
+ * claims before the next's.
+ *
  * When the ring is full, tasks wait in an intrusive FIFO (common/fifo.h,
  * through weft_task.link) under a spinlock, so a push never needs memory;
  * while it holds any, every push goes there too, and consumers take the
@@ -72,6 +77,10 @@ typedef struct weft_inject {
 int weft_inject_init(weft_inject *q);
 void weft_inject_destroy(weft_inject *q);
 void weft_inject_push(weft_inject *q, struct weft_task *t);
+/* The same, for a queue that one producer at a time fills (a pool's solo
+ * queue, solo.h): it claims its cell with a plain store of tail, no CAS.
+ * Two producers at once would claim one cell twice. */
+void weft_inject_push_solo(weft_inject *q, struct weft_task *t);
 /* NULL when empty. */
 struct weft_task *weft_inject_pop(weft_inject *q);
 /* Takes up to max of the oldest tasks, oldest first, into out (the slots

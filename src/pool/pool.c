@@ -14,6 +14,7 @@
 #include "common/fork.h"
 #include "common/sync.h"
 #include "pool/core.h"
+#include "pool/solo.h"
 #include "pool/idle.h"
 #include "pool/pool_ext.h"
 #include "pool/worker.h"
@@ -186,7 +187,9 @@ static void free_pool(weft_pool *pool)
     weft_free(pool->workers);
   }
   weft_task_store_destroy(&pool->tasks);
+  weft_solo_unregister(pool);
   weft_inject_destroy(&pool->inject);
+  weft_inject_destroy(&pool->solo);
   weft_prio_destroy(&pool->prio);
   weft_topo_destroy(&pool->topo);
   weft_prof_destroy(pool->prof);
@@ -245,7 +248,11 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     weft_free(pool);
     return WEFT_ENOMEM;
   }
+  weft_inject_init(&pool->solo); /* cannot fail: no memory */
+  weft_solo_register(pool);
   if (weft_prio_init(&pool->prio)) {
+    weft_solo_unregister(pool);
+    weft_inject_destroy(&pool->solo);
     weft_inject_destroy(&pool->inject);
     weft_task_store_destroy(&pool->tasks);
     weft_topo_destroy(&pool->topo);

@@ -69,7 +69,14 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
 static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
 {
   weft_task *batch[WEFT_INJECT_BATCH];
-  int n = weft_inject_pop_batch(&pool->inject, batch, WEFT_INJECT_BATCH, pool->nworkers);
+  /* Both injection queues, the first one in turn, so that a flood into
+   * one does not hold up the other's tasks. */
+  weft_inject *first = w->solo_first ? &pool->solo : &pool->inject;
+  weft_inject *second = w->solo_first ? &pool->inject : &pool->solo;
+  w->solo_first = !w->solo_first;
+  int n = weft_inject_pop_batch(first, batch, WEFT_INJECT_BATCH, pool->nworkers);
+  if (!n)
+    n = weft_inject_pop_batch(second, batch, WEFT_INJECT_BATCH, pool->nworkers);
   /* Each task's line, and what its argument points to (what a task touches
    * first: an engine operator's block), was written on the submitter's core:
    * ask for them all at once, so that they arrive together rather than one
@@ -94,7 +101,10 @@ weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
     weft_task *t = weft_prio_pop(&pool->prio);
     if (t)
       return t;
-    t = w ? inject_batch(pool, w) : weft_inject_pop(&pool->inject);
+    if (w)
+      t = inject_batch(pool, w);
+    else if (!(t = weft_inject_pop(&pool->inject)))
+      t = weft_inject_pop(&pool->solo);
     if (t)
       return t;
     bool retry = false;

@@ -23,7 +23,7 @@ static bool should_split(weft_pool *pool, weft_worker *w)
     return weft_deque_looks_empty(&w->deque);
   bool idle = atomic_load_explicit(&pool->nsearching, memory_order_relaxed) > 0 ||
               weft_ec_waiters(&pool->ec) > 0;
-  return idle && weft_inject_looks_empty(&pool->inject);
+  return idle && weft_inject_looks_empty(&pool->inject) && weft_inject_looks_empty(&pool->solo);
 }
 
 int weft_pfor_piece(void *loop, size_t b, size_t e)

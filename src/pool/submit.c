@@ -8,6 +8,7 @@
 #include "common/assert.h"
 #include "pool/idle.h"
 #include "pool/pool_ext.h"
+#include "pool/solo.h"
 
 int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
 {
@@ -16,9 +17,14 @@ int weft_pool_enqueue(weft_pool *pool, weft_worker *w, weft_task *t)
     return 0;
   }
   /* A thread without a deque (registered by weft_pool_guest_enter, or
-   * inside one of our tasks), or a deque that could not grow: the injection
-   * queue needs no memory. */
-  weft_inject_push(&pool->inject, t);
+   * inside one of our tasks), or a deque that could not grow: an injection
+   * queue needs no memory. A thread outside the pool that owns (or can
+   * claim) the solo queue fills it without a CAS. */
+  weft_inject *solo = w ? NULL : weft_solo_queue(pool);
+  if (solo)
+    weft_inject_push_solo(solo, t);
+  else
+    weft_inject_push(&pool->inject, t);
   weft_pool_wake_exact(pool);
   return 0;
 }

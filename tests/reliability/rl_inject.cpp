@@ -33,6 +33,11 @@
  *   4  push fills the ring while the overflow holds tasks  (inject.c, push)
  *   5  pop takes the overflow without looking at the ring again under the
  *      lock                                               (inject.c, pop_batch)
+ *   6  two producers push the solo way (claim_solo: no CAS) at once
+ *                                                         (pool/solo.h's rule)
+ *   7  the solo queue's hand-over between owners relaxed (no release as
+ *      the owner gives it back, no acquire as the next claims it)
+ *                                                         (pool/solo.c)
  */
 #if WEFT_MUTANT == 1
 #define RL_RING_K_PUBLISH rl::memory_order_relaxed
@@ -42,6 +47,14 @@
 #define RL_RING_K_HEAD_SEQ rl::memory_order_relaxed
 #endif
 #include "rl_ring.hpp"
+
+#if WEFT_MUTANT == 7
+#define K_CLAIM rl::memory_order_relaxed
+#define K_GIVE rl::memory_order_relaxed
+#else
+#define K_CLAIM rl::memory_order_acquire
+#define K_GIVE rl::memory_order_release
+#endif
 
 namespace {
 
@@ -64,11 +77,11 @@ struct inject {
     noverflow.store(0, rl::memory_order_relaxed);
   }
 
-  /* weft_inject_push */
-  void push(int t)
+  /* weft_inject_push (solo: weft_inject_push_solo) */
+  void push(int t, bool solo = false)
   {
     bool ring_ok = WEFT_MUTANT == 4 || noverflow.load(rl::memory_order_relaxed) == 0;
-    if (ring_ok && ring.push(t))
+    if (ring_ok && ring.push(t, solo))
       return;
     lock.lock($);
     ov[ov_tail($)]($) = t;
@@ -109,16 +122,21 @@ struct inject {
 };
 
 /* Producers 0..P-1 push N tasks each (ids p * N + 1 ..), consumers pop C
- * times each; what is left counts once more. */
-template <int P, int N, int C, int CONSUMERS>
-struct queue_test : rl::test_suite<queue_test<P, N, C, CONSUMERS>, P + CONSUMERS> {
+ * times each; what is left counts once more. SOLO: the producers push the
+ * solo way (claim_solo), taking turns as owners of the queue (pool/solo.c:
+ * producer p waits until it holds the owner token, pushes, gives it back);
+ * with a mutant, all at once. */
+template <int P, int N, int C, int CONSUMERS, bool SOLO = false>
+struct queue_test : rl::test_suite<queue_test<P, N, C, CONSUMERS, SOLO>, P + CONSUMERS> {
   inject q;
   rl::var<int> payload[kMaxTasks + 1];
   rl::atomic<int> got[kMaxTasks + 1];
+  rl::atomic<int> owner; /* solo_owner: 0 free, p + 1 held by producer p */
 
   void before()
   {
     q.init();
+    owner.store(0, rl::memory_order_relaxed);
     for (int i = 0; i <= kMaxTasks; i++)
       got[i].store(0, rl::memory_order_relaxed);
   }
@@ -126,11 +144,24 @@ struct queue_test : rl::test_suite<queue_test<P, N, C, CONSUMERS>, P + CONSUMERS
   void thread(unsigned index)
   {
     if ((int)index < P) {
+#if WEFT_MUTANT != 6 /* two producers pushing the solo way at once */
+      if (SOLO) { /* weft_solo_claim: acquire the previous owner's pushes */
+        int none = 0;
+        while (!owner.compare_exchange_weak(none, (int)index + 1, K_CLAIM)) {
+          none = 0;
+          rl::yield(1, $);
+        }
+      }
+#endif
       for (int i = 1; i <= N; i++) {
         int id = (int)index * N + i;
         payload[id]($) = 100 + id;
-        q.push(id);
+        q.push(id, SOLO);
       }
+#if WEFT_MUTANT != 6
+      if (SOLO) /* the thread's exit gives the queue back: release our pushes */
+        owner.store(0, K_GIVE);
+#endif
       return;
     }
     int last[P] = {};
@@ -169,6 +200,10 @@ using mpsc = queue_test<2, 2, 3, 1>;
 using spmc = queue_test<1, 3, 1, 2>;
 /* One producer past the ring (the overflow) and one consumer: order kept. */
 using overflow_order = queue_test<1, 4, 2, 1>;
+/* The solo queue: one owner past the ring and two consumers. */
+using solo_spmc = queue_test<1, 3, 1, 2, true>;
+/* Two threads owning the solo queue in turn (the hand-over), one consumer. */
+using solo_handover = queue_test<2, 2, 2, 1, true>;
 
 /* The parking handshake's emptiness check: tasks 1 and 2 fill the ring
  * before the threads start; a consumer takes two tasks while a producer
@@ -225,10 +260,16 @@ int main()
     weft_rl::run_both<overflow_order>("inject overflow_order", 200000, 3, out);
   if (!(WEFT_MUTANT && out.failed))
     weft_rl::run_both<handshake_test>("inject handshake", 200000, 3, out);
+  if (!(WEFT_MUTANT && out.failed))
+    weft_rl::run_both<solo_spmc>("inject solo spmc", 200000, 2, out);
+  if (!(WEFT_MUTANT && out.failed))
+    weft_rl::run_both<solo_handover>("inject solo hand-over", 200000, 2, out);
   static const char *const names[] = {"none", "push publishes the cell relaxed",
                                       "a producer trusts its copy of head when the ring looks full",
                                       "at_head reads the seq relaxed",
                                       "push fills the ring past a non-empty overflow",
-                                      "pop takes the overflow without a second look at the ring"};
+                                      "pop takes the overflow without a second look at the ring",
+                                      "two producers push the solo way at once",
+                                      "the solo queue handed over relaxed"};
   return weft_rl::finish("inject", names[WEFT_MUTANT], out);
 }

@@ -1,6 +1,6 @@
 /*
  * The injection queue's ring (src/pool/inject.c: claim_free and the ring
- * paths of weft_inject_push, at_head, take_ring with one task, and the
+ * paths of weft_inject_push, claim_solo for weft_inject_push_solo, at_head, take_ring with one task, and the
  * ring part of weft_inject_looks_empty) in relacy's atomics, with the same memory
  * orders, for the harnesses that use it: rl_inject.cpp (with the overflow
  * list around it) and rl_park.cpp (the queue the parking protocol watches).
@@ -45,8 +45,9 @@ struct rl_ring {
     }
   }
 
-  /* claim_free, then the fill and its publication; false when full */
-  bool push(int t)
+  /* claim_free (solo: claim_solo), then the fill and its publication;
+   * false when full */
+  bool push(int t, bool solo = false)
   {
     unsigned p = tail.load(rl::memory_order_relaxed);
     for (;;) {
@@ -57,7 +58,9 @@ struct rl_ring {
           return false;
         head_seen.store(h, rl::memory_order_release);
       }
-      if (tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed)) {
+      if (solo) /* the queue's one producer: a plain store of tail */
+        tail.store(p + 1, rl::memory_order_relaxed);
+      if (solo || tail.compare_exchange_weak(p, p + 1, rl::memory_order_relaxed)) {
         task[p % kCells].store(t, rl::memory_order_relaxed);
         seq[p % kCells].store(p + 1, RL_RING_K_PUBLISH);
         return true;

@@ -1,0 +1,157 @@
+/*
+ * The solo injection queue (src/pool/solo.{h,c}): the first thread outside
+ * the pool that submits owns it and fills it without a CAS; other outside
+ * threads use the shared injection queue; an owner's exit gives it back,
+ * also after its pool is gone (the registry of live pools), and a thread
+ * notes claims in up to WEFT_SOLO_CLAIMS pools at once.
+ *
+ * Checked through the internals (who owns pool->solo_owner) and through
+ * what runs: every task submitted, by the owner and by the others at once,
+ * runs exactly once.
+ */
+#include "../common/testutil.h"
+#include "common/tunables.h"
+#include "pool/core.h"
+#include "weft/weft.h"
+
+static weft_pool *new_pool(int threads)
+{
+  weft_pool_config cfg;
+  weft_pool_config_default(&cfg);
+  cfg.num_threads = threads;
+  weft_pool *p = NULL;
+  cr_assert_eq(weft_pool_create(&p, &cfg), 0);
+  return p;
+}
+
+static bool owned(weft_pool *p)
+{
+  return atomic_load(&p->solo_owner) != NULL;
+}
+
+enum { NSUB = 4, PER = 20000 };
+
+static atomic_uchar *hits;
+
+static int hit_fn(void *arg)
+{
+  atomic_fetch_add(&hits[(uintptr_t)arg], 1);
+  return 0;
+}
+
+typedef struct submitter {
+  weft_pool *pool;
+  int who;
+  int rc;
+  bool saw_owner; /* after its first submission: some thread owns the queue */
+} submitter;
+
+static void *submit_many(void *arg)
+{
+  submitter *s = arg;
+  for (int i = 0; i < PER; i++) {
+    int rc = weft_pool_submit(s->pool, hit_fn, (void *)(uintptr_t)(s->who * PER + i));
+    if (rc) {
+      s->rc = rc;
+      return NULL;
+    }
+    if (i == 0)
+      s->saw_owner = owned(s->pool);
+  }
+  return NULL;
+}
+
+Test(solo, the_owner_and_the_shared_queue_run_every_task_exactly_once, .timeout = TU_TIMEOUT(60))
+{
+  hits = calloc(NSUB * PER, sizeof *hits);
+  cr_assert_not_null(hits);
+  weft_pool *pool = new_pool(2);
+  submitter s[NSUB];
+  pthread_t t[NSUB];
+  for (int i = 0; i < NSUB; i++) {
+    s[i] = (submitter){.pool = pool, .who = i};
+    cr_assert_eq(pthread_create(&t[i], NULL, submit_many, &s[i]), 0);
+  }
+  for (int i = 0; i < NSUB; i++) {
+    cr_assert_eq(pthread_join(t[i], NULL), 0);
+    cr_assert_eq(s[i].rc, 0, "submitter %d: %d", i, s[i].rc);
+    cr_assert(s[i].saw_owner, "submitter %d: nobody owned the solo queue", i);
+  }
+  cr_assert_not(owned(pool), "the owner's exit gave the queue back");
+  cr_assert_eq(weft_pool_destroy(pool), 0); /* runs everything submitted */
+  for (long i = 0; i < NSUB * PER; i++)
+    cr_assert_eq(atomic_load(&hits[i]), 1, "task %ld ran %d times", i, atomic_load(&hits[i]));
+  free(hits);
+}
+
+typedef struct holder {
+  weft_pool *pool[WEFT_SOLO_CLAIMS + 2];
+  int npools;
+  atomic_int step, done_step;
+  int rc;
+  bool owned_after[WEFT_SOLO_CLAIMS + 2];
+} holder;
+
+static int nop_fn(void *arg)
+{
+  (void)arg;
+  return 0;
+}
+
+/* Submits once to each pool, notes who owns what, then waits to exit. */
+static void *claim_and_hold(void *arg)
+{
+  holder *h = arg;
+  for (int i = 0; i < h->npools; i++) {
+    int rc = weft_pool_submit(h->pool[i], nop_fn, NULL);
+    if (rc && !h->rc)
+      h->rc = rc;
+    h->owned_after[i] = owned(h->pool[i]);
+  }
+  atomic_store(&h->done_step, 1);
+  TU_WAIT_UNTIL(atomic_load(&h->step) == 1, TU_DEADLINE_S);
+  return NULL; /* the exit gives back the claims of pools still alive */
+}
+
+Test(solo, an_exit_gives_claims_back_and_skips_pools_already_destroyed, .timeout = TU_TIMEOUT(60))
+{
+  holder h = {.npools = WEFT_SOLO_CLAIMS + 2};
+  for (int i = 0; i < h.npools; i++)
+    h.pool[i] = new_pool(1);
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, claim_and_hold, &h), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&h.done_step) == 1, TU_DEADLINE_S));
+  cr_assert_eq(h.rc, 0);
+  /* It owns the queue of the first WEFT_SOLO_CLAIMS pools, and uses the
+   * shared queue of the rest (no room to note more claims). */
+  for (int i = 0; i < h.npools; i++)
+    cr_assert_eq(h.owned_after[i], i < WEFT_SOLO_CLAIMS, "pool %d: owned %d", i,
+                 h.owned_after[i]);
+  /* Half of them go while it still lives: its exit must not touch them
+   * (ASan would see it), and must give the others back. */
+  for (int i = 0; i < h.npools; i += 2) {
+    cr_assert_eq(weft_pool_destroy(h.pool[i]), 0);
+    h.pool[i] = NULL;
+  }
+  atomic_store(&h.step, 1);
+  cr_assert_eq(pthread_join(t, NULL), 0);
+  for (int i = 1; i < h.npools; i += 2) {
+    cr_assert_not(owned(h.pool[i]), "pool %d: given back at the exit", i);
+    /* and the next thread (this one) claims it */
+    cr_assert_eq(weft_pool_submit(h.pool[i], nop_fn, NULL), 0);
+    cr_assert(owned(h.pool[i]), "pool %d: claimed by the next thread", i);
+    cr_assert_eq(weft_pool_destroy(h.pool[i]), 0);
+  }
+}
+
+Test(solo, a_thread_claims_again_once_its_pools_are_gone, .timeout = TU_TIMEOUT(60))
+{
+  /* More pools, one after another, than a thread notes claims in: the
+   * notes of destroyed pools make room. */
+  for (int i = 0; i < 3 * WEFT_SOLO_CLAIMS; i++) {
+    weft_pool *p = new_pool(1);
+    cr_assert_eq(weft_pool_submit(p, nop_fn, NULL), 0);
+    cr_assert(owned(p), "pool %d: the submitting thread owns its solo queue", i);
+    cr_assert_eq(weft_pool_destroy(p), 0);
+  }
+}
