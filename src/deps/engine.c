@@ -6,6 +6,7 @@
 #include "common/fork.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "pool/pool_ext.h"
 
 _Thread_local struct weft_opr *weft_tls_opr __attribute__((tls_model("initial-exec")));
 /* An executor's thread (device worker, poller): runs no user operator inline. */
@@ -19,6 +20,7 @@ int weft_gpu_count(const weft_engine *eng)
 void weft_engine_executor_thread(void)
 {
   weft_tls_executor = true;
+  weft_pool_solo_decline(); /* it releases successors: leave the queue to a pusher */
 }
 
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name)

@@ -121,7 +121,8 @@ void weft_exec_op_device_done(weft_exec_op *op, int status);
  * operators it makes ready never run inline on it (WEFT_PROP_ASYNC ones go
  * to the pool), and var and engine waits on it return WEFT_EDEADLK: it is
  * the thread that completes device work, so it must not block on the
- * engine. */
+ * engine. It never claims a pool's solo injection queue either (it only
+ * passes successors on: weft_pool_solo_decline). */
 void weft_engine_executor_thread(void);
 
 #endif /* WEFT_DEPS_EXECUTOR_H */

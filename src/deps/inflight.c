@@ -284,11 +284,12 @@ uint64_t weft_engine_count_push(weft_engine *eng)
   int w = weft_pool_worker_index(eng->pool); /* a plain task of the pool pushing */
   weft_engine_tally *t = w >= 0 ? &sy->tally[w] : my_outside_tally(sy);
   if (t) {
-    /* A tally of our own (a worker's, or an outside one we own). The count and the epoch's re-read form a Dekker
-     * pair with wait_all's flip and its read of the counts: between them
-     * we need only a compiler barrier, since wait_all puts a full barrier
-     * into every running thread (weft_fence_heavy) between its flip and
-     * its read. Without membarrier, a full fence here. */
+    /* A tally of our own (a worker's, or an outside one we own). The
+     * count and the epoch's re-read form a Dekker pair with wait_all's flip
+     * and its read of the counts: between them we need only a compiler
+     * barrier, since wait_all puts a full barrier into every running
+     * thread (weft_fence_heavy) between its flip and its read. Without
+     * membarrier, a full fence here. */
     for (;;) {
       uint64_t e = atomic_load_explicit(&eng->epoch, OWNED_MO);
       _Atomic uint64_t *c = &t->pushed[e & 1];

@@ -22,6 +22,11 @@ int weft_pool_submit_embedded(weft_pool *pool, struct weft_task *t, bool prio, i
  * of pool: its deque, then elsewhere; another thread: only when it is not
  * already helping). Returns whether it ran one. */
 bool weft_pool_help_one(weft_pool *pool);
+/* The calling thread never claims a pool's solo injection queue
+ * (pool/solo.h): for the library's own threads that only pass work on (a
+ * GPU stream worker releasing an operator's successors), so that the
+ * queue stays free for a user's thread that pushes. */
+void weft_pool_solo_decline(void);
 
 /* The pool's trace recorder (WEFT_PROFILE), or NULL when profiling is off;
  * layers above add tracks of their own to it (src/common/prof.h). */

@@ -6,6 +6,7 @@
 
 #include "common/fork.h"
 #include "common/tunables.h"
+#include "pool/pool_ext.h"
 
 _Thread_local uint64_t weft_solo_last WEFT_TLS;
 
@@ -14,6 +15,13 @@ _Thread_local uint64_t weft_solo_last WEFT_TLS;
 static _Thread_local uint64_t claims[WEFT_SOLO_CLAIMS] WEFT_TLS;
 /* Its address is the thread's token (unique among live threads). */
 static _Thread_local char token WEFT_TLS;
+/* Set by weft_pool_solo_decline: never claim. */
+static _Thread_local bool declined WEFT_TLS;
+
+void weft_pool_solo_decline(void)
+{
+  declined = true;
+}
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_pool *live;     /* under live_lock: linked through solo_next */
@@ -96,6 +104,8 @@ static void make_key(void)
 
 weft_inject *weft_solo_claim(weft_pool *pool)
 {
+  if (declined)
+    return NULL;
   void *me = &token;
   /* relaxed: only we store our own token; a value that is ours was ours
    * all along */

@@ -2,8 +2,9 @@
  * The solo injection queue (src/pool/solo.{h,c}): the first thread outside
  * the pool that submits owns it and fills it without a CAS; other outside
  * threads use the shared injection queue; an owner's exit gives it back,
- * also after its pool is gone (the registry of live pools), and a thread
- * notes claims in up to WEFT_SOLO_CLAIMS pools at once.
+ * also after its pool is gone (the registry of live pools), a thread
+ * notes claims in up to WEFT_SOLO_CLAIMS pools at once, and a thread that
+ * declines (the library's GPU workers) never claims.
  *
  * Checked through the internals (who owns pool->solo_owner) and through
  * what runs: every task submitted, by the owner and by the others at once,
@@ -12,6 +13,7 @@
 #include "../common/testutil.h"
 #include "common/tunables.h"
 #include "pool/core.h"
+#include "pool/pool_ext.h"
 #include "weft/weft.h"
 
 static weft_pool *new_pool(int threads)
@@ -154,4 +156,28 @@ Test(solo, a_thread_claims_again_once_its_pools_are_gone, .timeout = TU_TIMEOUT(
     cr_assert(owned(p), "pool %d: the submitting thread owns its solo queue", i);
     cr_assert_eq(weft_pool_destroy(p), 0);
   }
+}
+
+static void *decline_and_submit(void *arg)
+{
+  weft_pool *pool = arg;
+  weft_pool_solo_decline(); /* as a GPU stream worker does */
+  for (int i = 0; i < 100; i++)
+    if (weft_pool_submit(pool, nop_fn, NULL))
+      return (void *)1;
+  return owned(pool) ? (void *)2 : NULL;
+}
+
+Test(solo, a_thread_that_declines_leaves_the_queue_to_the_next, .timeout = TU_TIMEOUT(30))
+{
+  weft_pool *pool = new_pool(1);
+  pthread_t t;
+  void *res = (void *)3;
+  cr_assert_eq(pthread_create(&t, NULL, decline_and_submit, pool), 0);
+  cr_assert_eq(pthread_join(t, &res), 0);
+  cr_assert_null(res, "the declining thread: %s",
+                 res == (void *)1 ? "a submit failed" : "it claimed the queue");
+  cr_assert_eq(weft_pool_submit(pool, nop_fn, NULL), 0);
+  cr_assert(owned(pool), "the next submitting thread claims the queue");
+  cr_assert_eq(weft_pool_destroy(pool), 0);
 }
