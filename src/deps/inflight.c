@@ -236,16 +236,31 @@ static weft_engine_tally *claim_outside(weft_engine_sync *sy)
   int first = atomic_load_explicit(&sy->nworkers, memory_order_relaxed);
   for (int idx = first; idx < first + WEFT_OUTSIDE_TALLIES; idx++) {
     void *none = NULL;
-    /* acquire: pairs with the previous owner's release as it gave the
-     * tally back; our plain increments continue from its counts */
+    /* seq_cst: an acquire of the previous owner's release as it gave the
+     * tally back (our plain increments continue from its counts), and
+     * ordered against a wait_all's seq_cst reads of the owners
+     * (weft_engine_light_counters): see weft_engine_count_push. */
     if (atomic_compare_exchange_strong_explicit(&sy->tally[idx].owner, &none, &claim_token,
-                                                memory_order_acquire, memory_order_relaxed)) {
+                                                memory_order_seq_cst, memory_order_relaxed)) {
       claims[free_entry] = (outside_claim){sy, life, idx};
       last_claim = free_entry;
-      return &sy->tally[idx];
+      return NULL; /* this push still shares: see weft_engine_count_push */
     }
   }
   return NULL;
+}
+
+bool weft_engine_light_counters(weft_engine_sync *sy)
+{
+  int first = atomic_load_explicit(&sy->nworkers, memory_order_relaxed);
+  for (int idx = first; idx < first + WEFT_OUTSIDE_TALLIES; idx++) {
+    /* seq_cst: after the caller's seq_cst flip of the epoch, against the
+     * claim's seq_cst CAS (claim_outside) */
+    void *o = atomic_load_explicit(&sy->tally[idx].owner, memory_order_seq_cst);
+    if (o && o != &claim_token)
+      return true;
+  }
+  return false;
 }
 
 /* The calling (outside) thread's own tally in sy, or NULL: it shares. */
@@ -281,15 +296,23 @@ uint64_t weft_engine_count_push(weft_engine *eng)
     return parent->epoch;
   }
   weft_engine_sync *sy = eng->sync;
-  int w = weft_pool_worker_index(eng->pool); /* a plain task of the pool pushing */
-  weft_engine_tally *t = w >= 0 ? &sy->tally[w] : my_outside_tally(sy);
+  /* A plain task of the pool pushing shares (a worker's own tally would
+   * need wait_all's membarrier every time). */
+  weft_engine_tally *t = weft_pool_worker_index(eng->pool) < 0 ? my_outside_tally(sy) : NULL;
   if (t) {
-    /* A tally of our own (a worker's, or an outside one we own). The
-     * count and the epoch's re-read form a Dekker pair with wait_all's flip
-     * and its read of the counts: between them we need only a compiler
-     * barrier, since wait_all puts a full barrier into every running
-     * thread (weft_fence_heavy) between its flip and its read. Without
-     * membarrier, a full fence here. */
+    /* An outside tally we own. The count and the epoch's re-read form a
+     * Dekker pair with wait_all's flip and its read of the counts: between
+     * them we need only a compiler barrier, since wait_all puts a full
+     * barrier into every running thread (weft_fence_heavy) between its
+     * flip and its read, whenever a thread other than itself owns a tally
+     * (weft_engine_light_counters). Without membarrier, a full fence here.
+     *
+     * A wait_all that read our tally's owner as free skips the barrier;
+     * our claim then came after that read (seq_cst, both), and the push
+     * that claimed counted on the shared tally, whose seq_cst re-read of
+     * the epoch sees the flip; every later push of ours reads the epoch
+     * after that. A wait_all on our own thread needs no barrier for our
+     * counts: they come before it in program order. */
     for (;;) {
       uint64_t e = atomic_load_explicit(&eng->epoch, OWNED_MO);
       _Atomic uint64_t *c = &t->pushed[e & 1];

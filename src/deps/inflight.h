@@ -87,6 +87,10 @@ void weft_engine_drain_flush(void);
 void weft_engine_drain_before(const weft_engine *eng, uint64_t epoch);
 /* Whether slot (0 or 1; -1: both) holds no operator in flight. */
 bool weft_engine_drained(weft_engine *eng, int slot);
+/* Whether a thread other than the caller owns an outside tally of sy (and
+ * may count there with only a compiler barrier): then a wait_all's flip
+ * needs weft_fence_heavy before it reads the counts. Call after the flip. */
+bool weft_engine_light_counters(weft_engine_sync *sy);
 /* Roughly how many operators are pushed and not finished (for pacing). */
 uint64_t weft_engine_backlog(weft_engine *eng);
 
