@@ -70,7 +70,6 @@ weft_engine_sync *weft_engine_sync_get(int nworkers)
     }
   }
   atomic_store_explicit(&s->ntally, ntally, memory_order_relaxed);
-  atomic_store_explicit(&s->nworkers, nworkers, memory_order_relaxed);
   atomic_store_explicit(&s->waiters, 0, memory_order_relaxed);
   atomic_store_explicit(&s->drain_waiters, 0, memory_order_relaxed);
   /* relaxed: published with the engine; a thread's note of an outside
@@ -212,6 +211,13 @@ static void make_claim_key(void)
   have_claim_key = pthread_key_create(&claim_key, claims_exit) == 0;
 }
 
+/* The index of sy's first outside tally (after the workers'; the shared
+ * one is last). */
+static inline int first_outside(weft_engine_sync *sy)
+{
+  return atomic_load_explicit(&sy->ntally, memory_order_relaxed) - 1 - WEFT_OUTSIDE_TALLIES;
+}
+
 /* The calling thread's own outside tally in sy, claimed now if it has
  * none and one is free; NULL: it shares (none free, or no room to note a
  * claim). */
@@ -229,12 +235,18 @@ static weft_engine_tally *claim_outside(weft_engine_sync *sy)
         (!c->sy || atomic_load_explicit(&c->sy->life, memory_order_relaxed) != c->life))
       free_entry = i; /* empty, or its engine is gone */
   }
-  pthread_once(&claim_key_once, make_claim_key);
-  /* Without the key, the thread's exit could not give the claim back. */
-  if (free_entry < 0 || !have_claim_key || pthread_setspecific(claim_key, claims))
+  if (free_entry < 0)
     return NULL;
-  int first = atomic_load_explicit(&sy->nworkers, memory_order_relaxed);
+  int first = first_outside(sy);
   for (int idx = first; idx < first + WEFT_OUTSIDE_TALLIES; idx++) {
+    /* relaxed: a tally someone owns is skipped without a locked
+     * instruction (a thread past the owned ones comes here every push) */
+    if (atomic_load_explicit(&sy->tally[idx].owner, memory_order_relaxed))
+      continue;
+    pthread_once(&claim_key_once, make_claim_key);
+    /* Without the key, the thread's exit could not give the claim back. */
+    if (!have_claim_key || pthread_setspecific(claim_key, claims))
+      return NULL;
     void *none = NULL;
     /* seq_cst: an acquire of the previous owner's release as it gave the
      * tally back (our plain increments continue from its counts), and
@@ -252,7 +264,7 @@ static weft_engine_tally *claim_outside(weft_engine_sync *sy)
 
 bool weft_engine_light_counters(weft_engine_sync *sy)
 {
-  int first = atomic_load_explicit(&sy->nworkers, memory_order_relaxed);
+  int first = first_outside(sy);
   for (int idx = first; idx < first + WEFT_OUTSIDE_TALLIES; idx++) {
     /* seq_cst: after the caller's seq_cst flip of the epoch, against the
      * claim's seq_cst CAS (claim_outside) */

@@ -50,7 +50,6 @@ typedef struct weft_engine_sync {
    * WEFT_OUTSIDE_TALLIES + 1); a late completion of the block's previous
    * engine may read it then. */
   _Atomic int ntally;
-  _Atomic int nworkers; /* atomic, relaxed: set when handed out */
   /* atomic, relaxed: bumped each time the block is handed out, so that a
    * thread's note of the tally it owns in it (inflight.c) goes stale with
    * the engine it was for */

@@ -108,11 +108,15 @@ weft_inject *weft_solo_claim(weft_pool *pool)
     return NULL;
   void *me = &token;
   /* relaxed: only we store our own token; a value that is ours was ours
-   * all along */
-  if (atomic_load_explicit(&pool->solo_owner, memory_order_relaxed) == me) {
+   * all along. Another thread's: the shared queue, with no lock taken
+   * (every submission of a second outside thread comes this way). */
+  void *owner = atomic_load_explicit(&pool->solo_owner, memory_order_relaxed);
+  if (owner == me) {
     weft_solo_last = pool->uid; /* ours, noted before another pool's */
     return &pool->solo;
   }
+  if (owner)
+    return NULL;
   int entry = -1;
   pthread_mutex_lock(&live_lock);
   for (int i = 0; i < WEFT_SOLO_CLAIMS && entry < 0; i++) {

@@ -27,7 +27,7 @@ static void setup(void)
 static int owned_tallies(weft_engine *eng)
 {
   weft_engine_sync *sy = eng->sync;
-  int first = atomic_load(&sy->nworkers), n = 0;
+  int first = atomic_load(&sy->ntally) - 1 - WEFT_OUTSIDE_TALLIES, n = 0;
   for (int i = first; i < first + WEFT_OUTSIDE_TALLIES; i++)
     n += atomic_load(&sy->tally[i].owner) != NULL;
   return n;
@@ -95,9 +95,23 @@ static void *race_pusher(void *arg)
   return NULL;
 }
 
-static void wait_all_waits_for_earlier_pushes(int threads)
+/* What one race of pushers against waits saw. */
+typedef struct race_outcome {
+  int late;         /* waits that returned before an op pushed before them finished */
+  int owned;        /* outside tallies owned while all pushed */
+  int owned_after;  /* outside tallies owned once every pusher exited */
+  long pushed;      /* pushes that returned */
+  long unfinished;  /* of those, ops that never ran */
+  uint64_t counted; /* pushes counted in the tallies (a push that met a flip: twice) */
+  bool drained;     /* both epochs drained at the end */
+} race_outcome;
+
+/* Six outside pushers against a stream of weft_wait_all; returns what the
+ * test then checks. */
+static race_outcome race_waits_against_pushers(int threads)
 {
   memset(&g_race, 0, sizeof g_race);
+  race_outcome out = {0};
   te t = te_new("threaded", threads, 0);
   g_race.eng = t.eng;
   pthread_t p[NPUSHERS];
@@ -107,7 +121,6 @@ static void wait_all_waits_for_earlier_pushes(int threads)
     cr_assert_eq(pthread_create(&p[i], NULL, race_pusher, (void *)(intptr_t)i), 0);
   }
   cr_assert(TU_WAIT_UNTIL(atomic_load(&g_race.pushed[NPUSHERS - 1]) > 0, TU_DEADLINE_S));
-  int late = 0;
   long rounds = tu_scaled(NROUNDS, 50);
   for (int r = 0; r < rounds; r++) {
     long before[NPUSHERS];
@@ -115,44 +128,57 @@ static void wait_all_waits_for_earlier_pushes(int threads)
       before[i] = atomic_load(&g_race.pushed[i]);
     cr_assert_eq(weft_wait_all(t.eng), 0);
     for (int i = 0; i < NPUSHERS; i++)
-      if (atomic_load(&g_race.finished[i]) < before[i] && !late++)
+      if (atomic_load(&g_race.finished[i]) < before[i] && !out.late++)
         fprintf(stderr,
                 "round %d: pusher %d: %ld pushed before the wait began, %ld finished after it\n", r,
                 i, before[i], atomic_load(&g_race.finished[i]));
   }
-  /* While they all push: WEFT_OUTSIDE_TALLIES own a tally, the rest share. */
-  int owned = owned_tallies(t.eng);
+  out.owned = owned_tallies(t.eng); /* while they all push */
   atomic_store(&g_race.stop, 1);
-  long total = 0;
   for (int i = 0; i < NPUSHERS; i++) {
     te_join(p[i]);
     cr_assert_eq(g_race.push_rc[i], 0, "pusher %d: push = %d", i, g_race.push_rc[i]);
-    total += atomic_load(&g_race.pushed[i]);
   }
   cr_assert_eq(weft_wait_all(t.eng), 0);
-  cr_assert_eq(late, 0, "weft_wait_all returned before operators pushed before it finished");
-  cr_assert_eq(owned, WEFT_OUTSIDE_TALLIES, "%d outside tallies owned by %d pushers", owned,
-               NPUSHERS);
-  cr_assert_eq(owned_tallies(t.eng), 0, "the pushers' exits gave their tallies back");
-  /* A push that met a flip counts in the next epoch too (and finishes its
-   * first count): at least every push, and drained. */
-  cr_assert_geq((long)counted_pushes(t.eng), total, "every push counted");
-  cr_assert(weft_engine_drained(t.eng, -1), "both epochs drained");
-  for (int i = 0; i < NPUSHERS; i++)
-    cr_assert_eq(atomic_load(&g_race.finished[i]), atomic_load(&g_race.pushed[i]));
+  out.owned_after = owned_tallies(t.eng);
+  out.counted = counted_pushes(t.eng);
+  out.drained = weft_engine_drained(t.eng, -1);
+  for (int i = 0; i < NPUSHERS; i++) {
+    out.pushed += atomic_load(&g_race.pushed[i]);
+    out.unfinished += atomic_load(&g_race.pushed[i]) - atomic_load(&g_race.finished[i]);
+  }
   cr_assert_eq(te_free(&t), 0);
+  return out;
 }
 
 Test(counts, wait_all_waits_for_every_earlier_push_owned_or_shared_2_threads, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
-  wait_all_waits_for_earlier_pushes(2);
+  race_outcome o = race_waits_against_pushers(2);
+  cr_assert_eq(o.late, 0, "%d waits returned before operators pushed before them finished",
+               o.late);
+  cr_assert_eq(o.owned, WEFT_OUTSIDE_TALLIES, "%d outside tallies owned by %d pushers", o.owned,
+               NPUSHERS);
+  cr_assert_eq(o.owned_after, 0, "the pushers' exits gave their tallies back");
+  /* A push that met a flip counts in the next epoch too (and finishes its
+   * first count): at least every push, and drained. */
+  cr_assert_geq(o.counted, (uint64_t)o.pushed, "every push counted");
+  cr_assert(o.drained, "both epochs drained");
+  cr_assert_eq(o.unfinished, 0, "%ld pushed ops never ran", o.unfinished);
 }
 
 Test(counts, wait_all_waits_for_every_earlier_push_owned_or_shared_1_thread, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
-  wait_all_waits_for_earlier_pushes(1);
+  race_outcome o = race_waits_against_pushers(1);
+  cr_assert_eq(o.late, 0, "%d waits returned before operators pushed before them finished",
+               o.late);
+  cr_assert_eq(o.owned, WEFT_OUTSIDE_TALLIES, "%d outside tallies owned by %d pushers", o.owned,
+               NPUSHERS);
+  cr_assert_eq(o.owned_after, 0, "the pushers' exits gave their tallies back");
+  cr_assert_geq(o.counted, (uint64_t)o.pushed, "every push counted");
+  cr_assert(o.drained, "both epochs drained");
+  cr_assert_eq(o.unfinished, 0, "%ld pushed ops never ran", o.unfinished);
 }
 
 /* ------------------------------------------------ claims come and go */
