@@ -11,6 +11,7 @@
 #include "deps/fence.h"
 #include "deps/graph.h"
 #include "deps/inflight.h"
+#include "deps/keep.h"
 #include "deps/var.h"
 
 /* A finish that keeps a successor in its own slot does not count itself:
@@ -137,6 +138,8 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
       weft_varq_unclaim(&v->q, me);
     if (write && user) /* a write's status is the var's: failed, or fine again */
       weft_var_set_failed(eng, v, status, op->epoch);
+    if (op->internal == WEFT_OPR_GATE) /* a gate that let go of its vars */
+      weft_keep_forget(v, me);
     weft_var_req *g = weft_varq_complete(&v->q, write, v->fences == NULL);
     if (v->fences) /* device work pending on v: the granted respect it */
       for (weft_var_req *r = g; r; r = r->next)
@@ -154,6 +157,13 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     weft_gate_put(op); /* a graph launch's: back to its graph */
   else
     weft_opr_free(eng, op);
+  weft_opr_count_finish(eng, slot, epoch, count, next, hook);
+  return next;
+}
+
+void weft_opr_count_finish(weft_engine *eng, int slot, uint64_t epoch, uint32_t count,
+                           weft_opr *next, weft_between_fn hook)
+{
   /* Not drained, so no check: next, about to run here, is counted in slot;
    * or this thread is inside an operator counted in slot (op ran while it
    * helps or waits), whose own finish checks. */
@@ -164,5 +174,4 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     weft_engine_count_done_busy(eng, slot, count);
   else
     weft_engine_count_done_op(eng, epoch, count, hook);
-  return next;
 }

@@ -32,6 +32,12 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
  * *keep instead. Returns *keep (or NULL). */
 weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready);
 
+/* Counts count finished operators of slot (epoch: the last one's) off the
+ * in-flight count, or onto next (about to run on this thread, in the same
+ * slot: weft_opr.owed). hook: see weft_engine_count_done_op. */
+void weft_opr_count_finish(weft_engine *eng, int slot, uint64_t epoch, uint32_t count,
+                           weft_opr *next, weft_between_fn hook);
+
 /* A finished operator gives back its reusable operator's reference and its
  * place under max_inflight (waking a held-back pusher). */
 void weft_opr_retire(weft_engine *eng, weft_opr *op);

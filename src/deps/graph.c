@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/fork.h"
 #include "deps/graph.h"
+#include "deps/keep.h"
 #include "deps/var.h"
 
 weft_gate *weft_gate_get(struct weft_graph *g)
@@ -38,6 +39,8 @@ void weft_gate_put(weft_opr *gate_op)
 {
   weft_gate *gate = gate_op->arg;
   struct weft_graph *g = gate->graph;
+  /* relaxed: no var names it any more (keep.h); its next taker sets RUN. */
+  atomic_store_explicit(&gate->hold, WEFT_HOLD_OFF, memory_order_relaxed);
   pthread_mutex_lock(&g->gate_lock);
   gate->next = g->free_gates;
   g->free_gates = gate;
@@ -110,6 +113,7 @@ void weft_graph_orphan_all(weft_engine *eng)
     if (atomic_load_explicit(&g->eng, memory_order_relaxed) != eng)
       continue;
     weft_dlist_remove(&graphs, n);
+    weft_keep_drop(g); /* its vars go with the engine; its gate is put back */
     weft_graph_release_nodes(g);
     atomic_store_explicit(&g->eng, NULL, memory_order_relaxed);
   }

@@ -14,14 +14,16 @@
  * nodes (build.c), not in capture order: a replay reads them forward.
  *
  * A launch registers one gate (an op block of kind WEFT_OPR_GATE) on every
- * var the graph uses, as one operator would; once the gate holds them all,
- * it releases the roots: the first root, which, when it starts, releases
- * the next two (a heap: root i releases roots 2i+1 and 2i+2), so the roots
- * reach every worker in O(log roots) steps instead of one thread queuing
- * them all. A finished node releases its successors and, if it is a sink
- * (no successor), counts itself off a tree of counters (16 sinks a leaf,
- * 16 counters a parent): the last one at the top ends the launch and
- * finishes the gate, which releases the vars.
+ * var the graph uses, as one operator would (and the gate may go on holding
+ * them into the next launch, which then registers nothing: keep.h); once
+ * the gate holds them all, it releases the roots: the first root, which,
+ * when it starts, releases the next two (a heap: root i releases roots
+ * 2i+1 and 2i+2), so the roots reach every worker in O(log roots) steps
+ * instead of one thread queuing them all. A finished node releases its
+ * successors and, if it is a sink (no successor), counts itself off a tree
+ * of counters (16 sinks a leaf, 16 counters a parent): the last one at the
+ * top ends the launch and finishes the gate, which keeps the vars or
+ * releases them.
  */
 #ifndef WEFT_DEPS_GRAPH_H
 #define WEFT_DEPS_GRAPH_H
@@ -61,6 +63,9 @@ typedef struct weft_gate {
   weft_opr op;                 /* internal WEFT_OPR_GATE; op.arg is the gate */
   struct weft_graph *graph;    /* immutable */
   struct weft_gate *next;      /* under graph->gate_lock while free */
+  /* atomic: WEFT_HOLD_* (keep.h): whether it runs a launch, or keeps its
+   * vars between launches. */
+  _Atomic unsigned hold;
   weft_var_req req[];          /* [graph->nvars] */
 } weft_gate;
 
@@ -94,6 +99,11 @@ struct weft_graph {
    * are released). Written by the launcher before the gate registers;
    * published to the nodes by the gate's grants. */
   weft_gate *cur;
+  /* The gate that holds (or held: keep.h) the graph's vars since the last
+   * launch and may go on holding them into the next, or NULL. Touched by
+   * the thread that holds running (the launcher, the launch's end before
+   * it clears running) and by the destroys (no launch runs). */
+  weft_gate *kept;
   /* atomic: 1 from a launch until its last node has finished. */
   _Atomic int running;
   /* atomic: gates taken and not yet given back (a gate finishing after

@@ -10,6 +10,7 @@
 #include "common/fork.h"
 #include "deps/capture.h"
 #include "deps/inflight.h"
+#include "deps/keep.h"
 #include "deps/push.h"
 
 int weft_graph_begin_capture(weft_engine *eng)
@@ -100,6 +101,24 @@ static void log_dead_var(const weft_graph *g, int k)
   }
 }
 
+/* A gate's block as an operator's: what every launch of it shares. */
+static void gate_fill(weft_engine *eng, weft_graph *g, weft_gate *gate)
+{
+  weft_opr *op = &gate->op;
+  op->eng = eng;
+  op->fn = NULL;
+  op->arg = gate;
+  op->name = "weft_graph_launch";
+  op->ctx = (weft_ctx){WEFT_DEV_CPU, 0};
+  op->prop = WEFT_PROP_ASYNC; /* trivial: run where it becomes ready */
+  op->flags = WEFT_OP_NOSKIP;
+  op->internal = WEFT_OPR_GATE;
+  op->tmpl = NULL;
+  op->var = g->vars;
+  op->req = gate->req;
+  op->nvars = g->nvars;
+}
+
 static int launch(weft_engine *eng, weft_graph *g, bool out)
 {
   if (g->nnodes == 0)
@@ -117,7 +136,19 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
   } else if (eng->naive) {
     rc = launch_naive(eng, g, out);
   } else {
-    weft_gate *gate = weft_gate_get(g);
+    /* The gate that kept the vars since the last launch, or a fresh one. */
+    weft_gate *gate = g->kept;
+    bool holds_all = false;
+    if (gate) {
+      holds_all = weft_keep_resume(gate);
+    } else if ((gate = weft_gate_get(g))) {
+      /* No var names it: its block is ours to fill (a kept gate's stays as
+       * it is: a yield reads it, under a var's lock). */
+      gate_fill(eng, g, gate);
+      /* relaxed: published to the yields by the registration's var locks. */
+      atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
+      g->kept = gate;
+    }
     if (!gate) {
       rc = WEFT_ENOMEM;
     } else {
@@ -125,22 +156,14 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
       if (capped)
         weft_push_admit(eng, out);
       weft_opr *op = &gate->op;
-      op->eng = eng;
-      op->fn = NULL;
-      op->arg = gate;
-      op->name = "weft_graph_launch";
-      op->ctx = (weft_ctx){WEFT_DEV_CPU, 0};
-      op->prop = WEFT_PROP_ASYNC; /* trivial: run where it becomes ready */
-      op->flags = WEFT_OP_NOSKIP;
-      op->internal = WEFT_OPR_GATE;
-      op->tmpl = NULL;
       op->admitted = false;
       op->status = 0;
-      op->var = g->vars;
-      op->req = gate->req;
-      op->nvars = g->nvars;
       WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
-      g->cur = gate; /* published to the nodes by the gate's grants */
+      g->cur = gate; /* published to the nodes by the gate's grants, or its dispatch */
+      if (holds_all) {
+        weft_keep_start(eng, op, capped);
+        return 0; /* running until its last node finishes */
+      }
       rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
       if (rc) {
         int slot = op->slot;
@@ -149,7 +172,9 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
             log_dead_var(g, k);
             break;
           }
-        weft_gate_put(op);
+        /* Nothing was appended (a dead var is found before any append):
+         * let go of what the gate still kept, and of it. */
+        weft_keep_drop(g);
         weft_engine_count_done(eng, slot);
         if (capped)
           weft_push_unadmit(eng);
@@ -188,6 +213,7 @@ int weft_graph_destroy(weft_graph *g)
     return WEFT_EBUSY;
   /* acquire: pairs with weft_gate_put's release; a gate finishing the last
    * launch is done with the graph once the count is back to zero. */
+  weft_keep_drop(g); /* the vars it kept since its last launch */
   while (atomic_load_explicit(&g->gates_out, memory_order_acquire))
     sched_yield(); /* a few var releases at most */
   weft_graph_untrack(g);

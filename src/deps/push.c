@@ -16,6 +16,7 @@
 #include "deps/fence.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
+#include "deps/keep.h"
 #include "deps/push.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
@@ -211,20 +212,30 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
    * sharing vars queue in the same order on all of them. A var's
    * completion may then grant op meanwhile: op's own +1 keeps its counter
    * above zero until the locked decrement below. */
+  bool gate = internal == WEFT_OPR_GATE;
   for (int k = 0; k < n; k++) {
     if (stream)
       weft_var_prefetch(op->var, k, n);
-    op->req[k].op = op;
-    op->req[k].write = uses[k].write;
-    op->req[k].simple = simple;
-    op->req[k].seq = seq;
-    if (weft_varq_append(&op->var[k]->q, &op->req[k])) {
-      granted++;
-      if (op->var[k]->fences) /* a host-side wait for a device fence adds one */
-        weft_fence_check(op->var[k], &op->req[k]);
+    weft_var_impl *v = op->var[k];
+    weft_var_req *r = &op->req[k];
+    if (gate && v->keeper == r) {
+      granted++; /* a kept gate still holds v since its last launch (keep.h) */
+    } else {
+      r->op = op;
+      r->write = uses[k].write;
+      r->simple = simple;
+      r->seq = seq;
+      weft_keep_yield(v, r); /* a gate that keeps v lets go of it, or is told to */
+      if (weft_varq_append(&v->q, r)) {
+        granted++;
+        if (v->fences) /* a host-side wait for a device fence adds one */
+          weft_fence_check(v, r);
+      }
+      if (gate)
+        weft_keep_mark(v, r);
     }
     if (stream)
-      weft_spin_unlock(&op->var[k]->q.lock);
+      weft_spin_unlock(&v->q.lock);
   }
   int left;
   if (stream) {

@@ -9,6 +9,7 @@
 #include "common/spinlock.h"
 #include "deps/complete.h"
 #include "deps/engine.h"
+#include "deps/keep.h"
 #include "deps/replay.h"
 #include "deps/var.h"
 
@@ -121,9 +122,15 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   for (int k = 0; k < nsucc; k++) {
     int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_SOLE)) {
-      /* acq_rel: as a grant (weft_grant_list): the last decrement releases
-       * the successor and sees what every predecessor wrote. */
-      int was = atomic_fetch_sub_explicit(&pending[e], 1, memory_order_acq_rel);
+      /* acquire: a 1 is the count every other predecessor left with its
+       * release decrement below: this finish is the last, nobody else
+       * touches the count this launch, and the successor's own finish puts
+       * it back to npred, so it needs no locked decrement. */
+      int was = atomic_load_explicit(&pending[e], memory_order_acquire);
+      if (was != 1)
+        /* acq_rel: as a grant (weft_grant_list): the last decrement
+         * releases the successor and sees what every predecessor wrote. */
+        was = atomic_fetch_sub_explicit(&pending[e], 1, memory_order_acq_rel);
       WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
       if (was != 1)
         continue;
@@ -139,13 +146,31 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
     return next;
   if (!count_off(g, counter))
     return next; /* not the last: the launch may be over already */
-  /* The launch's last node: the graph may be launched again from here on,
-   * while this gate still releases the vars (the next gate queues behind
-   * it on every var this one writes; the nodes are all done either way). */
+  /* The launch's last node. */
   weft_gate *gate = g->cur;
-  /* release: every node's reset (gathered by count_off) before the next
-   * launch; pairs with the acquire CAS in weft_graph_launch. */
-  atomic_store_explicit(&g->running, 0, memory_order_release);
+  weft_opr *gop = &gate->op;
   WEFT_ASSERT(!next); /* a sink has no successor to keep */
-  return weft_opr_finish_vars(&gate->op, 0, keep_one, ready, hook);
+  if (weft_keep_end(gate)) {
+    /* The gate keeps the vars for the next launch (keep.h), which may
+     * reuse it as soon as running is clear: what its count needs is read
+     * first. */
+    int slot = gop->slot;
+    uint64_t gepoch = gop->epoch;
+    uint32_t count = 1u + gop->owed;
+    WEFT_OPR_SET(gop, WEFT_OPR_ST_DONE);
+    weft_opr_retire(eng, gop);
+    /* release: every node's reset (gathered by count_off) before the next
+     * launch; pairs with the acquire CAS in weft_graph_launch. */
+    atomic_store_explicit(&g->running, 0, memory_order_release);
+    weft_opr_count_finish(eng, slot, gepoch, count, NULL, hook);
+    return NULL;
+  }
+  /* Wanted elsewhere: the gate releases every var. The graph may be
+   * launched again from here on, with a fresh gate, while this one still
+   * releases them (the next gate queues behind it on every var this one
+   * writes; the nodes are all done either way). */
+  g->kept = NULL;
+  /* release: as above. */
+  atomic_store_explicit(&g->running, 0, memory_order_release);
+  return weft_opr_finish_vars(gop, 0, keep_one, ready, hook);
 }

@@ -39,6 +39,10 @@ struct weft_var_impl {
    * fields share these lines. */
   _Alignas(WEFT_CACHE_LINE) weft_varq q; /* the queue and its lock */
   weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
+  /* under q.lock: the granted request of a graph launch's gate that may go
+   * on holding v after its launch (keep.h), or NULL: an operator appended
+   * behind it must first make the gate let go (weft_keep_yield). */
+  weft_var_req *keeper;
 };
 _Static_assert(sizeof(weft_var_impl) == 2 * WEFT_CACHE_LINE, "a var is two lines");
 

@@ -52,6 +52,7 @@ static int var_new(weft_engine *eng, weft_var **out)
   weft_var_failed_store(v, 0);
   v->failed_epoch = 0;
   v->fences = v->fwaiters = NULL; /* a deleted var had none left: its deletion waited */
+  v->keeper = NULL;                /* as its deletion found it: no gate keeps a dead var */
   weft_spin_unlock(&v->q.lock);
   *out = (weft_var *)h;
   return 0;

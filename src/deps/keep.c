@@ -1,0 +1,130 @@
+/*
+ * A graph's gate keeping its vars between launches (keep.h): the yield an
+ * operator forces on a kept var, and the gate's steps from launch to
+ * launch.
+ */
+#include "common/assert.h"
+#include "common/spinlock.h"
+#include "deps/complete.h"
+#include "deps/dispatch.h"
+#include "deps/fence.h"
+#include "deps/inflight.h"
+#include "deps/keep.h"
+
+static inline weft_gate *gate_of(const weft_var_req *r)
+{
+  return (weft_gate *)((const weft_opr *)r->op)->arg;
+}
+
+void weft_keep_yield_slow(weft_var_impl *v, const weft_var_req *req)
+{
+  weft_var_req *kr = v->keeper;
+  if (!req->write && !kr->write && ((const weft_opr *)req->op)->internal != WEFT_OPR_GATE)
+    return; /* a read beside a kept read: granted with it, nothing waits */
+  weft_gate *gate = gate_of(kr);
+  /* relaxed: a first guess; the CASes below decide. */
+  unsigned s = atomic_load_explicit(&gate->hold, memory_order_relaxed);
+  for (;;) {
+    if (s & WEFT_HOLD_RUN) {
+      if (s & WEFT_HOLD_WANTED)
+        return; /* its end releases every var already */
+      /* relaxed: only this word's order matters. Either the end's CAS to
+       * KEPT comes first, this one fails and v is let go of below; or this
+       * one does, the end's fails, and the end releases every var, v under
+       * its lock, after req is appended (we hold that lock). */
+      if (atomic_compare_exchange_weak_explicit(&gate->hold, &s, s | WEFT_HOLD_WANTED,
+                                                memory_order_relaxed, memory_order_relaxed))
+        return;
+      continue;
+    }
+    WEFT_ASSERT(s == WEFT_HOLD_KEPT || s == WEFT_HOLD_PART); /* a var names no gate that is off */
+    /* acquire: pairs with the end's release CAS to KEPT (a yield's CAS
+     * before this one continues its release sequence): the launch's nodes
+     * come before the operator that gets v now. Fails if a launch took
+     * the gate meanwhile (RUN): then the loop marks it WANTED. */
+    if (atomic_compare_exchange_weak_explicit(&gate->hold, &s, WEFT_HOLD_PART,
+                                              memory_order_acquire, memory_order_relaxed))
+      break;
+  }
+  v->keeper = NULL;
+  weft_var_req *g = weft_varq_complete(&v->q, kr->write, false);
+  WEFT_ASSERT(!g); /* between launches nothing queues behind a kept var: it yields first */
+  (void)g;
+}
+
+void weft_keep_mark(weft_var_impl *v, weft_var_req *req)
+{
+  if (!v->keeper) {
+    v->keeper = req;
+    return;
+  }
+  if (v->keeper == req)
+    return;
+  /* Another launch that runs keeps v (its yield marked it WANTED): v will
+   * come back to nobody, so this gate cannot keep it either. relaxed: its
+   * own end reads the word with a CAS, after this registration. */
+  atomic_fetch_or_explicit(&gate_of(req)->hold, WEFT_HOLD_WANTED, memory_order_relaxed);
+}
+
+bool weft_keep_resume(weft_gate *gate)
+{
+  /* relaxed: the previous launch's end reaches us through running's
+   * acquire; a yield that took a var did so under the var's lock, which
+   * the registration that PART calls for takes too. */
+  unsigned s = atomic_load_explicit(&gate->hold, memory_order_relaxed);
+  for (;;) {
+    WEFT_ASSERT(s == WEFT_HOLD_KEPT || s == WEFT_HOLD_PART); /* between launches */
+    /* relaxed: as above; the yields that come later read RUN from this
+     * word itself. Fails only when a yield moved it to PART meanwhile. */
+    if (atomic_compare_exchange_weak_explicit(&gate->hold, &s, WEFT_HOLD_RUN,
+                                              memory_order_relaxed, memory_order_relaxed))
+      return s == WEFT_HOLD_KEPT;
+  }
+}
+
+void weft_keep_start(weft_engine *eng, weft_opr *op, bool admitted)
+{
+  op->owed = 0;
+  atomic_store_explicit(&op->wait, 0, memory_order_relaxed); /* nothing to wait for */
+  op->epoch = weft_engine_count_push(eng); /* before it can complete */
+  op->slot = (uint8_t)(op->epoch & 1);
+  op->admitted = admitted;
+  WEFT_OPR_SET(op, WEFT_OPR_ST_READY);
+  weft_opr_ready(op);
+}
+
+bool weft_keep_end(weft_gate *gate)
+{
+  unsigned s = WEFT_HOLD_RUN;
+  /* release: the launch's nodes, gathered by count_off's acq_rel chain,
+   * before whatever a yield hands a var to; pairs with its acquire CAS. */
+  return atomic_compare_exchange_strong_explicit(&gate->hold, &s, WEFT_HOLD_KEPT,
+                                                 memory_order_release, memory_order_relaxed);
+}
+
+void weft_keep_drop(struct weft_graph *g)
+{
+  weft_gate *gate = g->kept;
+  if (!gate)
+    return;
+  g->kept = NULL;
+  weft_fifo ready = WEFT_FIFO_INIT;
+  for (int k = 0; k < g->nvars; k++) {
+    weft_var_prefetch(g->vars, k, g->nvars);
+    weft_var_impl *v = g->vars[k];
+    weft_var_req *me = &gate->req[k];
+    weft_var_req *granted = NULL;
+    weft_spin_lock(&v->q.lock);
+    if (v->keeper == me) { /* it holds exactly the vars that name it */
+      v->keeper = NULL;
+      granted = weft_varq_complete(&v->q, me->write, v->fences == NULL);
+      if (v->fences) /* device work pending on v: the granted respect it */
+        for (weft_var_req *r = granted; r; r = r->next)
+          weft_fence_check(v, r);
+    }
+    weft_spin_unlock(&v->q.lock);
+    weft_grant_list(granted, NULL, &ready);
+  }
+  weft_gate_put(&gate->op); /* OFF */
+  weft_opr_ready_list(&ready);
+}

@@ -1,0 +1,109 @@
+/*
+ * A graph's gate keeps its vars between launches.
+ *
+ * A launch's gate registers on every var of its graph, and the launch's end
+ * releases them all (graph.h). For a graph over many vars those two walks
+ * cost more than its nodes: a 512 x 512 wavefront (262,144 vars) spent ~19
+ * ns an operator registering alone on the VM. Most programs replay a graph
+ * with nothing else on its vars in between, so a gate goes on holding its
+ * vars after its launch ends, for as long as nobody else wants one: the
+ * next launch registers nothing and starts at once.
+ *
+ * Nobody waits behind a kept var. The var names its keeper (the gate's
+ * request, weft_var_impl.keeper, under the var's lock), and an operator
+ * about to queue behind that request (it writes, or the keeper writes, or
+ * it is another graph's gate) first makes the gate yield, under the var's
+ * lock (weft_keep_yield):
+ *   - between launches (KEPT or PART) the gate lets go of that var then and
+ *     there, as its launch's end would have (the gate becomes PART: the
+ *     next launch registers again on the vars it lost, and keeps the rest);
+ *   - during a launch (RUN) the gate is marked WANTED: the launch's end
+ *     releases every var, as if it kept nothing, which grants the operator
+ *     in its turn.
+ * So every operator is ordered as if each launch registered and released
+ * its vars: one pushed between two launches runs between them, one pushed
+ * during a launch runs after it, and weft_var_wait and weft_var_delete (a
+ * wait and a write on the var) find it free once the launch is over.
+ *
+ * weft_gate.hold, one word per gate (atomic):
+ *   OFF          on the free list, or releasing every var (no var names it
+ *                as keeper once its release walk passed it)
+ *   RUN          a launch registers or runs; | WANTED: its end releases all
+ *   KEPT         between launches, holding every var of its graph
+ *   PART         between launches, holding some of them
+ * The launcher takes a gate OFF -> RUN (a fresh one), KEPT -> RUN or
+ * PART -> RUN (CAS); the end RUN -> KEPT (CAS, fails on WANTED) or, with
+ * WANTED, lets go of everything and puts the gate back (OFF); a yield
+ * RUN -> RUN | WANTED or KEPT/PART -> PART (CAS); the drop (graph or
+ * engine destroy, a launch that failed) lets go of every var it still
+ * holds. The launcher and the end hold the graph's running flag, so at most
+ * one of them touches a gate at a time; yields come from any thread.
+ */
+#ifndef WEFT_DEPS_KEEP_H
+#define WEFT_DEPS_KEEP_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
+
+#include <stdbool.h>
+
+#include "deps/graph.h"
+#include "deps/var.h"
+
+enum {
+  WEFT_HOLD_OFF = 0,
+  WEFT_HOLD_KEPT = 1,
+  WEFT_HOLD_PART = 2,
+  WEFT_HOLD_RUN = 4,
+  WEFT_HOLD_WANTED = 8,
+};
+
+/* The uncommon case of weft_keep_yield. */
+void weft_keep_yield_slow(weft_var_impl *v, const weft_var_req *req);
+
+/* Under v's lock, before req is appended to v: if a gate keeps v and req
+ * would have to wait for it, the gate lets go of v now (between launches)
+ * or at its launch's end (WANTED). */
+static inline void weft_keep_yield(weft_var_impl *v, const weft_var_req *req)
+{
+  if (__builtin_expect(v->keeper != NULL, 0) && v->keeper != req)
+    weft_keep_yield_slow(v, req);
+}
+
+/* Under v's lock, once gate request req is on v (appended, granted or
+ * not): v names it as its keeper. If another gate's request still does (a
+ * launch of another graph that runs, and will release v at its end), req's
+ * gate cannot keep v: it is marked WANTED, and releases everything at its
+ * end. */
+void weft_keep_mark(weft_var_impl *v, weft_var_req *req);
+
+/* The launcher, holding g's running flag, with g->kept set: takes the gate
+ * for this launch (-> RUN). True if it still holds every var (KEPT: the
+ * launch registers nothing, weft_keep_start), false if it lost some
+ * (PART: the launch registers, and weft_push_register skips the vars it
+ * still holds). */
+bool weft_keep_resume(weft_gate *gate);
+
+/* Starts a launch whose gate (op) holds every var already: counts it in
+ * flight, as a registration would, and makes it ready. admitted: it took a
+ * place under max_inflight. */
+void weft_keep_start(weft_engine *eng, weft_opr *op, bool admitted);
+
+/* The launch's end, from its last node: true if the gate keeps its vars
+ * (RUN -> KEPT); false if it was WANTED: it must release them all
+ * (weft_opr_finish_vars, which clears their keeper). */
+bool weft_keep_end(weft_gate *gate);
+
+/* Under v's lock, as the release of gate request req passes v: v no longer
+ * names it (if it did). */
+static inline void weft_keep_forget(weft_var_impl *v, const weft_var_req *req)
+{
+  if (v->keeper == req)
+    v->keeper = NULL;
+}
+
+/* Lets go of every var g's kept gate still holds, granting whatever waits
+ * behind (a launch that failed while WANTED), and puts the gate back: the
+ * graph keeps nothing. With no launch running (the caller holds running,
+ * or the graph or its engine is being destroyed). */
+void weft_keep_drop(struct weft_graph *g);
+
+#endif /* WEFT_DEPS_KEEP_H */

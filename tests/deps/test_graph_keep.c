@@ -1,0 +1,435 @@
+/*
+ * A graph's gate keeping its vars between launches (src/deps/keep.h).
+ *
+ * Checked through the gate's state (internals) and through what users see:
+ * a second launch with nothing in between registers nothing (the gate is
+ * KEPT, then RUN); an operator pushed between two launches runs between
+ * them, at once (the gate lets go of its var: PART), and one pushed during a
+ * launch runs after it (WANTED: the end releases everything); reads beside
+ * a kept read are granted at once and take nothing back; weft_var_wait,
+ * weft_var_delete, two graphs sharing a var, the graph's destroy and its
+ * engine's destroy each find a kept var free. A stress test mixes launches
+ * with outside pushers on the graph's vars under the overlap guards.
+ */
+#include <sched.h>
+
+#include "deps/graph.h"
+#include "deps/keep.h"
+#include "engine_util.h"
+
+static void setup(void)
+{
+  te_setup();
+}
+
+static weft_graph *capture_end(weft_engine *e)
+{
+  weft_graph *g = NULL;
+  int rc = weft_graph_end_capture(e, &g);
+  cr_assert_eq(rc, 0, "end_capture = %d (%s)", rc, weft_strerror(rc));
+  cr_assert_not_null(g);
+  return g;
+}
+
+/* The kept gate's state, or -1 when the graph keeps none. Between
+ * launches (after a wait) only the tests' own thread touches it. */
+static int hold_of(weft_graph *g)
+{
+  weft_gate *gate = g->kept;
+  return gate ? (int)atomic_load(&gate->hold) : -1;
+}
+
+/* Appends its value to a shared log: the order ops ran in. */
+typedef struct klog {
+  long log[256];
+  atomic_long n;
+} klog;
+
+typedef struct kop {
+  klog *l;
+  long value;
+} kop;
+
+static int log_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  kop *o = arg;
+  long at = atomic_fetch_add(&o->l->n, 1);
+  if (at < 256)
+    o->l->log[at] = o->value;
+  return 0;
+}
+
+static int push_log(weft_engine *e, kop *o, weft_var *v, bool write)
+{
+  return write ? te_push(e, log_fn, o, TE_NONE, TE_V(v), 0)
+               : te_push(e, log_fn, o, TE_V(v), TE_NONE, 0);
+}
+
+/* A graph of one op that logs value (writing or only reading v), and
+ * another that writes w. */
+static weft_graph *capture_logger(weft_engine *e, kop *o, weft_var *v, bool write, weft_var *w,
+                                  atomic_int *count)
+{
+  cr_assert_eq(weft_graph_begin_capture(e), 0);
+  cr_assert_eq(push_log(e, o, v, write), 0);
+  if (w)
+    cr_assert_eq(te_push(e, te_count_fn, count, TE_NONE, TE_V(w), 0), 0);
+  return capture_end(e);
+}
+
+/* ------------------------------------------------------------ the states */
+
+Test(graph_keep, a_second_launch_registers_nothing, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new("threaded", threads, 0);
+    weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+    klog l = {.n = 0};
+    kop o = {&l, 1};
+    atomic_int count = 0;
+    weft_graph *g = capture_logger(t.eng, &o, v, true, w, &count);
+    cr_assert_eq(hold_of(g), -1, "a graph never launched keeps nothing");
+    for (int r = 1; r <= 20; r++) {
+      cr_assert_eq(weft_graph_launch(g), 0);
+      cr_assert_eq(weft_wait_all(t.eng), 0);
+      cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT, "launch %d: the gate keeps both vars", r);
+      cr_assert_eq(atomic_load(&count), r);
+    }
+    cr_assert_eq(atomic_load(&l.n), 20);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* Pushed between two launches: runs at once, between them; pushed while a
+ * launch runs: after it, and the launch's end lets go of everything. */
+Test(graph_keep, pushes_between_and_during_launches, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int threads = 1; threads <= 4; threads *= 2) {
+    te t = te_new("threaded", threads, 0);
+    weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+    klog l = {.n = 0};
+    kop g_op = {&l, 100}, x = {&l, 1}, y = {&l, 2}, z = {&l, 3};
+    te_gate hold = {0};
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(push_log(t.eng, &g_op, v, true), 0);
+    cr_assert_eq(te_push(t.eng, te_gate_fn, &hold, TE_NONE, TE_V(w), 0), 0);
+    weft_graph *g = capture_end(t.eng);
+
+    atomic_store(&hold.open, 1); /* the first launch runs through */
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+    cr_assert_eq(push_log(t.eng, &x, v, true), 0); /* between launches */
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 2, TU_DEADLINE_S),
+              "%d threads: a push on a kept var waited for the next launch", threads);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(hold_of(g), WEFT_HOLD_PART, "v was let go of, w is still kept");
+
+    atomic_store(&hold.open, 0);
+    atomic_store(&hold.started, 0);
+    cr_assert_eq(weft_graph_launch(g), 0); /* registers on v again */
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&hold.started), TU_DEADLINE_S));
+    cr_assert_eq(push_log(t.eng, &y, v, false), 0); /* during the launch */
+    cr_assert_eq(hold_of(g), WEFT_HOLD_RUN | WEFT_HOLD_WANTED);
+    atomic_store(&hold.open, 1);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(hold.timed_out, 0);
+    cr_assert_eq(hold_of(g), -1, "a wanted launch's end keeps nothing");
+    cr_assert_eq(push_log(t.eng, &z, w, true), 0); /* w is free at once */
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 5, TU_DEADLINE_S));
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    long want[5] = {100, 1, 100, 2, 3};
+    for (int i = 0; i < 5; i++)
+      cr_assert_eq(l.log[i], want[i], "%d threads: position %d ran %ld, expected %ld", threads,
+                   i, l.log[i], want[i]);
+
+    cr_assert_eq(weft_graph_launch(g), 0); /* a fresh gate keeps them again */
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* A graph that only reads v: a read pushed beside its kept read runs at
+ * once and takes nothing back, and a launch runs beside a read that holds
+ * v; a write takes v back. */
+Test(graph_keep, reads_beside_a_kept_read, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+  klog l = {.n = 0};
+  kop g_op = {&l, 100}, x = {&l, 1};
+  atomic_int count = 0;
+  weft_graph *g = capture_logger(t.eng, &g_op, v, false, w, &count);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+  te_gate reader = {0};
+  cr_assert_eq(te_push(t.eng, te_gate_fn, &reader, TE_V(v), TE_NONE, 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&reader.started), TU_DEADLINE_S),
+            "a read beside a kept read waited");
+  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT, "a read took a kept read back");
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 2, TU_DEADLINE_S),
+            "the launch's read waited for another read");
+  cr_assert_eq(atomic_load(&reader.open), 0);
+  atomic_store(&reader.open, 1);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+  cr_assert_eq(push_log(t.eng, &x, v, true), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 3, TU_DEADLINE_S), "a write on a kept read waited");
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_PART);
+  cr_assert_eq(l.log[2], 1);
+  cr_assert_eq(atomic_load(&count), 2);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ---------------------------------------------------------- the others */
+
+typedef struct cell_op {
+  long *cell;
+  long value;
+} cell_op;
+
+static int cell_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  cell_op *o = arg;
+  *o->cell = o->value;
+  return 0;
+}
+
+/* weft_var_wait and weft_var_delete on a kept var: each finds it free. */
+Test(graph_keep, var_wait_and_delete_on_kept_vars, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new("threaded", threads, 0);
+    weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+    long cell = 0;
+    cell_op o = {&cell, 7};
+    atomic_int count = 0;
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(te_push(t.eng, cell_fn, &o, TE_NONE, TE_V(v), 0), 0);
+    cr_assert_eq(te_push(t.eng, te_count_fn, &count, TE_NONE, TE_V(w), 0), 0);
+    weft_graph *g = capture_end(t.eng);
+    for (int r = 0; r < 10; r++) {
+      o.value = 7 + r; /* read by the next launch's op: the wait below orders it */
+      cr_assert_eq(weft_graph_launch(g), 0);
+      cr_assert_eq(weft_var_wait(t.eng, v), 0); /* during the launch or after it */
+      cr_assert_eq(cell, 7 + r, "%d threads, launch %d: the wait came back before the launch",
+                   threads, r);
+    }
+    cr_assert_eq(weft_var_delete(t.eng, w), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&count), 10);
+    cr_assert_eq(weft_graph_launch(g), WEFT_EINVAL, "a launch with a deleted var");
+    cr_assert_eq(hold_of(g), -1, "a failed launch keeps nothing");
+    cr_assert_eq(weft_graph_launch(g), WEFT_EINVAL);
+    cr_assert_eq(atomic_load(&count), 10);
+    atomic_int after = 0;
+    cr_assert_eq(te_push(t.eng, te_count_fn, &after, TE_NONE, TE_V(v), 0), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&after) == 1, TU_DEADLINE_S),
+              "v stayed held after the failed launch");
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* Two graphs that write one var, launched in turn without a wait: each
+ * launch takes the var from the other's gate, in launch order. */
+Test(graph_keep, two_graphs_share_a_var, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int threads = 1; threads <= 4; threads *= 2) {
+    te t = te_new("threaded", threads, 0);
+    weft_var *v = te_var(t.eng), *a = te_var(t.eng), *b = te_var(t.eng);
+    klog l = {.n = 0};
+    kop o1 = {&l, 1}, o2 = {&l, 2};
+    atomic_int c1 = 0, c2 = 0;
+    weft_graph *g1 = capture_logger(t.eng, &o1, v, true, a, &c1);
+    weft_graph *g2 = capture_logger(t.eng, &o2, v, true, b, &c2);
+    enum { ROUNDS = 60 };
+    for (int r = 0; r < ROUNDS; r++) {
+      weft_graph *g = r % 2 ? g2 : g1;
+      int rc;
+      while ((rc = weft_graph_launch(g)) == WEFT_EBUSY)
+        sched_yield();
+      cr_assert_eq(rc, 0);
+    }
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&l.n), ROUNDS);
+    for (int r = 0; r < ROUNDS; r++)
+      cr_assert_eq(l.log[r], 1 + r % 2, "%d threads: launch %d ran graph %ld", threads, r,
+                   l.log[r]);
+    cr_assert_eq(atomic_load(&c1), ROUNDS / 2);
+    cr_assert_eq(atomic_load(&c2), ROUNDS / 2);
+    cr_assert_eq(weft_graph_destroy(g1), 0);
+    cr_assert_eq(weft_graph_destroy(g2), 0);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
+}
+
+/* The graph's destroy lets go of its kept vars; an engine destroyed with a
+ * graph that keeps vars lets the graph go too. */
+Test(graph_keep, destroys_let_go_of_kept_vars, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+  klog l = {.n = 0};
+  kop o = {&l, 100}, x = {&l, 1};
+  atomic_int count = 0;
+  weft_graph *g = capture_logger(t.eng, &o, v, true, w, &count);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(push_log(t.eng, &x, v, true), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 2, TU_DEADLINE_S), "v stayed held");
+  g = capture_logger(t.eng, &o, v, true, w, &count);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(te_free(&t), 0, "an engine whose graph keeps vars");
+  cr_assert_eq(weft_graph_launch(g), WEFT_ESHUTDOWN);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(atomic_load(&count), 2);
+  tu_assert_no_errors();
+}
+
+/* ---------------------------------------------------------------- stress */
+
+enum { SV = 6, SGOPS = 12 };
+
+typedef struct sctx {
+  te_guard guard[SV];
+  atomic_long writes[SV]; /* writes each var saw */
+} sctx;
+
+typedef struct sop {
+  sctx *c;
+  int r, w; /* the var it reads (or -1) and the one it writes */
+  atomic_int ran;
+} sop;
+
+static int stress_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  sop *o = arg;
+  int nr = o->r >= 0;
+  te_guard_enter(o->c->guard, &o->r, nr, &o->w, 1);
+  atomic_fetch_add(&o->c->writes[o->w], 1);
+  sched_yield(); /* widen the window an overlap would need */
+  te_guard_leave(o->c->guard, &o->r, nr, &o->w, 1);
+  atomic_fetch_add(&o->ran, 1);
+  return 0;
+}
+
+static void push_sop(weft_engine *e, weft_var **vars, sop *o)
+{
+  weft_op_desc d = te_desc(stress_fn, o);
+  weft_var *r[1], *w[1] = {vars[o->w]};
+  if (o->r >= 0) {
+    r[0] = vars[o->r];
+    d.reads = r;
+    d.num_reads = 1;
+  }
+  d.writes = w;
+  d.num_writes = 1;
+  int rc = weft_push(e, &d);
+  TU_CHECK(rc == 0, "push = %d", rc);
+}
+
+typedef struct pusher {
+  weft_engine *eng;
+  weft_var **vars;
+  sop *ops;
+  long n;
+  uint64_t seed;
+} pusher;
+
+static void *pusher_main(void *arg)
+{
+  pusher *p = arg;
+  for (long i = 0; i < p->n; i++) {
+    push_sop(p->eng, p->vars, &p->ops[i]);
+    if (tu_rand(&p->seed) % 8 == 0)
+      sched_yield();
+  }
+  return NULL;
+}
+
+/* Launches of a graph over SV vars, while two threads push ops on the same
+ * vars: no overlap a var's rules forbid, every op exactly as often as it
+ * was launched or pushed, every write counted. */
+Test(graph_keep, stress_launches_with_outside_pushers, .init = setup, .timeout = TU_TIMEOUT(180))
+{
+  int launches = (int)tu_scaled(150, 30);
+  long per = tu_scaled(1500, 300);
+  for (int threads = 1; threads <= 4; threads *= 2) {
+    te t = te_new("threaded", threads, 0);
+    weft_var *vars[SV];
+    for (int i = 0; i < SV; i++)
+      vars[i] = te_var(t.eng);
+    sctx *c = calloc(1, sizeof *c);
+    sop *gops = calloc(SGOPS, sizeof *gops);
+    sop *pops = calloc(2 * (size_t)per, sizeof *pops);
+    cr_assert(c && gops && pops);
+    uint64_t seed = 0x5eed + (uint64_t)threads;
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    for (int i = 0; i < SGOPS; i++) {
+      gops[i] = (sop){.c = c, .r = i % 3 ? (i + 2) % SV : -1, .w = i % SV};
+      push_sop(t.eng, vars, &gops[i]);
+    }
+    weft_graph *g = capture_end(t.eng);
+    for (long i = 0; i < 2 * per; i++) {
+      /* Most on vars 0..2 (the graph's busiest), some reads elsewhere. */
+      int w = (int)(tu_rand(&seed) % 3);
+      int r = tu_rand(&seed) % 2 ? (int)(3 + tu_rand(&seed) % 3) : -1;
+      pops[i] = (sop){.c = c, .r = r, .w = w};
+    }
+    pusher p[2] = {{t.eng, vars, pops, per, 1}, {t.eng, vars, pops + per, per, 2}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+      cr_assert_eq(pthread_create(&th[i], NULL, pusher_main, &p[i]), 0);
+    for (int r = 0; r < launches; r++) {
+      int rc;
+      while ((rc = weft_graph_launch(g)) == WEFT_EBUSY)
+        sched_yield();
+      TU_CHECK(rc == 0, "launch %d = %d", r, rc);
+      if (r % 16 == 5)
+        TU_CHECK(weft_var_wait(t.eng, vars[r % SV]) == 0, "var_wait");
+    }
+    for (int i = 0; i < 2; i++)
+      te_join(th[i]);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    for (int i = 0; i < SGOPS; i++)
+      cr_assert_eq(atomic_load(&gops[i].ran), launches, "%d threads: graph op %d ran %d times",
+                   threads, i, atomic_load(&gops[i].ran));
+    long want[SV] = {0};
+    for (int i = 0; i < SGOPS; i++)
+      want[gops[i].w] += launches;
+    for (long i = 0; i < 2 * per; i++) {
+      cr_assert_eq(atomic_load(&pops[i].ran), 1, "%d threads: pushed op %ld ran %d times",
+                   threads, i, atomic_load(&pops[i].ran));
+      want[pops[i].w]++;
+    }
+    for (int v = 0; v < SV; v++)
+      cr_assert_eq(atomic_load(&c->writes[v]), want[v], "%d threads: var %d: %ld writes, expected %ld",
+                   threads, v, atomic_load(&c->writes[v]), want[v]);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+    cr_assert_eq(te_free(&t), 0);
+    free(c);
+    free(gops);
+    free(pops);
+  }
+  tu_assert_no_errors();
+}
