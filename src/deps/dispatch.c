@@ -26,6 +26,28 @@ static _Thread_local weft_fifo inline_q __attribute__((tls_model("initial-exec")
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
 static void weft_engine_between(weft_task *next);
+static void fanout(weft_opr *op);
+
+/* run_op for a node of a graph launch with a CPU fn, when nothing of the
+ * general path applies: no failed var to skip for, no drain check left for
+ * later, no trace span, not nested in another operator (the common case of
+ * a replay, which runs a node in a few dozen instructions). */
+static weft_opr *run_gnode(weft_opr *op, int worker, weft_between_fn hook)
+{
+  weft_gnode_prefetch(op);
+  if (op->gn.root >= 0) /* a root releases the next ones as it starts */
+    fanout(op);
+  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  weft_run_ctx rc = {op->ctx, NULL, worker};
+  weft_tls_opr = op;
+  int status = op->fn(&rc, op->arg);
+  weft_tls_opr = NULL;
+  weft_fifo ready = WEFT_FIFO_INIT;
+  weft_opr *next = weft_gnode_finish_here(op, status, worker >= 0, &ready, hook);
+  if (!weft_fifo_empty(&ready))
+    weft_opr_ready_list(&ready);
+  return next;
+}
 
 /* The pool task that runs operators: an operator and the successors each
  * one keeps for this thread. Only a finish here, straight from a worker's
@@ -36,8 +58,19 @@ static void weft_engine_between(weft_task *next);
  * the thread that waits for the drain. */
 static int run_task(void *arg)
 {
-  for (weft_opr *op = arg; op;)
-    op = run_op(op, weft_engine_between);
+  weft_opr *op = arg;
+  /* Not nested in an operator (weft_tls_opr is back to this at each
+   * step): the nodes of a graph launch may take run_gnode. */
+  bool plain = !weft_tls_opr;
+  int worker = plain ? weft_pool_worker_index(op->eng->pool) : -1;
+  while (op) {
+    /* relaxed: see nfailed_vars (engine.h): no failed var, no skip. */
+    if (plain && op->internal == WEFT_OPR_GNODE && op->fn && !weft_tls_between &&
+        !weft_prof_tls && atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0)
+      op = run_gnode(op, worker, weft_engine_between);
+    else
+      op = run_op(op, weft_engine_between);
+  }
   return 0;
 }
 

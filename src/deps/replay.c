@@ -34,22 +34,11 @@ void weft_graph_start(weft_opr *gate, weft_fifo *ready)
 
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
 {
+  weft_gnode_prefetch(op);
   const weft_gnode *n = &op->gn;
-  const struct weft_graph *g = n->graph;
-  /* Its finish reads what it releases: start moving those lines (the
-   * successors' counts, their blocks' first lines, each most likely in
-   * memory in a graph bigger than the cache) while its fn runs. */
-  const int32_t *succ = g->succs + n->succ0;
-  for (int k = 0; k < n->nsucc && k < WEFT_GRAPH_PREFETCH; k++) {
-    int32_t e = succ[k];
-    if (!(e & WEFT_GRAPH_SOLE))
-      __builtin_prefetch((const void *)&g->pending[e], 1);
-    const char *s = (const char *)weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
-    __builtin_prefetch(s, 1);
-    __builtin_prefetch(s + WEFT_CACHE_LINE, 1); /* its place in the graph, its state */
-  }
   if (n->root < 0)
     return;
+  const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
     weft_opr *r = g->roots[c];
     node_ready(r, op->epoch);
@@ -78,26 +67,18 @@ static bool count_off(struct weft_graph *g, int c)
   }
 }
 
-weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
-                            weft_between_fn hook)
+/* A failure, or a failed var: the vars the node writes take its status. */
+static __attribute__((noinline)) void finish_failed(weft_opr *op, int status)
 {
-  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
-              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
-  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
   const weft_gnode *n = &op->gn;
   struct weft_graph *g = n->graph;
   weft_engine *eng = op->eng;
-  if (keep_one && weft_pool_worker_index(eng->pool) < 0)
-    keep_one = false;
   if (status)
     weft_engine_record_failure(eng, status, op->name);
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */
-  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
-   * failure, no var's state changes. */
-  bool fine = !status && atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) == 0;
-  for (int k = 0; k < op->nvars && !fine; k++) {
+  for (int k = 0; k < op->nvars; k++) {
     weft_var_impl *v = op->var[k];
     bool write = g->node_uses[n->index][k].write;
     if (write && (status || weft_var_failed(v))) {
@@ -106,6 +87,58 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
       weft_spin_unlock(&v->q.lock);
     }
   }
+}
+
+/* A sink counts itself off counter; the launch's last ends it: its gate
+ * keeps the vars or releases them (and returns what that makes ready to
+ * run here, as weft_opr_finish_vars does). */
+static __attribute__((noinline)) weft_opr *finish_sink(struct weft_graph *g, weft_engine *eng,
+                                                       int counter, bool keep_one,
+                                                       weft_fifo *ready, weft_between_fn hook)
+{
+  if (!count_off(g, counter))
+    return NULL; /* not the last: the launch may be over already */
+  /* The launch's last node. */
+  weft_gate *gate = g->cur;
+  weft_opr *gop = &gate->op;
+  if (weft_keep_end(gate)) {
+    /* The gate keeps the vars for the next launch (keep.h), which may
+     * reuse it as soon as running is clear: what its count needs is read
+     * first. */
+    int slot = gop->slot;
+    uint64_t gepoch = gop->epoch;
+    uint32_t count = 1u + gop->owed;
+    WEFT_OPR_SET(gop, WEFT_OPR_ST_DONE);
+    weft_opr_retire(eng, gop);
+    /* release: every node's reset (gathered by count_off) before the next
+     * launch; pairs with the acquire CAS in weft_graph_launch. */
+    atomic_store_explicit(&g->running, 0, memory_order_release);
+    weft_opr_count_finish(eng, slot, gepoch, count, NULL, hook);
+    return NULL;
+  }
+  /* Wanted elsewhere: the gate releases every var. The graph may be
+   * launched again from here on, with a fresh gate, while this one still
+   * releases them (the next gate queues behind it on every var this one
+   * writes; the nodes are all done either way). */
+  g->kept = NULL;
+  /* release: as above. */
+  atomic_store_explicit(&g->running, 0, memory_order_release);
+  return weft_opr_finish_vars(gop, 0, keep_one, ready, hook);
+}
+
+weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
+                                 weft_between_fn hook)
+{
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
+              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+  const weft_gnode *n = &op->gn;
+  struct weft_graph *g = n->graph;
+  weft_engine *eng = op->eng;
+  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
+   * failure, no var's state changes. */
+  if (status || atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0)
+    finish_failed(op, status);
   /* Everything read of the node and the graph below is read now: once its
    * last successor count is taken off, the launch may end elsewhere and
    * the graph be destroyed (what it still releases is alive: not run yet). */
@@ -144,33 +177,14 @@ weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *
   }
   if (counter < 0)
     return next;
-  if (!count_off(g, counter))
-    return next; /* not the last: the launch may be over already */
-  /* The launch's last node. */
-  weft_gate *gate = g->cur;
-  weft_opr *gop = &gate->op;
   WEFT_ASSERT(!next); /* a sink has no successor to keep */
-  if (weft_keep_end(gate)) {
-    /* The gate keeps the vars for the next launch (keep.h), which may
-     * reuse it as soon as running is clear: what its count needs is read
-     * first. */
-    int slot = gop->slot;
-    uint64_t gepoch = gop->epoch;
-    uint32_t count = 1u + gop->owed;
-    WEFT_OPR_SET(gop, WEFT_OPR_ST_DONE);
-    weft_opr_retire(eng, gop);
-    /* release: every node's reset (gathered by count_off) before the next
-     * launch; pairs with the acquire CAS in weft_graph_launch. */
-    atomic_store_explicit(&g->running, 0, memory_order_release);
-    weft_opr_count_finish(eng, slot, gepoch, count, NULL, hook);
-    return NULL;
-  }
-  /* Wanted elsewhere: the gate releases every var. The graph may be
-   * launched again from here on, with a fresh gate, while this one still
-   * releases them (the next gate queues behind it on every var this one
-   * writes; the nodes are all done either way). */
-  g->kept = NULL;
-  /* release: as above. */
-  atomic_store_explicit(&g->running, 0, memory_order_release);
-  return weft_opr_finish_vars(gop, 0, keep_one, ready, hook);
+  return finish_sink(g, eng, counter, keep_one, ready, hook);
+}
+
+weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
+                            weft_between_fn hook)
+{
+  if (keep_one && weft_pool_worker_index(op->eng->pool) < 0)
+    keep_one = false;
+  return weft_gnode_finish_here(op, status, keep_one, ready, hook);
 }
