@@ -13,22 +13,13 @@
 #include "deps/replay.h"
 #include "deps/var.h"
 
-/* o (a node whose counter is zero) is ready in the launch of epoch. */
-static inline void node_ready(weft_opr *o, uint64_t epoch)
-{
-  o->epoch = epoch;
-  o->slot = (uint8_t)(epoch & 1);
-  WEFT_ASSERT(o->st == WEFT_OPR_ST_FREE || o->st == WEFT_OPR_ST_DONE || !WEFT_ASSERTS_ON);
-  WEFT_OPR_SET(o, WEFT_OPR_ST_READY);
-}
-
 void weft_graph_start(weft_opr *gate, weft_fifo *ready)
 {
   WEFT_OPR_MOVE(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
   struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
   WEFT_ASSERT(g->nroots > 0); /* an empty graph launches no gate */
   weft_opr *r = g->roots[0];
-  node_ready(r, gate->epoch);
+  weft_gnode_ready(r, gate->epoch);
   weft_fifo_push(ready, &r->node);
 }
 
@@ -41,7 +32,7 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
   const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
     weft_opr *r = g->roots[c];
-    node_ready(r, op->epoch);
+    weft_gnode_ready(r, op->epoch);
     weft_fifo_push(ready, &r->node);
   }
 }
@@ -67,8 +58,7 @@ static bool count_off(struct weft_graph *g, int c)
   }
 }
 
-/* A failure, or a failed var: the vars the node writes take its status. */
-static __attribute__((noinline)) void finish_failed(weft_opr *op, int status)
+void weft_gnode_finish_failed(weft_opr *op, int status)
 {
   const weft_gnode *n = &op->gn;
   struct weft_graph *g = n->graph;
@@ -89,12 +79,8 @@ static __attribute__((noinline)) void finish_failed(weft_opr *op, int status)
   }
 }
 
-/* A sink counts itself off counter; the launch's last ends it: its gate
- * keeps the vars or releases them (and returns what that makes ready to
- * run here, as weft_opr_finish_vars does). */
-static __attribute__((noinline)) weft_opr *finish_sink(struct weft_graph *g, weft_engine *eng,
-                                                       int counter, bool keep_one,
-                                                       weft_fifo *ready, weft_between_fn hook)
+weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int counter,
+                                 bool keep_one, weft_fifo *ready, weft_between_fn hook)
 {
   if (!count_off(g, counter))
     return NULL; /* not the last: the launch may be over already */
@@ -124,61 +110,6 @@ static __attribute__((noinline)) weft_opr *finish_sink(struct weft_graph *g, wef
   /* release: as above. */
   atomic_store_explicit(&g->running, 0, memory_order_release);
   return weft_opr_finish_vars(gop, 0, keep_one, ready, hook);
-}
-
-weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
-                                 weft_between_fn hook)
-{
-  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
-              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
-  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
-  const weft_gnode *n = &op->gn;
-  struct weft_graph *g = n->graph;
-  weft_engine *eng = op->eng;
-  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
-   * failure, no var's state changes. */
-  if (status || atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0)
-    finish_failed(op, status);
-  /* Everything read of the node and the graph below is read now: once its
-   * last successor count is taken off, the launch may end elsewhere and
-   * the graph be destroyed (what it still releases is alive: not run yet). */
-  uint64_t epoch = op->epoch;
-  const int32_t *succ = g->succs + n->succ0;
-  int nsucc = n->nsucc, counter = n->counter;
-  _Atomic int32_t *pending = g->pending;
-  /* relaxed: its predecessors are done with it this launch; the next
-   * launch's release of the roots publishes it (see count_off). A node
-   * with one predecessor has no count: that one releases it. */
-  if (n->npred > 1)
-    atomic_store_explicit(&pending[n->index], n->npred, memory_order_relaxed);
-  weft_opr *next = NULL;
-  for (int k = 0; k < nsucc; k++) {
-    int32_t e = succ[k];
-    if (!(e & WEFT_GRAPH_SOLE)) {
-      /* acquire: a 1 is the count every other predecessor left with its
-       * release decrement below: this finish is the last, nobody else
-       * touches the count this launch, and the successor's own finish puts
-       * it back to npred, so it needs no locked decrement. */
-      int was = atomic_load_explicit(&pending[e], memory_order_acquire);
-      if (was != 1)
-        /* acq_rel: as a grant (weft_grant_list): the last decrement
-         * releases the successor and sees what every predecessor wrote. */
-        was = atomic_fetch_sub_explicit(&pending[e], 1, memory_order_acq_rel);
-      WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
-      if (was != 1)
-        continue;
-    }
-    weft_opr *s = weft_graph_node(g, e & ~WEFT_GRAPH_SOLE); /* released: the launch lives */
-    node_ready(s, epoch);
-    if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
-      next = s;
-    else
-      weft_fifo_push(ready, &s->node);
-  }
-  if (counter < 0)
-    return next;
-  WEFT_ASSERT(!next); /* a sink has no successor to keep */
-  return finish_sink(g, eng, counter, keep_one, ready, hook);
 }
 
 weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,

@@ -10,7 +10,9 @@
 
 #include <stdbool.h>
 
+#include "common/assert.h"
 #include "common/fifo.h"
+#include "deps/engine.h"
 #include "deps/graph.h"
 #include "pool/pool_ext.h"
 
@@ -50,8 +52,79 @@ static inline void weft_gnode_prefetch(const weft_opr *op)
  * (hook: see weft_engine_count_done_op). */
 weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
                             weft_between_fn hook);
-/* The same, from a pool worker's run (keep_one as it is: no check). */
-weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
-                                 weft_between_fn hook);
+/* The rare parts of a finish, out of line: a failure or a failed var (the
+ * vars the node writes take its status); a sink's count off the counter
+ * tree, and, for the launch's last, its end: the gate keeps the vars or
+ * releases them (returning what that makes ready to run here, as
+ * weft_opr_finish_vars does). */
+void weft_gnode_finish_failed(weft_opr *op, int status);
+weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int counter,
+                                 bool keep_one, weft_fifo *ready, weft_between_fn hook);
+
+/* o (a node whose counter is zero) is ready in the launch of epoch. */
+static inline void weft_gnode_ready(weft_opr *o, uint64_t epoch)
+{
+  o->epoch = epoch;
+  o->slot = (uint8_t)(epoch & 1);
+  WEFT_ASSERT(o->st == WEFT_OPR_ST_FREE || o->st == WEFT_OPR_ST_DONE || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(o, WEFT_OPR_ST_READY);
+}
+
+/* weft_gnode_finish with keep_one as it is (the caller knows it runs on a
+ * pool worker, or says false): inline, for the replay's run path. */
+static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one,
+                                               weft_fifo *ready, weft_between_fn hook)
+{
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
+              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+  const weft_gnode *n = &op->gn;
+  struct weft_graph *g = n->graph;
+  weft_engine *eng = op->eng;
+  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
+   * failure, no var's state changes. */
+  if (status || atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0)
+    weft_gnode_finish_failed(op, status);
+  /* Everything read of the node and the graph below is read now: once its
+   * last successor count is taken off, the launch may end elsewhere and
+   * the graph be destroyed (what it still releases is alive: not run yet). */
+  uint64_t epoch = op->epoch;
+  const int32_t *succ = g->succs + n->succ0;
+  int nsucc = n->nsucc, counter = n->counter;
+  _Atomic int32_t *pending = g->pending;
+  /* relaxed: its predecessors are done with it this launch; the next
+   * launch's release of the roots publishes it (see count_off). A node
+   * with one predecessor has no count: that one releases it. */
+  if (n->npred > 1)
+    atomic_store_explicit(&pending[n->index], n->npred, memory_order_relaxed);
+  weft_opr *next = NULL;
+  for (int k = 0; k < nsucc; k++) {
+    int32_t e = succ[k];
+    if (!(e & WEFT_GRAPH_SOLE)) {
+      /* acquire: a 1 is the count every other predecessor left with its
+       * release decrement below: this finish is the last, nobody else
+       * touches the count this launch, and the successor's own finish puts
+       * it back to npred, so it needs no locked decrement. */
+      int was = atomic_load_explicit(&pending[e], memory_order_acquire);
+      if (was != 1)
+        /* acq_rel: as a grant (weft_grant_list): the last decrement
+         * releases the successor and sees what every predecessor wrote. */
+        was = atomic_fetch_sub_explicit(&pending[e], 1, memory_order_acq_rel);
+      WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+      if (was != 1)
+        continue;
+    }
+    weft_opr *s = weft_graph_node(g, e & ~WEFT_GRAPH_SOLE); /* released: the launch lives */
+    weft_gnode_ready(s, epoch);
+    if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
+      next = s;
+    else
+      weft_fifo_push(ready, &s->node);
+  }
+  if (counter < 0)
+    return next;
+  WEFT_ASSERT(!next); /* a sink has no successor to keep */
+  return weft_gnode_finish_sink(g, eng, counter, keep_one, ready, hook);
+}
 
 #endif /* WEFT_DEPS_REPLAY_H */
