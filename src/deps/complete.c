@@ -91,7 +91,9 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
   return kept;
 }
 
-void weft_opr_retire(weft_engine *eng, weft_opr *op)
+/* weft_opr_retire and weft_opr_count_finish, inlined in the finish below
+ * (the common path) and called from a launch's end (replay.c). */
+static inline __attribute__((always_inline)) void retire(weft_engine *eng, weft_opr *op)
 {
   if (op->tmpl)
     weft_op_tmpl_release(eng, op->tmpl);
@@ -101,6 +103,28 @@ void weft_opr_retire(weft_engine *eng, weft_opr *op)
       atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst) <= eng->max_inflight &&
       atomic_load_explicit(&eng->cap_waiters, memory_order_seq_cst) > 0)
     weft_engine_notify(eng);
+}
+
+void weft_opr_retire(weft_engine *eng, weft_opr *op)
+{
+  retire(eng, op);
+}
+
+static inline __attribute__((always_inline)) void count_finish(weft_engine *eng, int slot,
+                                                               uint64_t epoch, uint32_t count,
+                                                               weft_opr *next,
+                                                               weft_between_fn hook)
+{
+  /* Not drained, so no check: next, about to run here, is counted in slot;
+   * or this thread is inside an operator counted in slot (op ran while it
+   * helps or waits), whose own finish checks. */
+  const weft_opr *cur = weft_tls_opr;
+  if (next && next->slot == slot && count + next->owed <= WEFT_OWED_MAX)
+    next->owed = (uint16_t)(count + next->owed); /* counted with next's own finish */
+  else if ((next && next->slot == slot) || (cur && cur->eng == eng && cur->slot == slot))
+    weft_engine_count_done_busy(eng, slot, count);
+  else
+    weft_engine_count_done_op(eng, epoch, count, hook);
 }
 
 weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
@@ -152,26 +176,17 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
   int slot = op->slot;
   uint64_t epoch = op->epoch;
   uint32_t count = 1u + op->owed; /* op and the run of kept operators before it */
-  weft_opr_retire(eng, op);
+  retire(eng, op);
   if (op->internal == WEFT_OPR_GATE)
     weft_gate_put(op); /* a graph launch's: back to its graph */
   else
     weft_opr_free(eng, op);
-  weft_opr_count_finish(eng, slot, epoch, count, next, hook);
+  count_finish(eng, slot, epoch, count, next, hook);
   return next;
 }
 
 void weft_opr_count_finish(weft_engine *eng, int slot, uint64_t epoch, uint32_t count,
                            weft_opr *next, weft_between_fn hook)
 {
-  /* Not drained, so no check: next, about to run here, is counted in slot;
-   * or this thread is inside an operator counted in slot (op ran while it
-   * helps or waits), whose own finish checks. */
-  const weft_opr *cur = weft_tls_opr;
-  if (next && next->slot == slot && count + next->owed <= WEFT_OWED_MAX)
-    next->owed = (uint16_t)(count + next->owed); /* counted with next's own finish */
-  else if ((next && next->slot == slot) || (cur && cur->eng == eng && cur->slot == slot))
-    weft_engine_count_done_busy(eng, slot, count);
-  else
-    weft_engine_count_done_op(eng, epoch, count, hook);
+  count_finish(eng, slot, epoch, count, next, hook);
 }

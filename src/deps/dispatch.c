@@ -95,7 +95,9 @@ static void fanout(weft_opr *op)
 
 /* Finishes op and dispatches what that makes ready (hook: see
  * weft_engine_count_done_op). */
-static weft_opr *finish(weft_opr *op, int status, bool keep_one, weft_between_fn hook)
+static inline __attribute__((always_inline)) weft_opr *finish(weft_opr *op, int status,
+                                                             bool keep_one,
+                                                             weft_between_fn hook)
 {
   weft_fifo ready = WEFT_FIFO_INIT;
   weft_opr *next = op->internal == WEFT_OPR_GNODE

@@ -218,14 +218,19 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
       weft_var_prefetch(op->var, k, n);
     weft_var_impl *v = op->var[k];
     weft_var_req *r = &op->req[k];
-    if (gate && v->keeper == r) {
-      granted++; /* a kept gate still holds v since its last launch (keep.h) */
+    r->op = op;
+    r->write = uses[k].write;
+    r->simple = simple;
+    r->seq = seq;
+    bool held = false;
+    if (__builtin_expect(v->keeper != NULL, 0)) { /* a graph's gate keeps v (keep.h) */
+      held = v->keeper == r; /* ours, still held since the last launch */
+      if (!held)
+        weft_keep_yield_slow(v, r); /* it lets go of v, or is told to at its end */
+    }
+    if (held) {
+      granted++;
     } else {
-      r->op = op;
-      r->write = uses[k].write;
-      r->simple = simple;
-      r->seq = seq;
-      weft_keep_yield(v, r); /* a gate that keeps v lets go of it, or is told to */
       if (weft_varq_append(&v->q, r)) {
         granted++;
         if (v->fences) /* a host-side wait for a device fence adds one */
