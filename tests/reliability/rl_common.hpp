@@ -94,6 +94,23 @@ void run_both(const char *name, unsigned long long random_iters, unsigned bound,
   run_one<T>(name, rl::sched_bound, 0, bound, out);
 }
 
+/* weft_spinlock (common/spinlock.h): an exchange to take it, relaxed
+ * reads while it is held, a release store to give it back. */
+struct spinlock {
+  rl::atomic<int> locked;
+  void init() { locked.store(0, rl::memory_order_relaxed); }
+  void lock()
+  {
+    for (;;) {
+      if (!locked.exchange(1, rl::memory_order_acquire))
+        return;
+      while (locked.load(rl::memory_order_relaxed))
+        rl::yield(1, $); /* weft_cpu_pause / sched_yield */
+    }
+  }
+  void unlock() { locked.store(0, rl::memory_order_release); }
+};
+
 /* The harness's exit status: 0 when every run passed; for a mutant build,
  * 0 when some run failed (the mutant was caught). */
 inline int finish(const char *harness, const char *mutant, const outcome &out)

@@ -44,19 +44,7 @@ const int counter_init[3] = {2, 1, 2};
 const int counter_parent[3] = {2, 2, -1};
 const int roots[3] = {0, 1, 5};
 
-struct spinlock {
-  rl::atomic<int> locked;
-  void lock()
-  {
-    for (;;) {
-      if (!locked.exchange(1, rl::memory_order_acquire))
-        return;
-      while (locked.load(rl::memory_order_relaxed))
-        rl::yield(1, $);
-    }
-  }
-  void unlock() { locked.store(0, rl::memory_order_release); }
-};
+using weft_rl::spinlock;
 
 struct graph_test : rl::test_suite<graph_test, 3> {
   rl::atomic<int> pending[N];
@@ -83,7 +71,7 @@ struct graph_test : rl::test_suite<graph_test, 3> {
       counter[c].store(counter_init[c], rl::memory_order_relaxed);
     running.store(0, rl::memory_order_relaxed);
     finished.store(0, rl::memory_order_relaxed);
-    qlock.locked.store(0, rl::memory_order_relaxed);
+    qlock.init();
     qn($) = 0;
   }
 

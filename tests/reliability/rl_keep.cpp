@@ -51,19 +51,7 @@ constexpr int LAUNCHES = 2;
 #define K_YIELD rl::memory_order_acquire
 #endif
 
-struct spinlock {
-  rl::atomic<int> locked;
-  void lock()
-  {
-    for (;;) {
-      if (!locked.exchange(1, rl::memory_order_acquire))
-        return;
-      while (locked.load(rl::memory_order_relaxed))
-        rl::yield(1, $);
-    }
-  }
-  void unlock() { locked.store(0, rl::memory_order_release); }
-};
+using weft_rl::spinlock;
 
 struct keep_test : rl::test_suite<keep_test, 3> {
   /* the var, under lock */
@@ -85,7 +73,7 @@ struct keep_test : rl::test_suite<keep_test, 3> {
 
   void before()
   {
-    lock.locked.store(0, rl::memory_order_relaxed);
+    lock.init();
     held($) = 0;
     qn($) = 0;
     keeper($) = 0;

@@ -53,21 +53,7 @@ struct var_req {
   int writes_before; /* harness: writes pushed on the var before this request */
 };
 
-/* weft_spinlock (common/spinlock.h) */
-struct spinlock {
-  rl::atomic<int> locked;
-  void init() { locked.store(0, rl::memory_order_relaxed); }
-  void lock()
-  {
-    for (;;) {
-      if (!locked.exchange(1, rl::memory_order_acquire))
-        return;
-      while (locked.load(rl::memory_order_relaxed))
-        rl::yield(1, $); /* weft_cpu_pause / sched_yield */
-    }
-  }
-  void unlock() { locked.store(0, rl::memory_order_release); }
-};
+using weft_rl::spinlock;
 
 /* weft_varq (var_queue.h) plus the var's data and the harness's checks */
 struct varq {
