@@ -343,8 +343,11 @@ static int make_nodes(struct weft_graph *g, build *b)
     m->nsucc = b->nsucc[i];
     for (int j = b->soff[i]; j < b->soff[i + 1]; j++) {
       int to = b->sadj[j];
+      const weft_op_desc *td = &c->recs[to].desc;
+      bool keepable = td->fn && td->prop == WEFT_PROP_NORMAL && td->ctx.type == WEFT_DEV_CPU;
       g->succs[m->succ0 + (uint32_t)(j - b->soff[i])] =
-          g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0);
+          g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0) |
+          (keepable ? WEFT_GRAPH_KEEPABLE : 0);
     }
     m->npred = b->npred[i];
     m->index = at;
@@ -380,7 +383,7 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
   build b = {0};
   b.c = c;
   b.u = c->nuses;
-  if (c->nrecs >= WEFT_GRAPH_SOLE || c->nuses > INT_MAX / 4)
+  if (c->nrecs >= WEFT_GRAPH_KEEPABLE || c->nuses > INT_MAX / 4)
     goto out; /* beyond what the counters hold: as out of memory */
   b.n = (int)c->nrecs;
   size_t nu = b.u ? b.u : 1;

@@ -28,25 +28,38 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
 static void weft_engine_between(weft_task *next);
 static void fanout(weft_opr *op);
 
-/* run_op for a node of a graph launch with a CPU fn, when nothing of the
- * general path applies: no failed var to skip for, no drain check left for
- * later, no trace span, not nested in another operator (the common case of
- * a replay, which runs a node in a few dozen instructions). */
-static weft_opr *run_gnode(weft_opr *op, int worker, weft_between_fn hook)
+/* Whether op, a node of a graph launch with a CPU fn, may take run_gnodes:
+ * nothing of run_op's general path applies (no failed var to skip for, no
+ * drain check left for later, no trace span). */
+static inline bool gnode_plain_now(const weft_opr *op)
 {
-  weft_gnode_prefetch(op);
-  if (op->gn.root >= 0) /* a root releases the next ones as it starts */
-    fanout(op);
-  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-  weft_run_ctx rc = {op->ctx, NULL, worker};
-  weft_tls_opr = op;
-  int status = op->fn(&rc, op->arg);
-  weft_tls_opr = NULL;
-  weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_gnode_finish_here(op, status, worker >= 0, &ready, hook);
-  if (!weft_fifo_empty(&ready))
-    weft_opr_ready_list(&ready);
-  return next;
+  /* relaxed: see nfailed_vars (engine.h): no failed var, no skip. */
+  return !weft_tls_between && !weft_prof_tls &&
+         atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0;
+}
+
+/* run_op for the nodes of a graph launch, from a pool task not nested in
+ * another operator: each node, then the successor it keeps for this
+ * thread (a CPU fn: WEFT_GRAPH_KEEPABLE), while gnode_plain_now holds, in
+ * a few dozen instructions a node. Returns the operator to run next, or
+ * NULL. */
+static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook)
+{
+  do {
+    weft_gnode_prefetch(op);
+    if (op->gn.root >= 0) /* a root releases the next ones as it starts */
+      fanout(op);
+    WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+    weft_run_ctx rc = {op->ctx, NULL, worker};
+    weft_tls_opr = op;
+    int status = op->fn(&rc, op->arg);
+    weft_tls_opr = NULL;
+    weft_fifo ready = WEFT_FIFO_INIT;
+    op = weft_gnode_finish_here(op, status, worker >= 0, &ready, hook);
+    if (!weft_fifo_empty(&ready))
+      weft_opr_ready_list(&ready);
+  } while (op && op->internal == WEFT_OPR_GNODE && gnode_plain_now(op));
+  return op;
 }
 
 /* The pool task that runs operators: an operator and the successors each
@@ -60,14 +73,12 @@ static int run_task(void *arg)
 {
   weft_opr *op = arg;
   /* Not nested in an operator (weft_tls_opr is back to this at each
-   * step): the nodes of a graph launch may take run_gnode. */
+   * step): the nodes of a graph launch may take run_gnodes. */
   bool plain = !weft_tls_opr;
   int worker = plain ? weft_pool_worker_index(op->eng->pool) : -1;
   while (op) {
-    /* relaxed: see nfailed_vars (engine.h): no failed var, no skip. */
-    if (plain && op->internal == WEFT_OPR_GNODE && op->fn && !weft_tls_between &&
-        !weft_prof_tls && atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0)
-      op = run_gnode(op, worker, weft_engine_between);
+    if (plain && op->internal == WEFT_OPR_GNODE && op->fn && gnode_plain_now(op))
+      op = run_gnodes(op, worker, weft_engine_between);
     else
       op = run_op(op, weft_engine_between);
   }

@@ -48,6 +48,11 @@
 /* In a successor list: this successor has no other predecessor (no count
  * to take off: the finish releases it). */
 #define WEFT_GRAPH_SOLE ((int32_t)0x40000000)
+/* In a successor list: this successor may run next on the thread that
+ * releases it (a CPU fn, WEFT_PROP_NORMAL), without a look at its block. */
+#define WEFT_GRAPH_KEEPABLE ((int32_t)0x20000000)
+/* A successor list entry's node index. */
+#define WEFT_GRAPH_INDEX(e) ((e) & (WEFT_GRAPH_KEEPABLE - 1))
 
 
 /* A counter of the sink tree, on a line of its own. */

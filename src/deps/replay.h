@@ -37,8 +37,8 @@ static inline void weft_gnode_prefetch(const weft_opr *op)
   for (int k = 0; k < n->nsucc && k < WEFT_GRAPH_PREFETCH; k++) {
     int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_SOLE))
-      __builtin_prefetch((const void *)&g->pending[e], 1);
-    const char *s = (const char *)weft_graph_node(g, e & ~WEFT_GRAPH_SOLE);
+      __builtin_prefetch((const void *)&g->pending[WEFT_GRAPH_INDEX(e)], 1);
+    const char *s = (const char *)weft_graph_node(g, WEFT_GRAPH_INDEX(e));
     __builtin_prefetch(s, 1);
     __builtin_prefetch(s + WEFT_CACHE_LINE, 1); /* its place in the graph, its state */
   }
@@ -100,23 +100,24 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
   weft_opr *next = NULL;
   for (int k = 0; k < nsucc; k++) {
     int32_t e = succ[k];
+    int32_t i = WEFT_GRAPH_INDEX(e);
     if (!(e & WEFT_GRAPH_SOLE)) {
       /* acquire: a 1 is the count every other predecessor left with its
        * release decrement below: this finish is the last, nobody else
        * touches the count this launch, and the successor's own finish puts
        * it back to npred, so it needs no locked decrement. */
-      int was = atomic_load_explicit(&pending[e], memory_order_acquire);
+      int was = atomic_load_explicit(&pending[i], memory_order_acquire);
       if (was != 1)
         /* acq_rel: as a grant (weft_grant_list): the last decrement
          * releases the successor and sees what every predecessor wrote. */
-        was = atomic_fetch_sub_explicit(&pending[e], 1, memory_order_acq_rel);
+        was = atomic_fetch_sub_explicit(&pending[i], 1, memory_order_acq_rel);
       WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
       if (was != 1)
         continue;
     }
-    weft_opr *s = weft_graph_node(g, e & ~WEFT_GRAPH_SOLE); /* released: the launch lives */
+    weft_opr *s = weft_graph_node(g, i); /* released: the launch lives */
     weft_gnode_ready(s, epoch);
-    if (keep_one && !next && s->prop == WEFT_PROP_NORMAL && s->ctx.type == WEFT_DEV_CPU)
+    if (keep_one && !next && (e & WEFT_GRAPH_KEEPABLE))
       next = s;
     else
       weft_fifo_push(ready, &s->node);
