@@ -47,8 +47,7 @@ static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook)
 {
   do {
     weft_gnode_prefetch(op);
-    if (op->gn.root >= 0) /* a root releases the next ones as it starts */
-      fanout(op);
+    fanout(op); /* a root releases the next ones as it starts */
     WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
     weft_run_ctx rc = {op->ctx, NULL, worker};
     weft_tls_opr = op;
@@ -96,9 +95,12 @@ static void weft_engine_between(weft_task *next)
   }
 }
 
-/* Releases the roots a starting root of a graph launch passes on. */
+/* Releases the roots a starting root of a graph launch passes on (any
+ * other node passes nothing on). */
 static void fanout(weft_opr *op)
 {
+  if (op->gn.root < 0)
+    return;
   weft_fifo ready = WEFT_FIFO_INIT;
   weft_gnode_fanout(op, &ready);
   weft_opr_ready_list(&ready);
@@ -211,8 +213,10 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
     hook = NULL;
   int status = 0;
   bool user = op->internal == WEFT_OPR_USER || op->internal == WEFT_OPR_GNODE;
-  if (op->internal == WEFT_OPR_GNODE) /* a root releases the next ones as it starts */
+  if (op->internal == WEFT_OPR_GNODE) { /* a root releases the next ones as it starts */
+    weft_gnode_prefetch(op);
     fanout(op);
+  }
   if (user) {
     /* Skip an operator that uses a failed var; it passes the status on. */
     status = weft_opr_skip_status(op);

@@ -25,10 +25,8 @@ void weft_graph_start(weft_opr *gate, weft_fifo *ready)
 
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
 {
-  weft_gnode_prefetch(op);
   const weft_gnode *n = &op->gn;
-  if (n->root < 0)
-    return;
+  WEFT_ASSERT(n->root >= 0); /* only a root passes roots on */
   const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
     weft_opr *r = g->roots[c];

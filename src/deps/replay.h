@@ -20,13 +20,12 @@
  * is appended to ready. */
 void weft_graph_start(weft_opr *gate, weft_fifo *ready);
 
-/* A node starts (or goes to its device): if it is a root, the next two
- * roots of the heap are appended to ready; and what its finish will read
- * of its successors is prefetched. */
+/* A root starts (or goes to its device): the next two roots of the heap
+ * are appended to ready. */
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
 
-/* The prefetch part of weft_gnode_fanout: its finish reads what it
- * releases, so start moving those lines (the successors' counts, their
+/* A node starts: its finish reads what it releases, so start moving those
+ * lines (the successors' counts, their
  * blocks' first lines, each most likely in memory in a graph bigger than
  * the cache) while its fn runs. */
 static inline void weft_gnode_prefetch(const weft_opr *op)

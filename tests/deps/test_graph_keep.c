@@ -78,6 +78,14 @@ static weft_graph *capture_logger(weft_engine *e, kop *o, weft_var *v, bool writ
   return capture_end(e);
 }
 
+/* Launches g and waits for it: its gate must keep every var after. */
+static void launch_kept(weft_engine *e, weft_graph *g)
+{
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(e), 0);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT, "the gate keeps its vars after a launch");
+}
+
 /* ------------------------------------------------------------ the states */
 
 Test(graph_keep, a_second_launch_registers_nothing, .init = setup, .timeout = TU_TIMEOUT(60))
@@ -91,9 +99,7 @@ Test(graph_keep, a_second_launch_registers_nothing, .init = setup, .timeout = TU
     weft_graph *g = capture_logger(t.eng, &o, v, true, w, &count);
     cr_assert_eq(hold_of(g), -1, "a graph never launched keeps nothing");
     for (int r = 1; r <= 20; r++) {
-      cr_assert_eq(weft_graph_launch(g), 0);
-      cr_assert_eq(weft_wait_all(t.eng), 0);
-      cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT, "launch %d: the gate keeps both vars", r);
+      launch_kept(t.eng, g);
       cr_assert_eq(atomic_load(&count), r);
     }
     cr_assert_eq(atomic_load(&l.n), 20);
@@ -119,9 +125,7 @@ Test(graph_keep, pushes_between_and_during_launches, .init = setup, .timeout = T
     weft_graph *g = capture_end(t.eng);
 
     atomic_store(&hold.open, 1); /* the first launch runs through */
-    cr_assert_eq(weft_graph_launch(g), 0);
-    cr_assert_eq(weft_wait_all(t.eng), 0);
-    cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+    launch_kept(t.eng, g);
     cr_assert_eq(push_log(t.eng, &x, v, true), 0); /* between launches */
     cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 2, TU_DEADLINE_S),
               "%d threads: a push on a kept var waited for the next launch", threads);
@@ -146,9 +150,7 @@ Test(graph_keep, pushes_between_and_during_launches, .init = setup, .timeout = T
       cr_assert_eq(l.log[i], want[i], "%d threads: position %d ran %ld, expected %ld", threads,
                    i, l.log[i], want[i]);
 
-    cr_assert_eq(weft_graph_launch(g), 0); /* a fresh gate keeps them again */
-    cr_assert_eq(weft_wait_all(t.eng), 0);
-    cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+    launch_kept(t.eng, g); /* a fresh gate keeps them again */
     cr_assert_eq(weft_graph_destroy(g), 0);
     cr_assert_eq(te_free(&t), 0);
   }
@@ -166,9 +168,7 @@ Test(graph_keep, reads_beside_a_kept_read, .init = setup, .timeout = TU_TIMEOUT(
   kop g_op = {&l, 100}, x = {&l, 1};
   atomic_int count = 0;
   weft_graph *g = capture_logger(t.eng, &g_op, v, false, w, &count);
-  cr_assert_eq(weft_graph_launch(g), 0);
-  cr_assert_eq(weft_wait_all(t.eng), 0);
-  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+  launch_kept(t.eng, g);
   te_gate reader = {0};
   cr_assert_eq(te_push(t.eng, te_gate_fn, &reader, TE_V(v), TE_NONE, 0), 0);
   cr_assert(TU_WAIT_UNTIL(atomic_load(&reader.started), TU_DEADLINE_S),
@@ -289,9 +289,7 @@ Test(graph_keep, destroys_let_go_of_kept_vars, .init = setup, .timeout = TU_TIME
   kop o = {&l, 100}, x = {&l, 1};
   atomic_int count = 0;
   weft_graph *g = capture_logger(t.eng, &o, v, true, w, &count);
-  cr_assert_eq(weft_graph_launch(g), 0);
-  cr_assert_eq(weft_wait_all(t.eng), 0);
-  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT);
+  launch_kept(t.eng, g);
   cr_assert_eq(weft_graph_destroy(g), 0);
   cr_assert_eq(push_log(t.eng, &x, v, true), 0);
   cr_assert(TU_WAIT_UNTIL(atomic_load(&l.n) == 2, TU_DEADLINE_S), "v stayed held");
