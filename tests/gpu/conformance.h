@@ -7,11 +7,20 @@
  *   gt_enqueue(native, fn, arg)  host work on a stream (weft_gpu_host_enqueue,
  *                           cudaLaunchHostFunc)
  *   gt_dev_alloc / gt_dev_free   device memory
+ *   gt_gate_alloc / gt_gate_free  a gt_gate where both the test thread and
+ *                           the stream's work can reach it (host memory;
+ *                           cuda: pinned, mapped into the device)
+ *   gt_gate_enqueue(native, gate)  a gate on a stream (below)
  * then expands GT_CONFORMANCE_TESTS().
  *
  * "Work" is host functions run by the stream, so every backend can be checked
  * the same way. A gate is a work item that blocks its stream until the test
  * opens it: it makes "not yet" states deterministic (no timing assumptions).
+ * A gate blocks its own stream and nothing else: on CUDA it is a kernel
+ * polling the gate's word, not a host function, because CUDA may run the
+ * host functions of independent streams one at a time on one thread (the
+ * runtime's documentation says they "may be serialized"), so a blocked host
+ * function would hold up the other streams' items too.
  * Nothing asserts on time; TU_WAIT_UNTIL deadlines turn hangs into failures.
  */
 #ifndef WEFT_TESTS_GPU_CONFORMANCE_H
@@ -24,6 +33,10 @@ static weft_gpu_backend *gt_open(unsigned jitter_us);
 static int gt_enqueue(void *native, void (*fn)(void *arg), void *arg);
 static void *gt_dev_alloc(size_t bytes);
 static void gt_dev_free(void *p);
+typedef struct gt_gate gt_gate;
+static gt_gate *gt_gate_alloc(void);
+static void gt_gate_free(gt_gate *g);
+static int gt_gate_enqueue(void *native, gt_gate *g);
 
 /* ------------------------------------------------------------ helpers */
 
@@ -55,26 +68,34 @@ static void gt_put(weft_gpu_backend *b, weft_gpu_stream *s, void (*fn)(void *), 
   gt_ok(gt_enqueue(weft_gpu_stream_native(b, s), fn, arg), "enqueue");
 }
 
-typedef struct gt_gate {
-  atomic_int open; /* the test opens it (release); the item's acquire load pairs */
-} gt_gate;
+struct gt_gate {
+  atomic_int open;      /* the test opens it (release); the gate's acquire load pairs */
+  atomic_int timed_out; /* set by a gate that gave up waiting; read once its stream drained */
+};
 
-static void gt_gate_fn(void *arg)
+/* A closed gate on stream s: s runs nothing after it until gt_gate_open. */
+static gt_gate *gt_gate_put(weft_gpu_backend *b, weft_gpu_stream *s)
 {
-  gt_gate *g = arg;
-  double deadline = tu_now() + TU_DEADLINE_S;
-  while (!atomic_load_explicit(&g->open, memory_order_acquire)) {
-    if (tu_now() > deadline) {
-      TU_CHECK(false, "a gate was never opened");
-      return;
-    }
-    tu_sleep_us(100);
-  }
+  gt_gate *g = gt_gate_alloc();
+  cr_assert_not_null(g, "no memory for a gate");
+  atomic_store_explicit(&g->open, 0, memory_order_relaxed);
+  atomic_store_explicit(&g->timed_out, 0, memory_order_relaxed);
+  gt_ok(gt_gate_enqueue(weft_gpu_stream_native(b, s), g), "enqueue a gate");
+  return g;
 }
 
 static void gt_gate_open(gt_gate *g)
 {
   atomic_store_explicit(&g->open, 1, memory_order_release);
+}
+
+/* After the gate's stream drained (synced or destroyed): it was opened in
+ * time, and its memory goes back. */
+static void gt_gate_done(gt_gate *g)
+{
+  cr_assert_eq(atomic_load_explicit(&g->timed_out, memory_order_relaxed), 0,
+               "a gate was never opened");
+  gt_gate_free(g);
 }
 
 /* Polls an event until it is no longer pending; returns the final result. */
@@ -166,8 +187,7 @@ static void gt_cross_stream_wait(void)
   int rounds = (int)tu_scaled(200, 20);
   int *x = calloc((size_t)rounds, sizeof *x), *seen = calloc((size_t)rounds, sizeof *seen);
   gt_observe *obs = calloc((size_t)rounds, sizeof *obs);
-  gt_gate gate = {0};
-  gt_put(b, a, gt_gate_fn, &gate);
+  gt_gate *gate = gt_gate_put(b, a);
   for (int i = 0; i < rounds; i++) {
     gt_put(b, a, gt_set_fn, &x[i]);
     gt_ok(weft_gpu_event_record(b, e, a), "event_record");
@@ -175,13 +195,14 @@ static void gt_cross_stream_wait(void)
     obs[i] = (gt_observe){&x[i], &seen[i]};
     gt_put(b, c, gt_observe_fn, &obs[i]);
   }
-  gt_gate_open(&gate);
+  gt_gate_open(gate);
   gt_ok(weft_gpu_stream_sync(b, c), "stream_sync(B)");
   for (int i = 0; i < rounds; i++)
     cr_assert_eq(seen[i], 1, "round %d: B's item ran before A's earlier item", i);
   gt_ok(weft_gpu_stream_destroy(b, a), "destroy A");
   gt_ok(weft_gpu_stream_destroy(b, c), "destroy B");
   gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
   tu_assert_no_errors();
   free(x);
   free(seen);
@@ -200,12 +221,11 @@ static void gt_snapshot(void)
   weft_gpu_event *e = gt_event(b, 0);
   int x = 0, z = 0, seen_x = 0, seen_z = 0;
   atomic_int b_done = 0;
-  gt_gate gate = {0};
 
   gt_put(b, a, gt_set_fn, &x);
   gt_ok(weft_gpu_event_record(b, e, a), "record 1");
   gt_ok(weft_gpu_stream_wait_event(b, c, e), "wait");
-  gt_put(b, a, gt_gate_fn, &gate);
+  gt_gate *gate = gt_gate_put(b, a);
   gt_put(b, a, gt_set_fn, &z);
   gt_ok(weft_gpu_event_record(b, e, a), "record 2");
 
@@ -215,7 +235,7 @@ static void gt_snapshot(void)
   bool ran = TU_WAIT_UNTIL(atomic_load_explicit(&b_done, memory_order_acquire), TU_DEADLINE_S);
   /* The re-record is pending (gate closed) while the first one completed. */
   int q = weft_gpu_event_query(b, e);
-  gt_gate_open(&gate);
+  gt_gate_open(gate);
   cr_assert(ran, "B's wait included work recorded after it (the re-record)");
   cr_assert_eq(seen_x, 1, "B did not observe the work before the first record");
   cr_assert_eq(q, WEFT_GPU_EVENT_PENDING, "query reported %d for the pending re-record", q);
@@ -229,6 +249,7 @@ static void gt_snapshot(void)
   gt_ok(weft_gpu_stream_destroy(b, a), "destroy A");
   gt_ok(weft_gpu_stream_destroy(b, c), "destroy B");
   gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
   tu_assert_no_errors();
   weft_gpu_backend_close(b);
 }
@@ -258,23 +279,23 @@ static void gt_query_pending(void)
   weft_gpu_backend *b = gt_open(0);
   weft_gpu_stream *s = gt_stream(b, 0);
   weft_gpu_event *e = gt_event(b, 0);
-  gt_gate gate = {0};
   int x = 0;
-  gt_put(b, s, gt_gate_fn, &gate);
+  gt_gate *gate = gt_gate_put(b, s);
   gt_put(b, s, gt_set_fn, &x);
   gt_ok(weft_gpu_event_record(b, e, s), "record");
   for (int i = 0; i < 100; i++) {
     int q = weft_gpu_event_query(b, e);
     if (q != WEFT_GPU_EVENT_PENDING) {
-      gt_gate_open(&gate);
+      gt_gate_open(gate);
       cr_assert_fail("query %d = %d with the recorded work held back", i, q);
     }
   }
-  gt_gate_open(&gate);
+  gt_gate_open(gate);
   cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE);
   cr_assert_eq(x, 1, "complete, but the work before the record is not visible");
   gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
   gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
   tu_assert_no_errors();
   weft_gpu_backend_close(b);
 }

@@ -19,6 +19,23 @@ __global__ void weft_test_spin_kernel(long long cycles)
   }
 }
 
+/* Spins until *open is non-zero (the host writes it: pinned, mapped
+ * memory, read afresh by each volatile load), or until timeout_ns of the
+ * GPU's global timer have passed: then sets *timed_out and returns. */
+__global__ void weft_test_gate_kernel(const volatile int *open, volatile int *timed_out,
+                                      long long timeout_ns)
+{
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (*open == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if ((long long)(now - start) > timeout_ns) {
+      *timed_out = 1;
+      return;
+    }
+  }
+}
+
 /* a[i] += v for i in [0, n), a in device memory. */
 extern "C" int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s)
 {
@@ -32,5 +49,15 @@ extern "C" int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s)
 extern "C" int weft_test_kernel_spin(long long cycles, cudaStream_t s)
 {
   weft_test_spin_kernel<<<1, 1, 0, s>>>(cycles);
+  return (int)cudaGetLastError();
+}
+
+/* Holds the stream until the host sets *open (an int in pinned memory
+ * mapped into the device; open and timed_out are its device addresses). */
+extern "C" int weft_test_kernel_gate(const void *open, void *timed_out, long long timeout_ns,
+                                     cudaStream_t s)
+{
+  weft_test_gate_kernel<<<1, 1, 0, s>>>((const volatile int *)open, (volatile int *)timed_out,
+                                        timeout_ns);
   return (int)cudaGetLastError();
 }

@@ -10,6 +10,7 @@
 
 int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s);
 int weft_test_kernel_spin(long long cycles, cudaStream_t s);
+int weft_test_kernel_gate(const void *open, void *timed_out, long long timeout_ns, cudaStream_t s);
 
 static void setup(void)
 {
@@ -71,6 +72,31 @@ static void *gt_dev_alloc(size_t bytes)
 static void gt_dev_free(void *p)
 {
   cudaFree(p);
+}
+
+/* Pinned host memory mapped into the device: the gate kernel polls it. */
+static gt_gate *gt_gate_alloc(void)
+{
+  void *p = NULL;
+  return cudaHostAlloc(&p, sizeof(gt_gate), cudaHostAllocMapped) == cudaSuccess ? p : NULL;
+}
+
+static void gt_gate_free(gt_gate *g)
+{
+  cudaFreeHost(g);
+}
+
+/* A kernel that spins until the gate opens (or TU_DEADLINE_S passes): it
+ * holds its stream on the device and leaves CUDA's host-function thread
+ * free for the other streams (conformance.h). */
+static int gt_gate_enqueue(void *native, gt_gate *g)
+{
+  gt_gate *dg = NULL;
+  if (cudaHostGetDevicePointer((void **)&dg, g, 0) != cudaSuccess)
+    return WEFT_EDEVICE;
+  int err = weft_test_kernel_gate(&dg->open, &dg->timed_out, (long long)(TU_DEADLINE_S * 1e9),
+                                  (cudaStream_t)native);
+  return err == 0 ? 0 : WEFT_EDEVICE;
 }
 
 GT_CONFORMANCE_TESTS(setup)

@@ -48,6 +48,36 @@ static void gt_dev_free(void *p)
   free(p);
 }
 
+/* The gate: a host function that waits for the gate's word. */
+static void gt_gate_fn(void *arg)
+{
+  gt_gate *g = arg;
+  double deadline = tu_now() + TU_DEADLINE_S;
+  while (!atomic_load_explicit(&g->open, memory_order_acquire)) {
+    if (tu_now() > deadline) {
+      atomic_store_explicit(&g->timed_out, 1, memory_order_relaxed);
+      TU_CHECK(false, "a gate was never opened");
+      return;
+    }
+    tu_sleep_us(100);
+  }
+}
+
+static gt_gate *gt_gate_alloc(void)
+{
+  return calloc(1, sizeof(gt_gate));
+}
+
+static void gt_gate_free(gt_gate *g)
+{
+  free(g);
+}
+
+static int gt_gate_enqueue(void *native, gt_gate *g)
+{
+  return weft_gpu_host_enqueue(native, gt_gate_fn, g);
+}
+
 GT_CONFORMANCE_TESTS(setup)
 
 /* ------------------------------------------------------------ enqueue */
