@@ -15,7 +15,14 @@
  * when the download has completed. Built when the toolkit is found; exits
  * 77 (skipped) on a machine without a CUDA device or driver.
  *
- * usage: gpu_cuda_streams [CHUNKS]   (default 32)
+ * With LAUNCHES > 0 the same pipeline is then captured once as a graph
+ * (weft_graph_begin_capture / end_capture) and launched LAUNCHES times,
+ * each launch after an ordinary push that starts a new round (fill reads
+ * the round's var, so each launch waits for it and each round's values
+ * differ): the GPU operators of a replay go to the device workers and
+ * complete on their events as pushed ones do.
+ *
+ * usage: gpu_cuda_streams [CHUNKS [LAUNCHES]]   (defaults 32, 0)
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -30,8 +37,15 @@ typedef struct chunk {
   int *host_in, *host_out; /* pinned host memory */
   int *dev_in, *dev_out;   /* device memory */
   int index;
+  const int *round; /* the round in progress: set by next_round, ordered by its var */
   int errors;
+  int checks; /* check runs: one per run of the pipeline */
 } chunk;
+
+static int expected(const chunk *c, int i)
+{
+  return c->index * 7 + i + *c->round * 1000;
+}
 
 static int cuda_status(cudaError_t e)
 {
@@ -46,7 +60,7 @@ static int fill(const weft_run_ctx *rc, void *arg)
   (void)rc;
   chunk *c = arg;
   for (int i = 0; i < N; i++)
-    c->host_in[i] = c->index * 7 + i;
+    c->host_in[i] = expected(c, i);
   return 0;
 }
 
@@ -76,15 +90,35 @@ static int check(const weft_run_ctx *rc, void *arg)
   (void)rc;
   chunk *c = arg;
   for (int i = 0; i < N; i++)
-    if (c->host_out[i] != c->index * 7 + i)
+    if (c->host_out[i] != expected(c, i))
       c->errors++;
+  c->checks++;
   return 0;
+}
+
+static int next_round(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  ++*(int *)arg;
+  return 0;
+}
+
+/* Chunk k's five operators, on GPU g; fill reads the round's var rv. */
+static int push_chunk(weft_engine *eng, chunk *ck, weft_var **v, weft_var *rv, int g)
+{
+  weft_var *in = v[0], *dev = v[1], *out = v[2];
+  int rc = push_one(eng, fill, ck, rv, in, -1, WEFT_PROP_NORMAL);
+  rc = rc ? rc : push_one(eng, upload, ck, in, dev, g, WEFT_PROP_COPY_TO_GPU);
+  rc = rc ? rc : push_one(eng, square, ck, NULL, dev, g, WEFT_PROP_NORMAL);
+  rc = rc ? rc : push_one(eng, download, ck, dev, out, g, WEFT_PROP_COPY_FROM_GPU);
+  return rc ? rc : push_one(eng, check, ck, out, NULL, -1, WEFT_PROP_NORMAL);
 }
 
 int main(int argc, char **argv)
 {
   int nchunks = argc > 1 ? atoi(argv[1]) : 32;
-  if (nchunks < 1)
+  int launches = argc > 2 ? atoi(argv[2]) : 0;
+  if (nchunks < 1 || launches < 0)
     return 2;
   setenv("WEFT_GPU_BACKEND", "cuda", 0);
   weft_engine *eng;
@@ -101,11 +135,15 @@ int main(int argc, char **argv)
   }
   chunk *c = calloc((size_t)nchunks, sizeof *c);
   weft_var **v = calloc(3 * (size_t)nchunks, sizeof *v);
+  weft_var *rv = NULL;
+  int round = 0;
   if (!c || !v)
     return 1;
+  rc = weft_var_new(eng, &rv);
   for (int k = 0; k < nchunks && !rc; k++) {
     chunk *ck = &c[k];
     ck->index = k;
+    ck->round = &round;
     int g = k % ndev;
     if (cudaSetDevice(g) != cudaSuccess || cudaMallocHost((void **)&ck->host_in, N * sizeof(int)) ||
         cudaMallocHost((void **)&ck->host_out, N * sizeof(int)) ||
@@ -114,34 +152,54 @@ int main(int argc, char **argv)
       fprintf(stderr, "CUDA allocation failed\n");
       return 1;
     }
-    weft_var **in = &v[3 * k], **dev = &v[3 * k + 1], **out = &v[3 * k + 2];
-    rc = weft_var_new(eng, in);
-    rc = rc ? rc : weft_var_new(eng, dev);
-    rc = rc ? rc : weft_var_new(eng, out);
-    rc = rc ? rc : push_one(eng, fill, ck, NULL, *in, -1, WEFT_PROP_NORMAL);
-    rc = rc ? rc : push_one(eng, upload, ck, *in, *dev, g, WEFT_PROP_COPY_TO_GPU);
-    rc = rc ? rc : push_one(eng, square, ck, NULL, *dev, g, WEFT_PROP_NORMAL);
-    rc = rc ? rc : push_one(eng, download, ck, *dev, *out, g, WEFT_PROP_COPY_FROM_GPU);
-    rc = rc ? rc : push_one(eng, check, ck, *out, NULL, -1, WEFT_PROP_NORMAL);
+    for (int j = 0; j < 3 && !rc; j++)
+      rc = weft_var_new(eng, &v[3 * k + j]);
+    rc = rc ? rc : push_chunk(eng, ck, &v[3 * k], rv, g);
+  }
+  /* The same operators captured once, then launched round after round. */
+  weft_graph *graph = NULL;
+  if (!rc && launches) {
+    rc = weft_graph_begin_capture(eng);
+    for (int k = 0; k < nchunks && !rc; k++)
+      rc = push_chunk(eng, &c[k], &v[3 * k], rv, k % ndev);
+    int erc = weft_graph_end_capture(eng, &graph);
+    rc = rc ? rc : erc;
+  }
+  /* check reads the round without its var: the pushed run is over before
+   * the first next_round (a launch's check is ordered with the rounds by
+   * the launch as a whole, which reads rv). */
+  if (!rc && launches)
+    rc = weft_wait_all(eng);
+  for (int l = 0; l < launches && !rc; l++) {
+    /* after the previous launch (which reads rv), before this one */
+    rc = push_one(eng, next_round, &round, NULL, rv, -1, WEFT_PROP_NORMAL);
+    while (!rc && (rc = weft_graph_launch(graph)) == WEFT_EBUSY)
+      rc = weft_var_wait(eng, v[2]); /* the previous launch still runs: wait for it */
   }
   int wrc = weft_wait_all(eng);
+  int grc = graph ? weft_graph_destroy(graph) : 0;
   int drc = weft_engine_destroy(eng);
   int errors = 0;
   for (int k = 0; k < nchunks; k++) {
     errors += c[k].errors;
+    if (c[k].checks != 1 + launches) {
+      fprintf(stderr, "chunk %d was checked %d times, not %d\n", k, c[k].checks, 1 + launches);
+      errors++;
+    }
     cudaFreeHost(c[k].host_in);
     cudaFreeHost(c[k].host_out);
     cudaFree(c[k].dev_in);
     cudaFree(c[k].dev_out);
   }
-  printf("%d chunks of %d ints through %d CUDA device(s): %d wrong values\n", nchunks, N, ndev,
-         errors);
+  printf("%d chunks of %d ints through %d CUDA device(s), pushed once and launched %d times as a "
+         "graph (round %d): %d wrong values\n",
+         nchunks, N, ndev, launches, round, errors);
   free(c);
   free(v);
-  if (rc || wrc || drc) {
-    fprintf(stderr, "push %s, wait_all %s, destroy %s\n", weft_strerror(rc), weft_strerror(wrc),
-            weft_strerror(drc));
+  if (rc || wrc || grc || drc) {
+    fprintf(stderr, "push %s, wait_all %s, graph destroy %s, destroy %s\n", weft_strerror(rc),
+            weft_strerror(wrc), weft_strerror(grc), weft_strerror(drc));
     return 1;
   }
-  return errors ? 1 : 0;
+  return errors || round != launches ? 1 : 0;
 }
