@@ -16,6 +16,19 @@
 /* Only the last searching worker spins the full count; the others park after
  * this many rounds, so a burst's end costs one core's spin, not all of them. */
 #define WEFT_SPIN_COUNT_EXTRA_WORKERS 8
+/* A worker takes from the injection queues before its own deque after this
+ * many pops of its deque in a row, so that a stream of work of its own (a
+ * task that submits its successor, popped newest first) cannot hold up
+ * what other threads submitted; as Go's scheduler looks at its global
+ * queue every 61 ticks. Above WEFT_INJECT_BATCH, so that a batch taken
+ * from the injection queue runs in its order. Tasks. */
+#define WEFT_FAIR_TICKS 61
+/* Kept successors an engine operator's task runs in a row before it asks
+ * the pool whether other work waits for this worker (weft_pool_yield_due:
+ * a queue nobody took from since it last asked), and if so hands the next
+ * one back, behind that work: what waits on a busy worker waits for at
+ * most about twice this many operators. Operators. */
+#define WEFT_KEEP_RUN_MAX 1024
 /* Largest WEFT_SPIN_COUNT accepted, rounds. */
 #define WEFT_SPIN_COUNT_MAX 100000000L
 

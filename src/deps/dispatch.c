@@ -41,10 +41,12 @@ static inline bool gnode_plain_now(const weft_opr *op)
 /* run_op for the nodes of a graph launch, from a pool task not nested in
  * another operator: each node, then the successor it keeps for this
  * thread (a CPU fn: WEFT_GRAPH_KEEPABLE), while gnode_plain_now holds, in
- * a few dozen instructions a node. Returns the operator to run next, or
+ * a few dozen instructions a node, and *run (operators run in a row by the
+ * task) stays below WEFT_KEEP_RUN_MAX. Returns the operator to run next, or
  * NULL. */
-static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook)
+static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
 {
+  unsigned n = *run; /* a register in the loop, not the caller's word */
   do {
     weft_gnode_prefetch(op);
     fanout(op); /* a root releases the next ones as it starts */
@@ -57,7 +59,9 @@ static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook)
     op = weft_gnode_finish_here(op, status, worker >= 0, &ready, hook);
     if (!weft_fifo_empty(&ready))
       weft_opr_ready_list(&ready);
-  } while (op && op->internal == WEFT_OPR_GNODE && gnode_plain_now(op));
+  } while (op && ++n < WEFT_KEEP_RUN_MAX && op->internal == WEFT_OPR_GNODE &&
+           gnode_plain_now(op));
+  *run = n;
   return op;
 }
 
@@ -75,11 +79,24 @@ static int run_task(void *arg)
    * step): the nodes of a graph launch may take run_gnodes. */
   bool plain = !weft_tls_opr;
   int worker = plain ? weft_pool_worker_index(op->eng->pool) : -1;
+  unsigned run = 0; /* operators run in a row by this task */
   while (op) {
     if (plain && op->internal == WEFT_OPR_GNODE && op->fn && gnode_plain_now(op))
-      op = run_gnodes(op, worker, weft_engine_between);
+      op = run_gnodes(op, worker, weft_engine_between, &run);
     else
       op = run_op(op, weft_engine_between);
+    /* A chain of kept successors may go on for as long as another thread
+     * feeds it: now and then, if other work waits on this worker's pool,
+     * the next one goes behind it and this task ends (pool_ext.h). */
+    if (op && ++run >= WEFT_KEEP_RUN_MAX) {
+      run = 0;
+      if (plain && worker >= 0 && weft_pool_yield_due(op->eng->pool)) {
+        op->task.fn = run_task;
+        op->task.arg = op;
+        if (weft_pool_submit_embedded_last(op->eng->pool, &op->task) == 0)
+          return 0;
+      }
+    }
   }
   return 0;
 }

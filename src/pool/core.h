@@ -49,6 +49,13 @@ typedef struct weft_worker {
   int nnear;                 /* immutable: how many of victims share a cache */
   uint32_t park_gen_seen;    /* owner only: the pool's park_gen last obeyed */
   bool solo_first;           /* owner only: which injection queue to try first */
+  bool fair_due;             /* owner only: take from the injection queues first, next turn */
+  unsigned ticks;            /* owner only: pops of its deque in a row (WEFT_FAIR_TICKS) */
+  /* owner only: the deque's top and the injection queues' heads at the last
+   * weft_pool_yield_due: a queue whose end has not moved since then has
+   * had nobody to serve it */
+  int64_t fair_top;
+  uint64_t fair_solo_head, fair_inject_head;
   uintptr_t steal_floor;     /* owner only: below this stack address a
                                 waiter stops stealing (see wait.c) */
   pthread_t thread;          /* written by create, read by destroy */

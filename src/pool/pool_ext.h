@@ -18,6 +18,20 @@
 struct weft_task;
 int weft_pool_submit_embedded(weft_pool *pool, struct weft_task *t, bool prio, int priority);
 
+/* Fairness for a task that runs a long stream of work itself (an engine
+ * operator's kept successors), asked now and then (not on every item: it
+ * compares with the last call): whether other work waits for this worker,
+ * i.e. sits in pool's priority queue, or in an injection queue or on the
+ * calling worker's deque that nobody took from since the last call
+ * (relaxed looks). If so, the task should hand the rest of its stream back
+ * with weft_pool_submit_embedded_last and return: the worker's loop then
+ * runs what waited first (the injection queues before its deque). False on
+ * any thread but pool's workers. */
+bool weft_pool_yield_due(weft_pool *pool);
+/* As weft_pool_submit_embedded without prio, but behind every task that
+ * waits already: on the injection queue, whatever the calling thread. */
+int weft_pool_submit_embedded_last(weft_pool *pool, struct weft_task *t);
+
 /* Runs one task of pool on the calling thread if it can find one (a worker
  * of pool: its deque, then elsewhere; another thread: only when it is not
  * already helping). Returns whether it ran one. */

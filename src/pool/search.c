@@ -95,6 +95,11 @@ static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
   return n ? batch[0] : NULL;
 }
 
+weft_task *weft_find_injected(weft_pool *pool, weft_worker *w)
+{
+  return inject_batch(pool, w);
+}
+
 weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
 {
   for (;;) {

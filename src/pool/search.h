@@ -12,5 +12,8 @@
  * which steals from every worker). NULL only when every queue looked empty:
  * a lost steal race is not "empty", and sweeps again. */
 weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w);
+/* Worker w's share of the injection queues (as phase 3 takes it), or NULL
+ * when both look empty. */
+weft_task *weft_find_injected(weft_pool *pool, weft_worker *w);
 
 #endif /* WEFT_POOL_SEARCH_H */

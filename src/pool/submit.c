@@ -94,7 +94,11 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
   return rc;
 }
 
-int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int priority)
+/* Where an embedded task goes: the caller's deque (or the injection queue),
+ * the priority queue, or the injection queue behind what waits there. */
+enum { EMBED_HERE, EMBED_PRIO, EMBED_LAST };
+
+static int submit_embedded(weft_pool *pool, weft_task *t, int where, int priority)
 {
   int guest;
   int rc = weft_pool_guest_enter(pool, true, &guest);
@@ -104,16 +108,35 @@ int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int prio
   t->lo = t->hi = 0;
   t->group = NULL;
   t->embedded = true;
-  if (!prio) {
-    weft_pool_enqueue(pool, weft_worker_of(pool), t);
-  } else {
+  weft_worker *w = weft_worker_of(pool);
+  if (where == EMBED_HERE) {
+    weft_pool_enqueue(pool, w, t);
+  } else if (where == EMBED_PRIO) {
     rc = weft_prio_push(&pool->prio, t, priority);
     if (rc == 0)
+      weft_pool_wake_exact(pool);
+  } else {
+    weft_inject_push(&pool->inject, t);
+    /* A worker looks at the injection queue before it can park, as it
+     * runs its deque (weft_pool_enqueue): the heuristic wake will do. */
+    if (w)
+      weft_pool_wake_heuristic(pool);
+    else
       weft_pool_wake_exact(pool);
   }
   if (guest)
     weft_pool_guest_leave(pool, guest);
   return rc;
+}
+
+int weft_pool_submit_embedded(weft_pool *pool, weft_task *t, bool prio, int priority)
+{
+  return submit_embedded(pool, t, prio ? EMBED_PRIO : EMBED_HERE, priority);
+}
+
+int weft_pool_submit_embedded_last(weft_pool *pool, weft_task *t)
+{
+  return submit_embedded(pool, t, EMBED_LAST, 0);
 }
 
 int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)

@@ -5,6 +5,10 @@
  *
  * The loop, one task per turn, in phases:
  *   1. the priority queue    (prioritized engine operators, before all else)
+ *      and, after WEFT_FAIR_TICKS pops of its own deque in a row or when a
+ *      task asked for it (weft_pool_yield_due), the injection queues: what
+ *      other threads submitted waits at most that long behind the worker's
+ *      own work
  *   2. local pop             (the newest task of its own deque: cache-hot)
  *   3. injection and steal   (the injection queue, then other deques: search.c)
  *   4. between tasks         (work a layer above left for later: pool_ext.h)
@@ -24,6 +28,9 @@
 #include "pool/search.h"
 
 _Thread_local weft_between_fn weft_tls_between WEFT_TLS;
+
+_Static_assert(WEFT_FAIR_TICKS > WEFT_INJECT_BATCH,
+               "a batch taken from the injection queue runs in its order");
 
 /* Before the loop: the thread-locals, the stack floor for helping waiters,
  * the thread's name and its CPU. */
@@ -76,8 +83,17 @@ static void loop(weft_pool *pool, weft_worker *w)
   weft_tls_in_main_loop = true;
   for (;;) {
     weft_task *t = weft_prio_pop(&pool->prio); /* 1: one relaxed load when empty */
-    if (!t)
+    if (!t && (w->fair_due || w->ticks >= WEFT_FAIR_TICKS)) {
+      w->fair_due = false;
+      w->ticks = 0;
+      t = weft_find_injected(pool, w);
+    }
+    if (!t) {
       t = weft_deque_take(&w->deque); /* 2 */
+      w->ticks = t ? w->ticks + 1 : 0; /* pops in a row: a batch taken from
+                                          the injection queue (fewer than
+                                          WEFT_FAIR_TICKS) still runs in order */
+    }
     if (!t)
       t = weft_find_nonlocal(pool, w); /* 3 */
     between_tasks(t);                  /* 4 */
@@ -88,6 +104,36 @@ static void loop(weft_pool *pool, weft_worker *w)
     weft_run_task(pool, w, t);
   }
   weft_tls_in_main_loop = false;
+}
+
+/* Whether q holds tasks that nobody took since the last look (*seen: its
+ * head then; updated). */
+static bool inject_stuck(weft_inject *q, uint64_t *seen)
+{
+  /* relaxed: a hint (pool_ext.h); the queue's own operations order the rest */
+  uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+  bool stuck = h == *seen && !weft_inject_looks_empty(q);
+  *seen = h;
+  return stuck;
+}
+
+bool weft_pool_yield_due(weft_pool *pool)
+{
+  weft_worker *w = weft_worker_of(pool);
+  if (!w)
+    return false;
+  /* Waiting is not starving: other workers may be taking from these
+   * queues. Only a queue whose end has not moved since the last look
+   * (WEFT_KEEP_RUN_MAX operators ago) asks this worker to stop. */
+  bool solo = inject_stuck(&pool->solo, &w->fair_solo_head);
+  bool injected = inject_stuck(&pool->inject, &w->fair_inject_head) || solo;
+  /* relaxed: as above */
+  int64_t top = atomic_load_explicit(&w->deque.top, memory_order_relaxed);
+  bool local = top == w->fair_top && !weft_deque_looks_empty(&w->deque);
+  w->fair_top = top;
+  if (injected)
+    w->fair_due = true; /* the loop takes them before the deque */
+  return injected || local || !weft_prio_looks_empty(&pool->prio);
 }
 
 void *weft_worker_main(void *arg)

@@ -7,6 +7,11 @@
  *   B6: a push from inside an operator at WEFT_MAX_INFLIGHT helps run
  *       operators, which may push and help in turn: the depth was unbounded
  *       (a chain of such pushes overflowed the worker's stack).
+ *   B7: a worker ran an operator's kept successor, then that one's, for as
+ *       long as the chain went on: an operator pushed from another thread
+ *       waited in the injection queue until the chain ended (on 16 cores,
+ *       weft_wait_all against six outside pushers, each feeding its chain
+ *       faster than the one worker ran it, took over a minute).
  * And the engine config's reserved room: non-zero is refused.
  */
 #include "engine_util.h"
@@ -130,6 +135,58 @@ Test(engine_regress, b6_chain_of_pushes_at_the_cap_keeps_the_stack_bounded, .ini
     cr_assert_eq(atomic_load(&b6s.ran), B6_CHAIN, "%d threads: %ld of %d links ran", threads,
                  atomic_load(&b6s.ran), B6_CHAIN);
     cr_assert_eq(atomic_load(&b6s.noops), B6_CHAIN - 1);
+    cr_assert_eq(te_free(&t), 0);
+    tu_assert_no_errors();
+  }
+}
+
+/* ----------------------------------------------------------------- B7 */
+
+typedef struct b7 {
+  weft_engine *eng;
+  weft_var *a;
+  atomic_long links;    /* chain operators run */
+  atomic_long links_at; /* links when the outsider ran; -1 before */
+  long cap;             /* the chain ends here at the latest */
+} b7;
+
+/* Each link pushes the next on the same var: the next waits for this one
+ * and is released, kept for this worker, when it finishes. */
+static int b7_link(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  b7 *s = arg;
+  long n = atomic_fetch_add(&s->links, 1) + 1;
+  if (n < s->cap && atomic_load(&s->links_at) < 0)
+    TU_CHECK(te_push(s->eng, b7_link, s, TE_NONE, TE_V(s->a), 0) == 0, "the chain's push failed");
+  return 0;
+}
+
+static int b7_outsider(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  b7 *s = arg;
+  atomic_store(&s->links_at, atomic_load(&s->links));
+  return 0;
+}
+
+Test(engine_regress, b7_a_chain_of_kept_successors_lets_outside_pushes_in, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new(NULL, threads, 0);
+    b7 s = {t.eng, te_var(t.eng), 0, -1, 5 * 1000 * 1000};
+    weft_var *b = te_var(t.eng);
+    /* threads chains, so that every worker has one to run */
+    for (int k = 0; k < threads; k++)
+      cr_assert_eq(te_push(t.eng, b7_link, &s, TE_NONE, TE_V(k ? te_var(t.eng) : s.a), 0), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&s.links) > 1000, TU_DEADLINE_S), "the chain did not start");
+    cr_assert_eq(te_push(t.eng, b7_outsider, &s, TE_NONE, TE_V(b), 0), 0);
+    cr_assert_eq(weft_var_wait(t.eng, b), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    long at = atomic_load(&s.links_at);
+    cr_assert_lt(at, s.cap, "%d threads: the outside push ran only once the chain of %ld had ended",
+                 threads, s.cap);
     cr_assert_eq(te_free(&t), 0);
     tu_assert_no_errors();
   }

@@ -1162,3 +1162,47 @@ Test(inject, outside_submissions_spread_over_workers, .init = setup, .timeout = 
   cr_assert_eq(atomic_load(&g_ran), n, "a task ran twice");
   tu_destroy(p);
 }
+
+/* ------------------------------------------------------------ fairness */
+
+/* A task that submits its own successor (onto the worker's deque, which it
+ * pops newest first) keeps one worker busy as long as the chain goes on.
+ * A task submitted from outside meanwhile must still run while the chain
+ * goes on: the worker looks at the injection queue now and then
+ * (WEFT_FAIR_TICKS), not only when its deque runs dry. */
+typedef struct fair_chain {
+  weft_pool *pool;
+  atomic_long links;    /* chain tasks run */
+  atomic_long links_at; /* links when the outsider ran; -1 before */
+  long cap;             /* the chain ends here at the latest */
+} fair_chain;
+
+static int fair_link(void *arg)
+{
+  fair_chain *c = arg;
+  long n = atomic_fetch_add(&c->links, 1) + 1;
+  if (n < c->cap && atomic_load(&c->links_at) < 0)
+    TU_CHECK(weft_pool_submit(c->pool, fair_link, c) == 0, "the chain's submit failed");
+  return 0;
+}
+
+static int fair_outsider(void *arg)
+{
+  fair_chain *c = arg;
+  atomic_store(&c->links_at, atomic_load(&c->links));
+  return 0;
+}
+
+Test(fairness, a_task_chain_on_the_deque_lets_outside_tasks_in, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  fair_chain c = {tu_pool(1, -1), 0, -1, 20 * 1000 * 1000};
+  cr_assert_eq(weft_pool_submit(c.pool, fair_link, &c), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&c.links) > 1000, TU_DEADLINE_S), "the chain did not start");
+  cr_assert_eq(weft_pool_submit(c.pool, fair_outsider, &c), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&c.links_at) >= 0, TU_DEADLINE_S), "the outsider never ran");
+  tu_destroy(c.pool); /* runs what is left: the chain ends at once */
+  long at = atomic_load(&c.links_at);
+  cr_assert_lt(at, c.cap, "the outside task ran only once the chain of %ld tasks had ended", c.cap);
+  tu_assert_no_errors();
+}
