@@ -83,12 +83,14 @@ static int run_task(void *arg)
   while (op) {
     if (plain && op->internal == WEFT_OPR_GNODE && op->fn && gnode_plain_now(op))
       op = run_gnodes(op, worker, weft_engine_between, &run);
-    else
+    else {
       op = run_op(op, weft_engine_between);
+      run++; /* run_gnodes counts its own */
+    }
     /* A chain of kept successors may go on for as long as another thread
      * feeds it: now and then, if other work waits on this worker's pool,
      * the next one goes behind it and this task ends (pool_ext.h). */
-    if (op && ++run >= WEFT_KEEP_RUN_MAX) {
+    if (op && run >= WEFT_KEEP_RUN_MAX) {
       run = 0;
       if (plain && worker >= 0 && weft_pool_yield_due(op->eng->pool)) {
         op->task.fn = run_task;

@@ -66,7 +66,7 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
  * searcher that takes a batch stops searching only after the batch is on
  * its deque, so the last searcher's re-check (idle.c) sees what is left
  * there and hands the search on. */
-static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
+weft_task *weft_find_injected(weft_pool *pool, weft_worker *w)
 {
   weft_task *batch[WEFT_INJECT_BATCH];
   /* Both injection queues, the first one in turn, so that a flood into
@@ -95,11 +95,6 @@ static weft_task *inject_batch(weft_pool *pool, weft_worker *w)
   return n ? batch[0] : NULL;
 }
 
-weft_task *weft_find_injected(weft_pool *pool, weft_worker *w)
-{
-  return inject_batch(pool, w);
-}
-
 weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
 {
   for (;;) {
@@ -107,7 +102,7 @@ weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
     if (t)
       return t;
     if (w)
-      t = inject_batch(pool, w);
+      t = weft_find_injected(pool, w);
     else if (!(t = weft_inject_pop(&pool->inject)))
       t = weft_inject_pop(&pool->solo);
     if (t)

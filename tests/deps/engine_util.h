@@ -112,6 +112,23 @@ static inline int te_push(weft_engine *e, weft_op_fn fn, void *arg, weft_var *co
   return weft_push(e, &d);
 }
 
+/* ------------------------------------------------ fairness: a chain mark */
+
+/* How far a chain of operators got (links, counted by the chain), and how
+ * far it was when another operator ran (links_at, -1 before: te_mark_fn). */
+typedef struct te_chain_mark {
+  atomic_long links;
+  atomic_long links_at;
+} te_chain_mark;
+
+static inline int te_mark_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  te_chain_mark *m = arg;
+  atomic_store(&m->links_at, atomic_load(&m->links));
+  return 0;
+}
+
 /* ------------------------------------------------------- a recording op */
 
 /* What one operator saw: how often it ran, where, and what it returns. */

@@ -143,11 +143,10 @@ Test(engine_regress, b6_chain_of_pushes_at_the_cap_keeps_the_stack_bounded, .ini
 /* ----------------------------------------------------------------- B7 */
 
 typedef struct b7 {
+  te_chain_mark m; /* chain operators run; where the outsider found it */
   weft_engine *eng;
   weft_var *a;
-  atomic_long links;    /* chain operators run */
-  atomic_long links_at; /* links when the outsider ran; -1 before */
-  long cap;             /* the chain ends here at the latest */
+  long cap; /* the chain ends here at the latest */
 } b7;
 
 /* Each link pushes the next on the same var: the next waits for this one
@@ -156,17 +155,9 @@ static int b7_link(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
   b7 *s = arg;
-  long n = atomic_fetch_add(&s->links, 1) + 1;
-  if (n < s->cap && atomic_load(&s->links_at) < 0)
+  long n = atomic_fetch_add(&s->m.links, 1) + 1;
+  if (n < s->cap && atomic_load(&s->m.links_at) < 0)
     TU_CHECK(te_push(s->eng, b7_link, s, TE_NONE, TE_V(s->a), 0) == 0, "the chain's push failed");
-  return 0;
-}
-
-static int b7_outsider(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  b7 *s = arg;
-  atomic_store(&s->links_at, atomic_load(&s->links));
   return 0;
 }
 
@@ -175,16 +166,17 @@ Test(engine_regress, b7_a_chain_of_kept_successors_lets_outside_pushes_in, .init
 {
   for (int threads = 1; threads <= 2; threads++) {
     te t = te_new(NULL, threads, 0);
-    b7 s = {t.eng, te_var(t.eng), 0, -1, 5 * 1000 * 1000};
+    b7 s = {{0, -1}, t.eng, te_var(t.eng), 5 * 1000 * 1000};
     weft_var *b = te_var(t.eng);
     /* threads chains, so that every worker has one to run */
     for (int k = 0; k < threads; k++)
       cr_assert_eq(te_push(t.eng, b7_link, &s, TE_NONE, TE_V(k ? te_var(t.eng) : s.a), 0), 0);
-    cr_assert(TU_WAIT_UNTIL(atomic_load(&s.links) > 1000, TU_DEADLINE_S), "the chain did not start");
-    cr_assert_eq(te_push(t.eng, b7_outsider, &s, TE_NONE, TE_V(b), 0), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&s.m.links) > 1000, TU_DEADLINE_S),
+              "the chain did not start");
+    cr_assert_eq(te_push(t.eng, te_mark_fn, &s.m, TE_NONE, TE_V(b), 0), 0);
     cr_assert_eq(weft_var_wait(t.eng, b), 0);
     cr_assert_eq(weft_wait_all(t.eng), 0);
-    long at = atomic_load(&s.links_at);
+    long at = atomic_load(&s.m.links_at);
     cr_assert_lt(at, s.cap, "%d threads: the outside push ran only once the chain of %ld had ended",
                  threads, s.cap);
     cr_assert_eq(te_free(&t), 0);

@@ -607,23 +607,10 @@ Test(graph, operators_run_by_the_capturing_thread_are_not_captured, .init = setu
 /* A replayed chain runs on one worker, each node keeping the next (the
  * short path of dispatch.c): an operator pushed from another thread while
  * it runs must not wait for the whole chain (WEFT_KEEP_RUN_MAX). */
-typedef struct chain_fair {
-  atomic_long links;    /* chain nodes run (this launch) */
-  atomic_long links_at; /* links when the outsider ran; -1 before */
-} chain_fair;
-
 static int chain_fair_link(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
-  atomic_fetch_add(&((chain_fair *)arg)->links, 1);
-  return 0;
-}
-
-static int chain_fair_outsider(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  chain_fair *c = arg;
-  atomic_store(&c->links_at, atomic_load(&c->links));
+  atomic_fetch_add(&((te_chain_mark *)arg)->links, 1);
   return 0;
 }
 
@@ -632,14 +619,14 @@ Test(graph, a_replayed_chain_lets_outside_pushes_in, .init = setup, .timeout = T
   enum { N = 1000 * 1000 };
   te t = te_new(NULL, 1, 0);
   weft_var *a = te_var(t.eng), *b = te_var(t.eng);
-  chain_fair c = {0, -1};
+  te_chain_mark c = {0, -1};
   cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
   for (int i = 0; i < N; i++)
     cr_assert_eq(te_push(t.eng, chain_fair_link, &c, TE_NONE, TE_V(a), 0), 0);
   weft_graph *g = capture_end(t.eng);
   cr_assert_eq(weft_graph_launch(g), 0);
   cr_assert(TU_WAIT_UNTIL(atomic_load(&c.links) > 1000, TU_DEADLINE_S), "the launch did not start");
-  cr_assert_eq(te_push(t.eng, chain_fair_outsider, &c, TE_NONE, TE_V(b), 0), 0);
+  cr_assert_eq(te_push(t.eng, te_mark_fn, &c, TE_NONE, TE_V(b), 0), 0);
   cr_assert_eq(weft_var_wait(t.eng, b), 0);
   cr_assert_eq(weft_wait_all(t.eng), 0);
   cr_assert_eq(atomic_load(&c.links), N, "the launch ran %ld of %d nodes", atomic_load(&c.links), N);
