@@ -43,24 +43,39 @@ static inline bool gnode_plain_now(const weft_opr *op)
  * thread (a CPU fn: WEFT_GRAPH_KEEPABLE), while gnode_plain_now holds, in
  * a few dozen instructions a node, and *run (operators run in a row by the
  * task) stays below WEFT_KEEP_RUN_MAX. Returns the operator to run next, or
- * NULL. */
+ * NULL. The caller checked gnode_plain_now for op; the loop checks only
+ * nfailed_vars for the next ones: the thread's hooks (weft_tls_between,
+ * weft_prof_tls) do not change in the loop (a node's fn restores whatever
+ * it nests; only the launch's last finish may leave a drain check, and it
+ * keeps no node). */
 static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
 {
   unsigned n = *run; /* a register in the loop, not the caller's word */
+  weft_run_ctx rc = {op->ctx, NULL, worker};
   do {
+    WEFT_ASSERT(!weft_tls_between && !weft_prof_tls);
     weft_gnode_prefetch(op);
     fanout(op); /* a root releases the next ones as it starts */
     WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-    weft_run_ctx rc = {op->ctx, NULL, worker};
+    rc.ctx = op->ctx;
     weft_tls_opr = op;
     int status = op->fn(&rc, op->arg);
     weft_tls_opr = NULL;
+    /* No var of op was failed when it started (nfailed_vars was 0, read
+     * after its release, which follows every earlier failure on its vars),
+     * and none fails while it runs (every other writer of its vars is
+     * ordered with it: by the graph's edges, or behind the launch's gate):
+     * only its own failure gives its vars a status. */
+    if (status)
+      weft_gnode_finish_failed(op, status);
     weft_fifo ready = WEFT_FIFO_INIT;
-    op = weft_gnode_finish_here(op, status, worker >= 0, &ready, hook);
+    op = weft_gnode_release(op, worker >= 0, &ready, hook);
     if (!weft_fifo_empty(&ready))
       weft_opr_ready_list(&ready);
+    /* relaxed: see nfailed_vars (engine.h): read after op's release (the
+     * finish that made it ready), as gnode_plain_now reads it. */
   } while (op && ++n < WEFT_KEEP_RUN_MAX && op->internal == WEFT_OPR_GNODE &&
-           gnode_plain_now(op));
+           atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0);
   *run = n;
   return op;
 }

@@ -27,8 +27,10 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
 /* A node starts: its finish reads what it releases, so start moving those
  * lines (the successors' counts, their
  * blocks' first lines, each most likely in memory in a graph bigger than
- * the cache) while its fn runs. */
-static inline void weft_gnode_prefetch(const weft_opr *op)
+ * the cache) while its fn runs. Always inlined: GCC takes a function of
+ * loads and prefetches alone for one without effects and drops the call
+ * before it inlines it (GCC 12 did, at -O1 and up). */
+static inline __attribute__((always_inline)) void weft_gnode_prefetch(const weft_opr *op)
 {
   const weft_gnode *n = &op->gn;
   const struct weft_graph *g = n->graph;
@@ -69,10 +71,11 @@ static inline void weft_gnode_ready(weft_opr *o, uint64_t epoch)
   WEFT_OPR_SET(o, WEFT_OPR_ST_READY);
 }
 
-/* weft_gnode_finish with keep_one as it is (the caller knows it runs on a
- * pool worker, or says false): inline, for the replay's run path. */
-static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one,
-                                               weft_fifo *ready, weft_between_fn hook)
+/* The part of a node's finish after its vars have their status (below):
+ * resets its counter and releases its successors; for a sink, the count
+ * off the tree. */
+static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fifo *ready,
+                                           weft_between_fn hook)
 {
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
               op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
@@ -80,10 +83,6 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
   const weft_gnode *n = &op->gn;
   struct weft_graph *g = n->graph;
   weft_engine *eng = op->eng;
-  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
-   * failure, no var's state changes. */
-  if (status || atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0)
-    weft_gnode_finish_failed(op, status);
   /* Everything read of the node and the graph below is read now: once its
    * last successor count is taken off, the launch may end elsewhere and
    * the graph be destroyed (what it still releases is alive: not run yet). */
@@ -125,6 +124,18 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
     return next;
   WEFT_ASSERT(!next); /* a sink has no successor to keep */
   return weft_gnode_finish_sink(g, eng, counter, keep_one, ready, hook);
+}
+
+/* weft_gnode_finish with keep_one as it is (the caller knows it runs on a
+ * pool worker, or says false): inline, for the replay's run paths. */
+static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one,
+                                               weft_fifo *ready, weft_between_fn hook)
+{
+  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
+   * failure, no var's state changes. */
+  if (status || atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) != 0)
+    weft_gnode_finish_failed(op, status);
+  return weft_gnode_release(op, keep_one, ready, hook);
 }
 
 #endif /* WEFT_DEPS_REPLAY_H */
