@@ -28,14 +28,20 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
 static void weft_engine_between(weft_task *next);
 static void fanout(weft_opr *op);
 
+/* Whether no var of eng is failed: an operator about to run has nothing to
+ * skip for (read after the release that made it ready). */
+static inline bool no_failed_var(const weft_engine *eng)
+{
+  /* relaxed: see nfailed_vars (engine.h) */
+  return atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) == 0;
+}
+
 /* Whether op, a node of a graph launch with a CPU fn, may take run_gnodes:
  * nothing of run_op's general path applies (no failed var to skip for, no
  * drain check left for later, no trace span). */
 static inline bool gnode_plain_now(const weft_opr *op)
 {
-  /* relaxed: see nfailed_vars (engine.h): no failed var, no skip. */
-  return !weft_tls_between && !weft_prof_tls &&
-         atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0;
+  return !weft_tls_between && !weft_prof_tls && no_failed_var(op->eng);
 }
 
 /* run_op for the nodes of a graph launch, from a pool task not nested in
@@ -72,10 +78,8 @@ static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsi
     op = weft_gnode_release(op, worker >= 0, &ready, hook);
     if (!weft_fifo_empty(&ready))
       weft_opr_ready_list(&ready);
-    /* relaxed: see nfailed_vars (engine.h): read after op's release (the
-     * finish that made it ready), as gnode_plain_now reads it. */
   } while (op && ++n < WEFT_KEEP_RUN_MAX && op->internal == WEFT_OPR_GNODE &&
-           atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0);
+           no_failed_var(op->eng));
   *run = n;
   return op;
 }
