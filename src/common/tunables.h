@@ -29,6 +29,18 @@
  * one back, behind that work: what waits on a busy worker waits for at
  * most about twice this many operators. Operators. */
 #define WEFT_KEEP_RUN_MAX 1024
+/* A swept graph's sweepers (src/deps/graph.h) claim this many nodes at a
+ * time, nodes: one claim (a read-modify-write on a shared line) for that
+ * many, and few enough that several sweepers share a graph of a few
+ * hundred nodes. */
+#define WEFT_GRAPH_SWEEP_CHUNK 32
+/* A graph is swept when fewer than this share of the steps of one worker's
+ * run order (build.c) go on to the next operator in capture order, percent:
+ * a chain, or a wavefront pushed row by row, runs in capture order anyway
+ * and keeps the cheaper release (a node with one predecessor needs no
+ * count); operators on interleaved vars jump about (bench: dag 1%, indep
+ * 0%, chain and wave over 99.9%). */
+#define WEFT_GRAPH_SWEEP_IN_ORDER_PCT 50
 /* Largest WEFT_SPIN_COUNT accepted, rounds. */
 #define WEFT_SPIN_COUNT_MAX 100000000L
 

@@ -31,6 +31,8 @@ typedef struct build {
   int *soff, *sadj;
   int (*edge)[2];    /* [nedges]: (pred, succ) */
   size_t nedges;
+  bool one_worker;   /* the engine's pool has one worker */
+  bool sweep;        /* the graph is swept (graph.h; place_nodes decides) */
 } build;
 
 /* A hash of handles to graph var numbers (open addressing). */
@@ -145,7 +147,8 @@ static int find_edges(build *b)
 }
 
 /* The sink counter tree: leaves of WEFT_GRAPH_FANIN sinks, parents of as
- * many counters, up to one. Sets each sink's leaf in meta. */
+ * many counters, up to one, whose count also holds a swept graph's
+ * sweeper. Sets each sink's leaf in meta. */
 static int make_counters(struct weft_graph *g, const build *b)
 {
   int nsinks = 0;
@@ -173,8 +176,12 @@ static int make_counters(struct weft_graph *g, const build *b)
       gc->parent = level == 1 ? -1 : base + level + j / WEFT_GRAPH_FANIN;
       atomic_init(&gc->left, gc->init);
     }
-    if (level == 1)
+    if (level == 1) {
+      weft_gcounter *top = &g->counters[base];
+      top->init += g->sweep; /* the sweeper counts itself off there when done */
+      atomic_init(&top->left, top->init);
       break;
+    }
     base += level;
     below = level;
   }
@@ -187,7 +194,10 @@ static int make_counters(struct weft_graph *g, const build *b)
  * queue taken newest first). A replay then walks the blocks and the
  * pending array forward, mostly a line or a page after the last, instead
  * of in capture order (the successors of a capture are often far apart:
- * a chain per var, in a graph of interleaved chains). NULL without memory. */
+ * a chain per var, in a graph of interleaved chains). Unless the pool has
+ * one worker and that order mostly jumps about the capture
+ * (WEFT_GRAPH_SWEEP_IN_ORDER_PCT): then the graph is swept (b->sweep) and
+ * its blocks stay in capture order. NULL without memory. */
 static int *place_nodes(build *b)
 {
   int n = b->n;
@@ -219,9 +229,12 @@ static int *place_nodes(build *b)
     adj[fill[b->edge[e][0]]++] = b->edge[e][1];
   for (int i = 0; i < n; i++)
     left[i] = b->npred[i];
-  int sp = 0, k = 0;
+  int sp = 0, k = 0, prev = -2;
+  size_t in_order = 0; /* steps of that order to the next capture index */
   for (int x = nroots ? roots[0] : -1; x >= 0;) {
     place[x] = k++;
+    in_order += x == prev + 1;
+    prev = x;
     for (int c = 2 * rootof[x] + 1; rootof[x] >= 0 && c <= 2 * rootof[x] + 2 && c < nroots; c++)
       stack[sp++] = roots[c];
     int next = -1;
@@ -238,6 +251,10 @@ static int *place_nodes(build *b)
     x = next >= 0 ? next : sp ? stack[--sp] : -1;
   }
   WEFT_ASSERT(k == n); /* a graph is acyclic: every node is reached from the roots */
+  b->sweep = b->one_worker && in_order * 100 < (size_t)(n - 1) * WEFT_GRAPH_SWEEP_IN_ORDER_PCT;
+  if (b->sweep)
+    for (int i = 0; i < n; i++)
+      place[i] = i;
 out: /* off and adj stay in b, for make_nodes */
   weft_free(left);
   weft_free(roots);
@@ -268,7 +285,9 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->nodes = weft_aligned_alloc(WEFT_CACHE_LINE, g->stride * (size_t)n);
   g->pending = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->pending * (size_t)n);
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
+  b->one_worker = c->eng->pool && weft_pool_num_threads(c->eng->pool) == 1;
   g->place = place_nodes(b);
+  g->sweep = b->sweep;
   size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use *) * (size_t)n +
                  sizeof(weft_var_use) * b->u + sizeof(int32_t) * b->nedges;
   g->store = weft_malloc(bytes ? bytes : 1);
@@ -346,16 +365,16 @@ static int make_nodes(struct weft_graph *g, build *b)
       const weft_op_desc *td = &c->recs[to].desc;
       bool keepable = td->fn && td->prop == WEFT_PROP_NORMAL && td->ctx.type == WEFT_DEV_CPU;
       g->succs[m->succ0 + (uint32_t)(j - b->soff[i])] =
-          g->place[to] | (b->npred[to] == 1 ? WEFT_GRAPH_SOLE : 0) |
+          g->place[to] | (b->npred[to] == 1 && !b->sweep ? WEFT_GRAPH_SOLE : 0) |
           (keepable ? WEFT_GRAPH_KEEPABLE : 0);
     }
-    m->npred = b->npred[i];
+    m->npred = b->npred[i] + b->sweep;
     m->index = at;
     m->root = -1;
     m->counter = -1;
     g->node_uses[at] = ustore + r->use0;
-    atomic_init(&g->pending[at], b->npred[i]);
-    if (b->npred[i] == 0) {
+    atomic_init(&g->pending[at], m->npred);
+    if (b->npred[i] == 0 && !b->sweep) {
       m->root = g->nroots;
       g->roots[g->nroots++] = op;
     }

@@ -27,6 +27,7 @@ static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
 static void weft_engine_between(weft_task *next);
 static void fanout(weft_opr *op);
+static void queue_sweeper(weft_pool *pool, struct weft_graph *g);
 
 /* Whether no var of eng is failed: an operator about to run has nothing to
  * skip for (read after the release that made it ready). */
@@ -120,6 +121,51 @@ static int run_task(void *arg)
     }
   }
   return 0;
+}
+
+/* The sweeper of a swept graph's launch (graph.h), as a pool task: chunk
+ * by chunk, in capture order, it runs each node whose predecessors are all
+ * done (a CPU fn here, with the successors it keeps, as run_task; any
+ * other where it runs), then counts itself off. The launch cannot end
+ * before that, so the graph stays alive meanwhile. Between chunks, if
+ * other work waits for this worker, it queues itself behind that work. */
+static int sweep_task(void *arg)
+{
+  struct weft_graph *g = arg;
+  weft_pool *pool = g->cur->op.eng->pool;
+  const int n = g->nnodes;
+  for (int lo; (lo = g->cursor) < n;) {
+    int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
+    g->cursor = hi;
+    for (int i = lo; i < hi; i++) {
+      if (!weft_sweep_take(g, i))
+        continue; /* its last predecessor releases it */
+      weft_opr *op = weft_graph_node(g, i);
+      if (op->fn && op->prop == WEFT_PROP_NORMAL && op->ctx.type == WEFT_DEV_CPU)
+        run_task(op);
+      else
+        weft_opr_ready(op);
+    }
+    if (hi < n && weft_pool_yield_due(pool) &&
+        weft_pool_submit_embedded_last(pool, &g->sweep_task) == 0)
+      return 0;
+  }
+  weft_fifo ready = WEFT_FIFO_INIT;
+  weft_opr *next = weft_sweep_end(g, &ready, weft_tls_opr ? NULL : weft_engine_between);
+  WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
+  (void)next;
+  if (!weft_fifo_empty(&ready))
+    weft_opr_ready_list(&ready);
+  return 0;
+}
+
+/* Queues g's sweeper (run here if the pool takes nothing more: shut down). */
+static void queue_sweeper(weft_pool *pool, struct weft_graph *g)
+{
+  g->sweep_task.fn = sweep_task;
+  g->sweep_task.arg = g;
+  if (weft_pool_submit_embedded(pool, &g->sweep_task, false, 0) != 0)
+    sweep_task(g);
 }
 
 /* The pool's weft_tls_between hook for a drain check left for later. */
@@ -241,6 +287,10 @@ int weft_opr_skip_status(const weft_opr *op)
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
 {
   if (op->internal == WEFT_OPR_GATE) { /* it holds the vars: the launch begins */
+    if (((weft_gate *)op->arg)->graph->sweep) {
+      queue_sweeper(op->eng->pool, weft_graph_sweep_start(op));
+      return NULL;
+    }
     weft_fifo ready = WEFT_FIFO_INIT;
     weft_graph_start(op, &ready);
     weft_opr_ready_list(&ready);

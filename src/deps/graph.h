@@ -24,6 +24,27 @@
  * of counters (16 sinks a leaf, 16 counters a parent): the last one at the
  * top ends the launch and finishes the gate, which keeps the vars or
  * releases them.
+ *
+ * Swept graphs. That order follows the graph's edges, and in a graph whose
+ * edges scatter (operators on many vars, interleaved) it jumps about the
+ * capture: a replay then reads the user's own data (what the operators
+ * work on, in the order the program pushed them) out of order, and each
+ * release writes a block far from the last. Where the engine's pool has
+ * one worker and that worker's run order is mostly not capture order
+ * (build.c), the graph is swept instead: its blocks stay in capture order
+ * (an order the graph may run in: every predecessor was pushed first), and
+ * a launch's sweeper, one pool task, claims chunks of
+ * WEFT_GRAPH_SWEEP_CHUNK nodes in that order and runs each node of the
+ * chunk whose predecessors are all done. Every node then carries one more
+ * count, the sweep's own: a node runs on the thread that takes its count
+ * to zero, its last predecessor's (which releases it as before: an async
+ * operator's signal, a device's completion, the one worker finishing what
+ * the sweeper passed by) or the sweeper that passes it (which runs it where
+ * it is). With one worker and CPU operators, that is capture order, with
+ * no release at all. The sweeper counts itself off the top counter when
+ * no chunk is left, so a launch ends only after it too. With several
+ * workers the graph is not swept: chunks run side by side lose what the
+ * edge order keeps, a var's chain on one worker (docs/).
  */
 #ifndef WEFT_DEPS_GRAPH_H
 #define WEFT_DEPS_GRAPH_H
@@ -97,6 +118,17 @@ struct weft_graph {
                             * slot, whether some node writes it: the gate's requests */
   weft_gcounter *counters; /* [ncounters]; the last is the top */
   void *store;             /* the nodes' var arrays, successor lists, uses (one block) */
+  /* immutable: the graph is swept (above): every node has a count, one
+   * more than its predecessors, and no node is a root of the heap */
+  bool sweep;
+  /* The launch in progress of a swept graph: its epoch, and the next chunk
+   * the sweeper takes. Written by the gate's start (the launch before has
+   * ended, its sweeper too) before it queues the sweeper, which publishes
+   * them; then the sweeper's own. */
+  uint64_t sweep_epoch;
+  int cursor;
+  /* The sweeper's pool task (the pool's while queued). */
+  struct weft_task sweep_task;
   /* immutable: two of its handles name one var slot (one of them was
    * deleted and the slot reused during the capture): every launch fails. */
   bool stale;

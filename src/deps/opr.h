@@ -54,7 +54,8 @@ typedef struct weft_gnode {
   struct weft_graph *graph; /* immutable, as every field */
   uint32_t succ0;           /* its successors: graph->succs[succ0 .. succ0 + nsucc) */
   int32_t nsucc;
-  int32_t npred;            /* its count of predecessors at every launch */
+  int32_t npred;            /* its count at every launch: its predecessors, and
+                             * the sweep's one more in a swept graph (graph.h) */
   int32_t index;            /* its own node index */
   int32_t root;             /* its index among the roots, or -1 */
   int32_t counter;          /* the leaf counter it counts off as a sink, or -1 */

@@ -1,6 +1,7 @@
 /*
  * Replaying a captured graph (replay.h): the gate's start, the roots' heap
- * fan-out, and a node's finish with its sink count. A node's successors
+ * fan-out (or a swept graph's sweeper), and a node's finish with its
+ * sink count. A node's successors
  * and counters are the graph's, fixed at capture; what a launch changes is
  * only counters, each put back to its start value by the thread that takes
  * it to zero (the next launch begins after this one ended: graph_api.c).
@@ -21,6 +22,21 @@ void weft_graph_start(weft_opr *gate, weft_fifo *ready)
   weft_opr *r = g->roots[0];
   weft_gnode_ready(r, gate->epoch);
   weft_fifo_push(ready, &r->node);
+}
+
+struct weft_graph *weft_graph_sweep_start(weft_opr *gate)
+{
+  WEFT_OPR_MOVE(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
+  WEFT_ASSERT(g->sweep && g->nnodes > 0); /* an empty graph launches no gate */
+  g->sweep_epoch = gate->epoch;
+  g->cursor = 0;
+  return g;
+}
+
+weft_opr *weft_sweep_end(struct weft_graph *g, weft_fifo *ready, weft_between_fn hook)
+{
+  return weft_gnode_finish_sink(g, g->cur->op.eng, g->ncounters - 1, false, ready, hook);
 }
 
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)

@@ -20,6 +20,14 @@
  * is appended to ready. */
 void weft_graph_start(weft_opr *gate, weft_fifo *ready);
 
+/* The same for a swept graph: the launch's chunks are all unclaimed; its
+ * graph is returned, whose sweeper the caller queues. */
+struct weft_graph *weft_graph_sweep_start(weft_opr *gate);
+
+/* The sweeper is done (no chunk left): it counts itself off the top
+ * counter; if that ends the launch, as weft_gnode_finish_sink. */
+weft_opr *weft_sweep_end(struct weft_graph *g, weft_fifo *ready, weft_between_fn hook);
+
 /* A root starts (or goes to its device): the next two roots of the heap
  * are appended to ready. */
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
@@ -71,6 +79,26 @@ static inline void weft_gnode_ready(weft_opr *o, uint64_t epoch)
   WEFT_OPR_SET(o, WEFT_OPR_ST_READY);
 }
 
+/* The sweeper's claim of node i, in the chunk it took: whether the
+ * sweeper runs it (every predecessor is done: the count it takes off was
+ * the last), which makes it ready in the launch's epoch. */
+static inline bool weft_sweep_take(struct weft_graph *g, int i)
+{
+  _Atomic int32_t *p = &g->pending[i];
+  /* acquire: a 1 is the sweep's own count, every predecessor's release
+   * decrement done (as in weft_gnode_release): nobody else touches it. */
+  int was = atomic_load_explicit(p, memory_order_acquire);
+  if (was != 1)
+    /* acq_rel: as a predecessor's: the last decrement sees what every
+     * predecessor wrote; an earlier one publishes nothing but the count. */
+    was = atomic_fetch_sub_explicit(p, 1, memory_order_acq_rel);
+  WEFT_ASSERT(was >= 1); /* the sweep passes a node once a launch */
+  if (was != 1)
+    return false;
+  weft_gnode_ready(weft_graph_node(g, i), g->sweep_epoch);
+  return true;
+}
+
 /* The part of a node's finish after its vars have their status (below):
  * resets its counter and releases its successors; for a sink, the count
  * off the tree. */
@@ -92,7 +120,9 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   _Atomic int32_t *pending = g->pending;
   /* relaxed: its predecessors are done with it this launch; the next
    * launch's release of the roots publishes it (see count_off). A node
-   * with one predecessor has no count: that one releases it. */
+   * with one predecessor has no count: that one releases it (unless the
+   * graph is swept: the sweep counts too). One that counts only the sweep
+   * still holds its 1 (the sweeper took it with a load). */
   if (n->npred > 1)
     atomic_store_explicit(&pending[n->index], n->npred, memory_order_relaxed);
   weft_opr *next = NULL;

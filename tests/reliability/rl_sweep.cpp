@@ -1,0 +1,267 @@
+/*
+ * relacy harness: a swept graph's replay (src/deps/graph.h "Swept graphs",
+ * replay.h weft_sweep_take, dispatch.c sweep_task): every node's count is
+ * its predecessors plus one for the sweep; the launch's sweeper walks the
+ * nodes in capture order, chunk by chunk, and runs each node whose count
+ * it takes to zero; a finishing node takes one off each successor's count
+ * and releases (queues) the one it takes to zero; each node resets its own
+ * count when it finishes; the sweeper counts itself off the top counter
+ * when no chunk is left, beside the sinks, so the launch ends after both;
+ * the next launch's gate resets the sweep (plain: its queuing of the
+ * sweeper publishes it).
+ *
+ * The graph (capture order): roots 0 and 1 -> node 2 -> nodes 3 and 4, and
+ * root 5 alone; chunks of 2 nodes. Node 0 stands for an operator the
+ * sweeper does not run itself (a device operator, an async one): it queues
+ * it; it runs the others where it takes them. Sinks 3, 4, 5: leaf counter {3, 4} (2),
+ * leaf {5} (1), top counter 2 + the sweeper. A launcher launches it three
+ * times (retrying while one runs); two workers run what is queued (nodes,
+ * the sweeper) from a shared stack under a spinlock (the pool's hand-off:
+ * release/acquire). In weft a swept graph's pool has one worker; the
+ * second stands for the other threads that finish nodes and release their
+ * successors meanwhile (an async operator's signal, a device's completion),
+ * and for the sweeper queued behind other work and taken up again.
+ *
+ * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ *   1  the sweeper's take relaxed              (replay.h, weft_sweep_take)
+ *   2  the sweeper not counted in the launch's end (build.c, make_counters)
+ *   3  a node's count reset without the sweep's (build.c, npred)
+ *
+ * Checks: every node runs exactly once per launch; a node sees the launch
+ * number its predecessors wrote, in plain rl::var cells (an unordered
+ * access is a reported data race), and its own cell holds the previous
+ * launch's number; at the end every count and counter is back at its
+ * start value.
+ */
+#include "rl_common.hpp"
+
+namespace {
+
+constexpr int N = 6; /* nodes */
+constexpr int CHUNK = 2;
+constexpr int SWEEPERS = 1;
+constexpr int LAUNCHES = 3;
+constexpr int SWEEPER = 1 << 8; /* a queued item: the sweeper */
+
+const int npred[N] = {0, 0, 2, 1, 1, 0};
+#if WEFT_MUTANT == 3 /* the count at rest misses the sweep's */
+const int rest[N] = {0, 0, 2, 1, 1, 0};
+#else
+const int rest[N] = {1, 1, 3, 2, 2, 1};
+#endif
+const int succ[N][2] = {{2, -1}, {2, -1}, {3, 4}, {-1, -1}, {-1, -1}, {-1, -1}};
+const int counter_of[N] = {-1, -1, -1, 0, 0, 1};
+const bool runs_here[N] = {false, true, true, true, true, true};
+#if WEFT_MUTANT == 2 /* the top counter counts the sinks' leaves only */
+const int counter_init[3] = {2, 1, 2};
+#else
+const int counter_init[3] = {2, 1, 2 + SWEEPERS};
+#endif
+const int counter_parent[3] = {2, 2, -1};
+
+using weft_rl::spinlock;
+
+struct sweep_test : rl::test_suite<sweep_test, 3> {
+  rl::atomic<int> pending[N];
+  rl::atomic<int> counter[3];
+  rl::var<int> cursor;
+  rl::atomic<int> running;
+  rl::atomic<int> finished;
+  rl::var<int> epoch;   /* the launch in progress (the gate's start writes it) */
+  rl::var<int> cell[N]; /* what each node writes: the launch number */
+  int runs[N];          /* plain: runs of each node, all launches */
+
+  spinlock qlock;
+  rl::var<int> qn;
+  rl::var<int> q[N + SWEEPERS];
+  rl::var<int> qlaunch[N + SWEEPERS];
+
+  void before()
+  {
+    for (int i = 0; i < N; i++) {
+      pending[i].store(rest[i], rl::memory_order_relaxed);
+      cell[i]($) = 0;
+      runs[i] = 0;
+    }
+    for (int c = 0; c < 3; c++)
+      counter[c].store(counter_init[c], rl::memory_order_relaxed);
+    cursor($) = 0;
+    running.store(0, rl::memory_order_relaxed);
+    finished.store(0, rl::memory_order_relaxed);
+    epoch($) = 0;
+    qlock.init();
+    qn($) = 0;
+  }
+
+  void enqueue(int item, int launch)
+  {
+    qlock.lock();
+    int n = qn($);
+    RL_ASSERT(n < N + SWEEPERS);
+    q[n]($) = item;
+    qlaunch[n]($) = launch;
+    qn($) = n + 1;
+    qlock.unlock();
+  }
+
+  bool dequeue(int *item, int *launch)
+  {
+    qlock.lock();
+    int n = qn($);
+    bool got = n > 0;
+    if (got) {
+      *item = q[n - 1]($);
+      *launch = qlaunch[n - 1]($);
+      qn($) = n - 1;
+    }
+    qlock.unlock();
+    return got;
+  }
+
+  /* replay.c's count_off: true when the launch is over. */
+  bool count_off(int c)
+  {
+    for (;;) {
+      int was = counter[c].fetch_sub(1, rl::memory_order_acq_rel);
+      RL_ASSERT(was >= 1);
+      if (was != 1)
+        return false;
+      counter[c].store(counter_init[c], rl::memory_order_relaxed);
+      if (counter_parent[c] < 0)
+        return true;
+      c = counter_parent[c];
+    }
+  }
+
+  void end_launch() { running.store(0, rl::memory_order_release); }
+
+  /* A node's count taken off by a predecessor or the sweep: whether that
+   * was the last (the taker runs it). */
+  bool take(int i, bool relaxed)
+  {
+    int was = relaxed ? pending[i].load(rl::memory_order_relaxed)
+                      : pending[i].load(rl::memory_order_acquire);
+    if (was != 1)
+      was = relaxed ? pending[i].fetch_sub(1, rl::memory_order_relaxed)
+                    : pending[i].fetch_sub(1, rl::memory_order_acq_rel);
+    RL_ASSERT(was >= 1);
+    return was == 1;
+  }
+
+  /* A node runs (its fn), then finishes as weft_gnode_release does. */
+  void run(int i, int launch)
+  {
+    RL_ASSERT(cell[i]($) == launch - 1); /* its previous run happened before */
+    for (int p = 0; p < N; p++)
+      for (int k = 0; k < 2; k++)
+        if (succ[p][k] == i)
+          RL_ASSERT(cell[p]($) == launch); /* every predecessor ran, for this launch */
+    cell[i]($) = launch;
+    runs[i]++;
+    if (rest[i] > 1)
+      pending[i].store(rest[i], rl::memory_order_relaxed);
+    for (int k = 0; k < 2; k++) {
+      int s = succ[i][k];
+      if (s >= 0 && take(s, false))
+        enqueue(s, launch);
+    }
+    if (counter_of[i] >= 0 && count_off(counter_of[i]))
+      end_launch();
+  }
+
+  /* dispatch.c's sweep_task. */
+  void sweep(int launch)
+  {
+    for (int lo; (lo = cursor($)) < N;) {
+      cursor($) = lo + CHUNK;
+      for (int i = lo; i < lo + CHUNK && i < N; i++) {
+#if WEFT_MUTANT == 1 /* the sweeper's take relaxed */
+        bool mine = take(i, true);
+#else
+        bool mine = take(i, false);
+#endif
+        if (mine && runs_here[i])
+          run(i, epoch($));
+        else if (mine)
+          enqueue(i, epoch($));
+      }
+      if (lo + CHUNK < N && lo == 0) { /* queued behind other work, once */
+        enqueue(SWEEPER, launch);
+        return;
+      }
+    }
+#if WEFT_MUTANT != 2 /* counted off beside the sinks */
+    if (count_off(2))
+      end_launch();
+#endif
+    (void)launch;
+  }
+
+  void launcher()
+  {
+    for (int l = 1; l <= LAUNCHES; l++) {
+      for (;;) {
+        int idle = 0;
+        if (running.compare_exchange_strong(idle, 1, rl::memory_order_acquire,
+                                            rl::memory_order_relaxed))
+          break;
+        rl::yield(1, $); /* WEFT_EBUSY: the previous launch still runs */
+      }
+      /* weft_graph_sweep_start, then the first sweeper queued */
+      epoch($) = l;
+      cursor($) = 0;
+      enqueue(SWEEPER, l);
+    }
+    while (running.load(rl::memory_order_acquire))
+      rl::yield(1, $); /* weft_wait_all */
+    finished.store(1, rl::memory_order_release);
+  }
+
+  void worker()
+  {
+    for (;;) {
+      int item = -1, launch = 0;
+      if (dequeue(&item, &launch)) {
+        if (item & SWEEPER)
+          sweep(launch);
+        else
+          run(item, launch);
+        continue;
+      }
+      if (finished.load(rl::memory_order_acquire))
+        return;
+      rl::yield(1, $);
+    }
+  }
+
+  void thread(unsigned self)
+  {
+    if (self == 0)
+      launcher();
+    else
+      worker();
+  }
+
+  void after()
+  {
+    for (int i = 0; i < N; i++) {
+      RL_ASSERT(runs[i] == LAUNCHES);
+      RL_ASSERT(pending[i].load(rl::memory_order_relaxed) == rest[i]);
+    }
+    for (int c = 0; c < 3; c++)
+      RL_ASSERT(counter[c].load(rl::memory_order_relaxed) == counter_init[c]);
+  }
+};
+
+} // namespace
+
+int main()
+{
+  weft_rl::outcome out;
+  /* The random scheduler only, as rl_graph.cpp (spin-waits). */
+  weft_rl::run_one<sweep_test>("swept graph replay, 3 launches", rl::sched_random, 200000, 0, out);
+  static const char *const names[] = {"none", "the sweeper's take relaxed",
+                                      "the sweeper not counted in the launch's end",
+                                      "a node's count reset without the sweep's"};
+  return weft_rl::finish("sweep", names[WEFT_MUTANT], out);
+}
