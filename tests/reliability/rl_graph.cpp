@@ -28,7 +28,7 @@
  * every cell holds the last launch's number and every counter is back at
  * its start value.
  */
-#include "rl_common.hpp"
+#include "rl_replay.hpp"
 
 namespace {
 
@@ -44,21 +44,15 @@ const int counter_init[3] = {2, 1, 2};
 const int counter_parent[3] = {2, 2, -1};
 const int roots[3] = {0, 1, 5};
 
-using weft_rl::spinlock;
-
 struct graph_test : rl::test_suite<graph_test, 3> {
   rl::atomic<int> pending[N];
-  rl::atomic<int> counter[3];
+  weft_rl::counter_tree<3> counters;
   rl::atomic<int> running;
   rl::atomic<int> finished; /* the launcher is done: workers may stop once idle */
   rl::var<int> cell[N];     /* what each node writes: the launch number */
   int launch_of[N];         /* plain: the launch each node ran for last (checked in after) */
 
-  /* The pool: ready nodes on a stack under a spinlock. */
-  spinlock qlock;
-  rl::var<int> qn;
-  rl::var<int> q[N];
-  rl::var<int> qlaunch[N];  /* the launch each queued node belongs to (its epoch) */
+  weft_rl::ready_stack<N> ready; /* the pool */
 
   void before()
   {
@@ -67,55 +61,10 @@ struct graph_test : rl::test_suite<graph_test, 3> {
       cell[i]($) = 0;
       launch_of[i] = 0;
     }
-    for (int c = 0; c < 3; c++)
-      counter[c].store(counter_init[c], rl::memory_order_relaxed);
+    counters.reset(counter_init, counter_parent);
     running.store(0, rl::memory_order_relaxed);
     finished.store(0, rl::memory_order_relaxed);
-    qlock.init();
-    qn($) = 0;
-  }
-
-  void enqueue(int node, int launch)
-  {
-    qlock.lock();
-    int n = qn($);
-    q[n]($) = node;
-    qlaunch[n]($) = launch;
-    qn($) = n + 1;
-    qlock.unlock();
-  }
-
-  bool dequeue(int *node, int *launch)
-  {
-    qlock.lock();
-    int n = qn($);
-    bool got = n > 0;
-    if (got) {
-      *node = q[n - 1]($);
-      *launch = qlaunch[n - 1]($);
-      qn($) = n - 1;
-    }
-    qlock.unlock();
-    return got;
-  }
-
-  /* weft_gnode_finish's count_off. */
-  bool count_off(int c)
-  {
-    for (;;) {
-#if WEFT_MUTANT == 1 /* the sink counts relaxed: resets do not reach the next launch */
-      int was = counter[c].fetch_sub(1, rl::memory_order_relaxed);
-#else
-      int was = counter[c].fetch_sub(1, rl::memory_order_acq_rel);
-#endif
-      RL_ASSERT(was >= 1);
-      if (was != 1)
-        return false;
-      counter[c].store(counter_init[c], rl::memory_order_relaxed);
-      if (counter_parent[c] < 0)
-        return true;
-      c = counter_parent[c];
-    }
+    ready.init();
   }
 
   /* A node runs (its fn), then finishes as weft_gnode_finish does. */
@@ -144,9 +93,10 @@ struct graph_test : rl::test_suite<graph_test, 3> {
         if (was != 1)
           continue;
       }
-      enqueue(e & ~SOLE, launch);
+      ready.push(e & ~SOLE, launch);
     }
-    if (counter_of[i] >= 0 && count_off(counter_of[i])) {
+    /* mutant 1: the sink counts relaxed: resets do not reach the next launch */
+    if (counter_of[i] >= 0 && counters.count_off(counter_of[i], WEFT_MUTANT == 1)) {
 #if WEFT_MUTANT == 3 /* the launch's end published relaxed */
       running.store(0, rl::memory_order_relaxed);
 #else
@@ -158,33 +108,16 @@ struct graph_test : rl::test_suite<graph_test, 3> {
   void launcher()
   {
     for (int l = 1; l <= LAUNCHES; l++) {
-      for (;;) {
-        int idle = 0;
-        if (running.compare_exchange_strong(idle, 1, rl::memory_order_acquire,
-                                            rl::memory_order_relaxed))
-          break;
-        rl::yield(1, $); /* WEFT_EBUSY: the previous launch still runs */
-      }
+      weft_rl::claim_launch(running);
       for (int r = 0; r < 3; r++) /* the gate's start and the roots' fan-out, in one */
-        enqueue(roots[r], l);
+        ready.push(roots[r], l);
     }
-    while (running.load(rl::memory_order_acquire))
-      rl::yield(1, $); /* weft_wait_all */
-    finished.store(1, rl::memory_order_release);
+    weft_rl::wait_launches(running, finished);
   }
 
   void worker()
   {
-    for (;;) {
-      int node = -1, launch = 0;
-      if (dequeue(&node, &launch)) {
-        run(node, launch);
-        continue;
-      }
-      if (finished.load(rl::memory_order_acquire))
-        return;
-      rl::yield(1, $);
-    }
+    weft_rl::serve(ready, finished, [this](int node, int launch) { run(node, launch); });
   }
 
   void thread(unsigned self)
@@ -201,8 +134,7 @@ struct graph_test : rl::test_suite<graph_test, 3> {
       RL_ASSERT(launch_of[i] == LAUNCHES);
       RL_ASSERT(pending[i].load(rl::memory_order_relaxed) == npred[i]);
     }
-    for (int c = 0; c < 3; c++)
-      RL_ASSERT(counter[c].load(rl::memory_order_relaxed) == counter_init[c]);
+    counters.check_reset();
   }
 };
 

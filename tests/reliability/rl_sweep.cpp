@@ -33,7 +33,7 @@
  * launch's number; at the end every count and counter is back at its
  * start value.
  */
-#include "rl_common.hpp"
+#include "rl_replay.hpp"
 
 namespace {
 
@@ -59,11 +59,9 @@ const int counter_init[3] = {2, 1, 2 + SWEEPERS};
 #endif
 const int counter_parent[3] = {2, 2, -1};
 
-using weft_rl::spinlock;
-
 struct sweep_test : rl::test_suite<sweep_test, 3> {
   rl::atomic<int> pending[N];
-  rl::atomic<int> counter[3];
+  weft_rl::counter_tree<3> counters;
   rl::var<int> cursor;
   rl::atomic<int> running;
   rl::atomic<int> finished;
@@ -71,10 +69,7 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
   rl::var<int> cell[N]; /* what each node writes: the launch number */
   int runs[N];          /* plain: runs of each node, all launches */
 
-  spinlock qlock;
-  rl::var<int> qn;
-  rl::var<int> q[N + SWEEPERS];
-  rl::var<int> qlaunch[N + SWEEPERS];
+  weft_rl::ready_stack<N + SWEEPERS> ready; /* the pool */
 
   void before()
   {
@@ -83,54 +78,12 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
       cell[i]($) = 0;
       runs[i] = 0;
     }
-    for (int c = 0; c < 3; c++)
-      counter[c].store(counter_init[c], rl::memory_order_relaxed);
+    counters.reset(counter_init, counter_parent);
     cursor($) = 0;
     running.store(0, rl::memory_order_relaxed);
     finished.store(0, rl::memory_order_relaxed);
     epoch($) = 0;
-    qlock.init();
-    qn($) = 0;
-  }
-
-  void enqueue(int item, int launch)
-  {
-    qlock.lock();
-    int n = qn($);
-    RL_ASSERT(n < N + SWEEPERS);
-    q[n]($) = item;
-    qlaunch[n]($) = launch;
-    qn($) = n + 1;
-    qlock.unlock();
-  }
-
-  bool dequeue(int *item, int *launch)
-  {
-    qlock.lock();
-    int n = qn($);
-    bool got = n > 0;
-    if (got) {
-      *item = q[n - 1]($);
-      *launch = qlaunch[n - 1]($);
-      qn($) = n - 1;
-    }
-    qlock.unlock();
-    return got;
-  }
-
-  /* replay.c's count_off: true when the launch is over. */
-  bool count_off(int c)
-  {
-    for (;;) {
-      int was = counter[c].fetch_sub(1, rl::memory_order_acq_rel);
-      RL_ASSERT(was >= 1);
-      if (was != 1)
-        return false;
-      counter[c].store(counter_init[c], rl::memory_order_relaxed);
-      if (counter_parent[c] < 0)
-        return true;
-      c = counter_parent[c];
-    }
+    ready.init();
   }
 
   void end_launch() { running.store(0, rl::memory_order_release); }
@@ -163,9 +116,9 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
     for (int k = 0; k < 2; k++) {
       int s = succ[i][k];
       if (s >= 0 && take(s, false))
-        enqueue(s, launch);
+        ready.push(s, launch);
     }
-    if (counter_of[i] >= 0 && count_off(counter_of[i]))
+    if (counter_of[i] >= 0 && counters.count_off(counter_of[i], false))
       end_launch();
   }
 
@@ -183,15 +136,15 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
         if (mine && runs_here[i])
           run(i, epoch($));
         else if (mine)
-          enqueue(i, epoch($));
+          ready.push(i, epoch($));
       }
       if (lo + CHUNK < N && lo == 0) { /* queued behind other work, once */
-        enqueue(SWEEPER, launch);
+        ready.push(SWEEPER, launch);
         return;
       }
     }
 #if WEFT_MUTANT != 2 /* counted off beside the sinks */
-    if (count_off(2))
+    if (counters.count_off(2, false))
       end_launch();
 #endif
     (void)launch;
@@ -200,38 +153,13 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
   void launcher()
   {
     for (int l = 1; l <= LAUNCHES; l++) {
-      for (;;) {
-        int idle = 0;
-        if (running.compare_exchange_strong(idle, 1, rl::memory_order_acquire,
-                                            rl::memory_order_relaxed))
-          break;
-        rl::yield(1, $); /* WEFT_EBUSY: the previous launch still runs */
-      }
+      weft_rl::claim_launch(running);
       /* weft_graph_sweep_start, then the first sweeper queued */
       epoch($) = l;
       cursor($) = 0;
-      enqueue(SWEEPER, l);
+      ready.push(SWEEPER, l);
     }
-    while (running.load(rl::memory_order_acquire))
-      rl::yield(1, $); /* weft_wait_all */
-    finished.store(1, rl::memory_order_release);
-  }
-
-  void worker()
-  {
-    for (;;) {
-      int item = -1, launch = 0;
-      if (dequeue(&item, &launch)) {
-        if (item & SWEEPER)
-          sweep(launch);
-        else
-          run(item, launch);
-        continue;
-      }
-      if (finished.load(rl::memory_order_acquire))
-        return;
-      rl::yield(1, $);
-    }
+    weft_rl::wait_launches(running, finished);
   }
 
   void thread(unsigned self)
@@ -239,7 +167,12 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
     if (self == 0)
       launcher();
     else
-      worker();
+      weft_rl::serve(ready, finished, [this](int item, int launch) {
+        if (item & SWEEPER)
+          sweep(launch);
+        else
+          run(item, launch);
+      });
   }
 
   void after()
@@ -248,8 +181,7 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
       RL_ASSERT(runs[i] == LAUNCHES);
       RL_ASSERT(pending[i].load(rl::memory_order_relaxed) == rest[i]);
     }
-    for (int c = 0; c < 3; c++)
-      RL_ASSERT(counter[c].load(rl::memory_order_relaxed) == counter_init[c]);
+    counters.check_reset();
   }
 };
 
