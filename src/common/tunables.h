@@ -34,6 +34,10 @@
  * many, and few enough that several sweepers share a graph of a few
  * hundred nodes. */
 #define WEFT_GRAPH_SWEEP_CHUNK 32
+/* ... and prefetch the blocks of the node this many ahead of the one they
+ * take, nodes (VM, dag replayed at 1 thread: 31.6 -> 26.6 ns/op with the
+ * successors' blocks no longer prefetched, indep 17.7 -> 14.8). */
+#define WEFT_GRAPH_SWEEP_AHEAD 16
 /* A graph is swept when fewer than this share of the steps of one worker's
  * run order (build.c) go on to the next operator in capture order, percent:
  * a chain, or a wavefront pushed row by row, runs in capture order anyway

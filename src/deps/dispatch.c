@@ -138,6 +138,12 @@ static int sweep_task(void *arg)
     int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
     g->cursor = hi;
     for (int i = lo; i < hi; i++) {
+      if (i + WEFT_GRAPH_SWEEP_AHEAD < n) { /* the blocks it reads next, in order */
+        const char *ahead = (const char *)weft_graph_node(g, i + WEFT_GRAPH_SWEEP_AHEAD);
+        __builtin_prefetch(ahead, 1);
+        __builtin_prefetch(ahead + WEFT_CACHE_LINE, 1);
+        __builtin_prefetch(ahead + 2 * WEFT_CACHE_LINE, 1); /* a plain node's last */
+      }
       if (!weft_sweep_take(g, i))
         continue; /* its last predecessor releases it */
       weft_opr *op = weft_graph_node(g, i);

@@ -35,7 +35,8 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
 /* A node starts: its finish reads what it releases, so start moving those
  * lines (the successors' counts, their
  * blocks' first lines, each most likely in memory in a graph bigger than
- * the cache) while its fn runs. Always inlined: GCC takes a function of
+ * the cache) while its fn runs. In a swept graph, the counts only: the
+ * sweeper most likely takes the successor, and reads its block in order. Always inlined: GCC takes a function of
  * loads and prefetches alone for one without effects and drops the call
  * before it inlines it (GCC 12 did, at -O1 and up). */
 static inline __attribute__((always_inline)) void weft_gnode_prefetch(const weft_opr *op)
@@ -47,6 +48,8 @@ static inline __attribute__((always_inline)) void weft_gnode_prefetch(const weft
     int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_SOLE))
       __builtin_prefetch((const void *)&g->pending[WEFT_GRAPH_INDEX(e)], 1);
+    if (g->sweep)
+      continue; /* the sweeper, not this finish, most likely takes it */
     const char *s = (const char *)weft_graph_node(g, WEFT_GRAPH_INDEX(e));
     __builtin_prefetch(s, 1);
     __builtin_prefetch(s + WEFT_CACHE_LINE, 1); /* its place in the graph, its state */
