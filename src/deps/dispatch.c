@@ -134,6 +134,9 @@ static int sweep_task(void *arg)
   struct weft_graph *g = arg;
   weft_pool *pool = g->cur->op.eng->pool;
   const int n = g->nnodes;
+  /* As run_task: not nested in an operator, a node may take run_gnodes. */
+  const bool plain = !weft_tls_opr;
+  const int worker = plain ? weft_pool_worker_index(pool) : -1;
   for (int lo; (lo = g->cursor) < n;) {
     int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
     g->cursor = hi;
@@ -147,17 +150,23 @@ static int sweep_task(void *arg)
       if (!weft_sweep_take(g, i))
         continue; /* its last predecessor releases it */
       weft_opr *op = weft_graph_node(g, i);
-      if (op->fn && op->prop == WEFT_PROP_NORMAL && op->ctx.type == WEFT_DEV_CPU)
-        run_task(op);
-      else
+      if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {
         weft_opr_ready(op);
+        continue;
+      }
+      if (plain && gnode_plain_now(op)) { /* run_task's loop, without its entry */
+        unsigned run = 0;
+        op = run_gnodes(op, worker, weft_engine_between, &run);
+      }
+      if (op)
+        run_task(op);
     }
     if (hi < n && weft_pool_yield_due(pool) &&
         weft_pool_submit_embedded_last(pool, &g->sweep_task) == 0)
       return 0;
   }
   weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_sweep_end(g, &ready, weft_tls_opr ? NULL : weft_engine_between);
+  weft_opr *next = weft_sweep_end(g, &ready, plain ? weft_engine_between : NULL);
   WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
   (void)next;
   if (!weft_fifo_empty(&ready))
