@@ -32,6 +32,10 @@ typedef struct build {
   int (*edge)[2];    /* [nedges]: (pred, succ) */
   size_t nedges;
   bool one_worker;   /* the engine's pool has one worker */
+  /* ... and every node is a CPU fn of WEFT_PROP_NORMAL: the sweeper runs
+   * each where it takes it, to its end, so capture order alone keeps every
+   * edge: the graph is swept with none (graph.h) */
+  bool in_order;
   bool sweep;        /* the graph is swept (graph.h; place_nodes decides) */
 } build;
 
@@ -152,11 +156,12 @@ static int find_edges(build *b)
 static int make_counters(struct weft_graph *g, const build *b)
 {
   int nsinks = 0;
-  for (int i = 0; i < b->n; i++)
+  for (int i = 0; i < b->n && !b->in_order; i++) /* in order: the sweeper alone */
     if (b->nsucc[i] == 0)
       weft_graph_node(g, g->place[i])->gn.counter = nsinks++ / WEFT_GRAPH_FANIN;
+  int leaves = nsinks ? (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN : 1;
   int total = 0;
-  for (int level = (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN;;
+  for (int level = leaves;;
        level = (level + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN) {
     total += level;
     if (level == 1)
@@ -167,7 +172,7 @@ static int make_counters(struct weft_graph *g, const build *b)
     return WEFT_ENOMEM;
   g->ncounters = total;
   int base = 0, below = nsinks;
-  for (int level = (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN;;
+  for (int level = leaves;;
        level = (level + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN) {
     for (int j = 0; j < level; j++) {
       weft_gcounter *gc = &g->counters[base + j];
@@ -230,10 +235,10 @@ static int *place_nodes(build *b)
   for (int i = 0; i < n; i++)
     left[i] = b->npred[i];
   int sp = 0, k = 0, prev = -2;
-  size_t in_order = 0; /* steps of that order to the next capture index */
+  size_t steps_in_order = 0; /* steps of that order to the next capture index */
   for (int x = nroots ? roots[0] : -1; x >= 0;) {
     place[x] = k++;
-    in_order += x == prev + 1;
+    steps_in_order += x == prev + 1;
     prev = x;
     for (int c = 2 * rootof[x] + 1; rootof[x] >= 0 && c <= 2 * rootof[x] + 2 && c < nroots; c++)
       stack[sp++] = roots[c];
@@ -251,7 +256,8 @@ static int *place_nodes(build *b)
     x = next >= 0 ? next : sp ? stack[--sp] : -1;
   }
   WEFT_ASSERT(k == n); /* a graph is acyclic: every node is reached from the roots */
-  b->sweep = b->one_worker && in_order * 100 < (size_t)(n - 1) * WEFT_GRAPH_SWEEP_IN_ORDER_PCT;
+  b->sweep = b->one_worker && (b->in_order || steps_in_order * 100 < (size_t)(n - 1) *
+                                                                       WEFT_GRAPH_SWEEP_IN_ORDER_PCT);
   if (b->sweep)
     for (int i = 0; i < n; i++)
       place[i] = i;
@@ -274,18 +280,22 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
   /* A graph of plain nodes (a CPU fn, no priority) gets blocks cut after
    * their queue line: they never touch the requests, the async, priority
-   * or device fields (opr.h), and a replay reads 3 lines a node, not 7. */
-  bool plain = true;
+   * or device fields (opr.h), and a replay reads 3 lines a node, not 7.
+   * One run in order (graph.h) is never queued either: 2 lines. */
+  bool plain = true, normal = true;
   for (int i = 0; i < n && plain; i++) {
     const weft_op_desc *d = &c->recs[i].desc;
     plain = d->fn && d->ctx.type == WEFT_DEV_CPU && d->prop != WEFT_PROP_PRIORITIZED;
+    normal &= d->prop == WEFT_PROP_NORMAL;
   }
-  g->stride = plain ? WEFT_OPR_PLAIN_NODE_BYTES
-                    : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
+  b->one_worker = c->eng->pool && weft_pool_num_threads(c->eng->pool) == 1;
+  b->in_order = g->in_order = b->one_worker && plain && normal;
+  g->stride = b->in_order ? WEFT_OPR_IN_ORDER_NODE_BYTES
+              : plain     ? WEFT_OPR_PLAIN_NODE_BYTES
+                          : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
   g->nodes = weft_aligned_alloc(WEFT_CACHE_LINE, g->stride * (size_t)n);
   g->pending = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->pending * (size_t)n);
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
-  b->one_worker = c->eng->pool && weft_pool_num_threads(c->eng->pool) == 1;
   g->place = place_nodes(b);
   g->sweep = b->sweep;
   size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use *) * (size_t)n +
@@ -359,7 +369,7 @@ static int make_nodes(struct weft_graph *g, build *b)
     weft_gnode *m = &op->gn;
     m->graph = g;
     m->succ0 = (uint32_t)first[at];
-    m->nsucc = b->nsucc[i];
+    m->nsucc = b->in_order ? 0 : b->nsucc[i]; /* in order: nothing to release */
     for (int j = b->soff[i]; j < b->soff[i + 1]; j++) {
       int to = b->sadj[j];
       const weft_op_desc *td = &c->recs[to].desc;
@@ -368,7 +378,7 @@ static int make_nodes(struct weft_graph *g, build *b)
           g->place[to] | (b->npred[to] == 1 && !b->sweep ? WEFT_GRAPH_SOLE : 0) |
           (keepable ? WEFT_GRAPH_KEEPABLE : 0);
     }
-    m->npred = b->npred[i] + b->sweep;
+    m->npred = b->in_order ? 1 : b->npred[i] + b->sweep; /* in order: the sweep's alone */
     m->index = at;
     m->root = -1;
     m->counter = -1;

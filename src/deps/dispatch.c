@@ -113,6 +113,7 @@ static int run_task(void *arg)
     if (op && run >= WEFT_KEEP_RUN_MAX) {
       run = 0;
       if (plain && worker >= 0 && weft_pool_yield_due(op->eng->pool)) {
+        WEFT_ASSERT(op->internal != WEFT_OPR_GNODE || !op->gn.graph->in_order);
         op->task.fn = run_task;
         op->task.arg = op;
         if (weft_pool_submit_embedded_last(op->eng->pool, &op->task) == 0)
@@ -137,6 +138,12 @@ static int sweep_task(void *arg)
   /* As run_task: not nested in an operator, a node may take run_gnodes. */
   const bool plain = !weft_tls_opr;
   const int worker = plain ? weft_pool_worker_index(pool) : -1;
+  /* A graph run in order, with none of run_op's hooks on this thread (they
+   * do not change during the sweep: see run_gnodes): each node is its fn
+   * and the status it leaves, as run_gnodes runs it, with nothing to
+   * release. */
+  const bool bare = g->in_order && plain && !weft_tls_between && !weft_prof_tls;
+  weft_run_ctx rc = {g->cur->op.ctx, NULL, worker};
   for (int lo; (lo = g->cursor) < n;) {
     int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
     g->cursor = hi;
@@ -145,11 +152,24 @@ static int sweep_task(void *arg)
         const char *ahead = (const char *)weft_graph_node(g, i + WEFT_GRAPH_SWEEP_AHEAD);
         __builtin_prefetch(ahead, 1);
         __builtin_prefetch(ahead + WEFT_CACHE_LINE, 1);
-        __builtin_prefetch(ahead + 2 * WEFT_CACHE_LINE, 1); /* a plain node's last */
+        if (!g->in_order) /* its queue line, a plain node's last */
+          __builtin_prefetch(ahead + 2 * WEFT_CACHE_LINE, 1);
       }
       if (!weft_sweep_take(g, i))
         continue; /* its last predecessor releases it */
       weft_opr *op = weft_graph_node(g, i);
+      if (bare && no_failed_var(op->eng)) {
+        WEFT_ASSERT(op->gn.nsucc == 0 && op->gn.counter < 0 && op->gn.npred == 1);
+        WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+        rc.ctx = op->ctx;
+        weft_tls_opr = op;
+        int status = op->fn(&rc, op->arg);
+        weft_tls_opr = NULL;
+        if (status) /* as in run_gnodes */
+          weft_gnode_finish_failed(op, status);
+        WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+        continue;
+      }
       if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {
         weft_opr_ready(op);
         continue;
@@ -234,6 +254,8 @@ void weft_opr_ready_list(weft_fifo *ready)
 void weft_opr_ready(weft_opr *op)
 {
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || !WEFT_ASSERTS_ON);
+  /* A node run in order has no queue line (opr.h): the sweeper runs it. */
+  WEFT_ASSERT(op->internal != WEFT_OPR_GNODE || !op->gn.graph->in_order);
   WEFT_ASSERT(atomic_load_explicit(&op->wait, memory_order_relaxed) == 0);
   if (op->internal != WEFT_OPR_USER && op->internal != WEFT_OPR_GNODE) {
     /* A var wait or deletion, a graph launch's gate: trivial, and never

@@ -121,6 +121,10 @@ struct weft_graph {
   /* immutable: the graph is swept (above): every node has a count, one
    * more than its predecessors, and no node is a root of the heap */
   bool sweep;
+  /* immutable: swept in capture order with no edge at all (graph.h): one
+   * worker, and every node a CPU fn of WEFT_PROP_NORMAL, which the sweeper
+   * runs where it takes it, to its end; its blocks have no queue line */
+  bool in_order;
   /* The launch in progress of a swept graph: its epoch, and the next chunk
    * the sweeper takes. Written by the gate's start (the launch before has
    * ended, its sweeper too) before it queues the sweeper, which publishes

@@ -157,6 +157,12 @@ _Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= 2 * WEFT_CACHE_LIN
                    offsetof(weft_opr, req_inline) >= WEFT_OPR_PLAIN_NODE_BYTES &&
                    offsetof(weft_opr, async_fn) >= WEFT_OPR_PLAIN_NODE_BYTES,
                "a plain graph node is its block's first three lines");
+/* A node of a graph run in order (graph.h) is never queued: its block is
+ * cut before the queue line too. */
+#define WEFT_OPR_IN_ORDER_NODE_BYTES (2 * WEFT_CACHE_LINE)
+_Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= WEFT_OPR_IN_ORDER_NODE_BYTES &&
+                   offsetof(weft_opr, node) >= WEFT_OPR_IN_ORDER_NODE_BYTES,
+               "a node run in order is its block's first two lines");
 
 /* The var and request arrays of an operator with more than
  * WEFT_OPR_INLINE_VARS vars (up to WEFT_OPR_BIG_VARS). */

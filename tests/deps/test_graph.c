@@ -79,9 +79,11 @@ static int seq_fn(const weft_run_ctx *rc, void *arg)
   return o->status;
 }
 
-static int push_seq(weft_engine *e, seq_op *o, weft_var *v, bool write, unsigned flags)
+static int push_seq_prop(weft_engine *e, seq_op *o, weft_var *v, bool write, unsigned flags,
+                         weft_prop prop)
 {
   weft_op_desc d = te_desc(seq_fn, o);
+  d.prop = prop;
   weft_var *vs[1] = {v};
   if (write) {
     d.writes = vs;
@@ -93,6 +95,11 @@ static int push_seq(weft_engine *e, seq_op *o, weft_var *v, bool write, unsigned
   d.flags = flags;
   d.name = "seq";
   return weft_push(e, &d);
+}
+
+static int push_seq(weft_engine *e, seq_op *o, weft_var *v, bool write, unsigned flags)
+{
+  return push_seq_prop(e, o, v, write, flags, WEFT_PROP_NORMAL);
 }
 
 /* ---------------------------------------------------------------- order */
@@ -204,15 +211,17 @@ Test(graph, launch_from_inside_an_operator, .init = setup, .timeout = TU_TIMEOUT
 
 /* A failing op of the graph fails the var it writes; the ops after it on
  * that var are skipped (not a NOSKIP one), every launch, and weft_wait_all
- * and weft_var_wait report it, as for pushed ops. On 2 workers; and on 1,
- * with the op on the other var pushed second, so that one worker's edge
- * order jumps about the capture and the graph is swept (graph.h). */
+ * and weft_var_wait report it, as for pushed ops. On 2 workers; and on 1
+ * (graph.h): the graph runs in order; and, with the op on the other var
+ * prioritized and pushed second (one worker's edge order then jumps about
+ * the capture), it is swept with counts. */
 Test(graph, failures_skip_and_are_reported_each_launch, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
-  const char *kinds[] = {"threaded", "naive", "threaded"};
-  for (int kd = 0; kd < 3; kd++) {
-    bool swept = kd == 2;
+  const char *kinds[] = {"threaded", "naive", "threaded", "threaded"};
+  for (int kd = 0; kd < 4; kd++) {
+    bool swept = kd >= 2;
+    weft_prop other_prop = kd == 3 ? WEFT_PROP_PRIORITIZED : WEFT_PROP_NORMAL;
     te t = te_new(kinds[kd], swept ? 1 : 2, 0);
     weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng);
     long log[64];
@@ -222,7 +231,7 @@ Test(graph, failures_skip_and_are_reported_each_launch, .init = setup,
     cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
     cr_assert_eq(push_seq(t.eng, &fail, a, true, 0), 0);
     if (swept)
-      cr_assert_eq(push_seq(t.eng, &other, b, true, 0), 0);
+      cr_assert_eq(push_seq_prop(t.eng, &other, b, true, 0, other_prop), 0);
     cr_assert_eq(push_seq(t.eng, &skipped, a, false, 0), 0);
     cr_assert_eq(push_seq(t.eng, &noskip, a, false, WEFT_OP_NOSKIP), 0);
     if (!swept)
