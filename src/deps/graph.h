@@ -40,11 +40,18 @@
  * to zero, its last predecessor's (which releases it as before: an async
  * operator's signal, a device's completion, the one worker finishing what
  * the sweeper passed by) or the sweeper that passes it (which runs it where
- * it is). With one worker and CPU operators, that is capture order, with
- * no release at all. The sweeper counts itself off the top counter when
- * no chunk is left, so a launch ends only after it too. With several
- * workers the graph is not swept: chunks run side by side lose what the
- * edge order keeps, a var's chain on one worker (docs/).
+ * it is). The sweeper counts itself off the top counter when no chunk is
+ * left, so a launch ends only after it too. With several workers the
+ * graph is not swept: chunks run side by side lose what the edge order
+ * keeps, a var's chain on one worker (docs/).
+ *
+ * Run in order: a graph on one worker whose every node is a CPU fn of
+ * WEFT_PROP_NORMAL is swept whatever its edge order, and needs no count at
+ * all: the sweeper runs each node where it takes it, to its end, so
+ * capture order alone keeps every edge. Its nodes have no successor, no
+ * sink counter and a count of 1 (the sweep's, taken with a load), and
+ * their blocks are cut before the queue line (nothing queues them); the
+ * sweeper is the launch's only sink.
  */
 #ifndef WEFT_DEPS_GRAPH_H
 #define WEFT_DEPS_GRAPH_H
