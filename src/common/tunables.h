@@ -29,17 +29,18 @@
  * one back, behind that work: what waits on a busy worker waits for at
  * most about twice this many operators. Operators. */
 #define WEFT_KEEP_RUN_MAX 1024
-/* A swept graph's sweepers (src/deps/graph.h) claim this many nodes at a
- * time, nodes: one claim (a read-modify-write on a shared line) for that
- * many, and few enough that several sweepers share a graph of a few
- * hundred nodes. */
+/* A swept graph's sweeper (src/deps/graph.h) walks this many nodes between
+ * its looks for other work waiting on its worker (weft_pool_yield_due),
+ * nodes: a look costs a few loads, and what waits waits for at most this
+ * many operators more. */
 #define WEFT_GRAPH_SWEEP_CHUNK 32
-/* ... and prefetch the blocks of the node this many ahead of the one they
- * take, nodes (VM, dag replayed at 1 thread: 31.6 -> 26.6 ns/op with the
+/* ... and prefetches the blocks of the node this many ahead of the one it
+ * takes, nodes (VM, dag replayed at 1 thread: 31.6 -> 26.6 ns/op with the
  * successors' blocks no longer prefetched, indep 17.7 -> 14.8). */
 #define WEFT_GRAPH_SWEEP_AHEAD 16
-/* A graph is swept when fewer than this share of the steps of one worker's
- * run order (build.c) go on to the next operator in capture order, percent:
+/* A graph on one worker that cannot run in order (graph.h) is swept when
+ * fewer than this share of the steps of one worker's edge order (build.c)
+ * go on to the next operator in capture order, percent:
  * a chain, or a wavefront pushed row by row, runs in capture order anyway
  * and keeps the cheaper release (a node with one predecessor needs no
  * count); operators on interleaved vars jump about (bench: dag 1%, indep

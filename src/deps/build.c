@@ -256,8 +256,8 @@ static int *place_nodes(build *b)
     x = next >= 0 ? next : sp ? stack[--sp] : -1;
   }
   WEFT_ASSERT(k == n); /* a graph is acyclic: every node is reached from the roots */
-  b->sweep = b->one_worker && (b->in_order || steps_in_order * 100 < (size_t)(n - 1) *
-                                                                       WEFT_GRAPH_SWEEP_IN_ORDER_PCT);
+  b->sweep = b->in_order ||
+             (b->one_worker && steps_in_order * 100 < (size_t)(n - 1) * WEFT_GRAPH_SWEEP_IN_ORDER_PCT);
   if (b->sweep)
     for (int i = 0; i < n; i++)
       place[i] = i;
