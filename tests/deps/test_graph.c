@@ -143,6 +143,37 @@ Test(graph, launch_is_ordered_with_pushes_around_it, .init = setup, .timeout = T
   tu_assert_no_errors();
 }
 
+/* On one worker a graph of plain operators runs in capture order (graph.h:
+ * swept), not in its edge order: 4 interleaved chains (op i writes var
+ * i % 4), which the edge order would run chain by chain (0, 4, 8, ...). */
+Test(graph, one_worker_replays_in_capture_order, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 1, 0);
+  weft_var *v[4];
+  for (int k = 0; k < 4; k++)
+    v[k] = te_var(t.eng);
+  long log[32];
+  seq s = {log, 0};
+  seq_op ops[32];
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < 32; i++) {
+    ops[i] = (seq_op){&s, i, 0};
+    cr_assert_eq(push_seq(t.eng, &ops[i], v[i % 4], true, 0), 0);
+  }
+  weft_graph *g = capture_end(t.eng);
+  for (int r = 0; r < 3; r++) {
+    atomic_store(&s.n, 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&s.n), 32, "launch %d: %ld ops ran", r, atomic_load(&s.n));
+    for (long i = 0; i < 32; i++)
+      cr_assert_eq(log[i], i, "launch %d: position %ld ran op %ld", r, i, log[i]);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 /* Many launches of a graph of independent ops (many roots: released
  * through the heap fan-out), each op once per launch. */
 Test(graph, many_roots_run_once_per_launch, .init = setup, .timeout = TU_TIMEOUT(60))
