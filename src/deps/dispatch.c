@@ -55,6 +55,24 @@ static inline bool gnode_plain_now(const weft_opr *op)
  * weft_prof_tls) do not change in the loop (a node's fn restores whatever
  * it nests; only the launch's last finish may leave a drain check, and it
  * keeps no node). */
+/* A graph node's fn, as both replay paths run it (run_gnodes, and a graph
+ * run in order in sweep_task): the caller checked gnode_plain_now. No var
+ * of op was failed when it started (nfailed_vars was 0, read after its
+ * release, which follows every earlier failure on its vars), and none
+ * fails while it runs (every other writer of its vars is ordered with it:
+ * by the graph's edges, or behind the launch's gate): only its own failure
+ * gives its vars a status. */
+static inline void call_gnode(weft_opr *op, weft_run_ctx *rc)
+{
+  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  rc->ctx = op->ctx;
+  weft_tls_opr = op;
+  int status = op->fn(rc, op->arg);
+  weft_tls_opr = NULL;
+  if (status)
+    weft_gnode_finish_failed(op, status);
+}
+
 static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
 {
   unsigned n = *run; /* a register in the loop, not the caller's word */
@@ -63,18 +81,7 @@ static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsi
     WEFT_ASSERT(!weft_tls_between && !weft_prof_tls);
     weft_gnode_prefetch(op);
     fanout(op); /* a root releases the next ones as it starts */
-    WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-    rc.ctx = op->ctx;
-    weft_tls_opr = op;
-    int status = op->fn(&rc, op->arg);
-    weft_tls_opr = NULL;
-    /* No var of op was failed when it started (nfailed_vars was 0, read
-     * after its release, which follows every earlier failure on its vars),
-     * and none fails while it runs (every other writer of its vars is
-     * ordered with it: by the graph's edges, or behind the launch's gate):
-     * only its own failure gives its vars a status. */
-    if (status)
-      weft_gnode_finish_failed(op, status);
+    call_gnode(op, &rc);
     weft_fifo ready = WEFT_FIFO_INIT;
     op = weft_gnode_release(op, worker >= 0, &ready, hook);
     if (!weft_fifo_empty(&ready))
@@ -155,19 +162,15 @@ static int sweep_task(void *arg)
         if (!g->in_order) /* its queue line, a plain node's last */
           __builtin_prefetch(ahead + 2 * WEFT_CACHE_LINE, 1);
       }
-      if (!weft_sweep_take(g, i))
-        continue; /* its last predecessor releases it */
       weft_opr *op = weft_graph_node(g, i);
+      if (g->in_order) /* nobody else takes a node: no count to look at */
+        weft_gnode_ready(op, g->sweep_epoch);
+      else if (!weft_sweep_take(g, i))
+        continue; /* its last predecessor releases it */
       if (bare && no_failed_var(op->eng)) {
-        WEFT_ASSERT(op->gn.nsucc == 0 && op->gn.counter < 0 && op->gn.npred == 1);
-        WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-        rc.ctx = op->ctx;
-        weft_tls_opr = op;
-        int status = op->fn(&rc, op->arg);
-        weft_tls_opr = NULL;
-        if (status) /* as in run_gnodes */
-          weft_gnode_finish_failed(op, status);
-        WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+        WEFT_ASSERT(op->gn.nsucc == 0 && op->gn.counter < 0);
+        call_gnode(op, &rc);
+        WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* nothing to release */
         continue;
       }
       if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {

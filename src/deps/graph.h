@@ -48,10 +48,10 @@
  * Run in order: a graph on one worker whose every node is a CPU fn of
  * WEFT_PROP_NORMAL is swept whatever its edge order, and needs no count at
  * all: the sweeper runs each node where it takes it, to its end, so
- * capture order alone keeps every edge. Its nodes have no successor, no
- * sink counter and a count of 1 (the sweep's, taken with a load), and
- * their blocks are cut before the queue line (nothing queues them); the
- * sweeper is the launch's only sink.
+ * capture order alone keeps every edge. Its nodes have no successor and
+ * no sink counter, and nobody reads their count (the sweeper takes each
+ * without one); their blocks are cut before the queue line (nothing
+ * queues them); the sweeper is the launch's only sink.
  */
 #ifndef WEFT_DEPS_GRAPH_H
 #define WEFT_DEPS_GRAPH_H
