@@ -93,6 +93,7 @@ void weft_engine_pace_outside(weft_engine *eng)
     return;
   uint64_t low = left;
   int64_t low_at = weft_now_ns();
+  int64_t cpu_at = -1; /* the workers' CPU time once a stall was suspected; -1: not yet */
   while (left > WEFT_PACE_OUTSIDE_OPS / 2) {
     /* Sleep, not spin: the CPU is the workers' meanwhile (a user's thread
      * pushing shares the cores with them). */
@@ -103,14 +104,26 @@ void weft_engine_pace_outside(weft_engine *eng)
     if (left < low) {
       low = left;
       low_at = now;
-    } else if (now - low_at >= WEFT_PACE_OUTSIDE_STALL_NS &&
-               (!weft_pool_any_work(eng->pool) ||
-                now - low_at >= WEFT_PACE_OUTSIDE_STALL_MAX_NS)) {
-      /* No progress, and nothing ready waits in the pool (what is left
-       * waits for operators that have not finished, maybe for this very
-       * thread); or none for so long that it may: push on. Ready work
-       * still queued means the workers are merely slow (descheduled on a
-       * loaded machine): wait for them up to the longer bound. */
+      cpu_at = -1;
+      continue;
+    }
+    if (now - low_at < WEFT_PACE_OUTSIDE_STALL_NS)
+      continue;
+    /* No progress for a while. Nothing ready queued in the pool: what is
+     * left waits for operators that have not finished, maybe for this very
+     * thread; push on. Ready work queued: the workers are slow or held.
+     * Slow (descheduled on a loaded machine) is no reason to push on; held
+     * is, once they have run long enough to tell (an operator holding the
+     * only worker until this thread goes on would wait forever), or once
+     * the longest wait passes whatever they did. */
+    bool stalled = !weft_pool_any_work(eng->pool) || now - low_at >= WEFT_PACE_OUTSIDE_STALL_MAX_NS;
+    if (!stalled) {
+      int64_t cpu = weft_pool_workers_cpu_ns(eng->pool);
+      if (cpu_at < 0)
+        cpu_at = cpu;
+      stalled = cpu - cpu_at >= WEFT_PACE_OUTSIDE_STALL_CPU_NS;
+    }
+    if (stalled) {
       outside_resume_above = left + WEFT_PACE_OUTSIDE_OPS;
       return;
     }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/env.h"
@@ -102,6 +103,22 @@ int weft_pool_stats(const weft_pool *pool, weft_worker_stats *out, int max)
     out[i].wakeups = atomic_load_explicit(&w->wakeups, memory_order_relaxed);
   }
   return n;
+}
+
+int64_t weft_pool_workers_cpu_ns(const weft_pool *pool)
+{
+  int64_t sum = 0;
+  for (int i = 0; i < pool->nworkers; i++) {
+    const weft_worker *w = &pool->workers[i];
+    clockid_t clock;
+    struct timespec ts;
+    /* Every worker is started before create returns, and runs until
+     * destroy: its thread handle is valid as long as the pool. */
+    if (w->started && pthread_getcpuclockid(w->thread, &clock) == 0 &&
+        clock_gettime(clock, &ts) == 0)
+      sum += (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  }
+  return sum;
 }
 
 /* Reads each automatic field from the environment (or the built-in default). */

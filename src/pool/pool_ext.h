@@ -74,6 +74,12 @@ bool weft_pool_top_task(void);
  * priority queues): relaxed looks, a hint unless fenced. */
 bool weft_pool_any_work(weft_pool *pool);
 
+/* The CPU time pool's worker threads have run, together, since they
+ * started, nanoseconds (each thread's CPU clock: a system call per worker).
+ * A waiter outside the pool tells workers that ran and got nowhere from
+ * workers that were not given a CPU by how it grows. */
+int64_t weft_pool_workers_cpu_ns(const weft_pool *pool);
+
 /* Whether pool was inherited through fork (unusable: common/fork.h). */
 bool weft_pool_forked(const weft_pool *pool);
 
