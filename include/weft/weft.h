@@ -163,7 +163,9 @@ WEFT_API int weft_pool_default_threads(void);
 
 /* Asks the pool's workers to park at once the next time they are idle,
  * instead of spinning first: those spinning now park within a round, the
- * others skip the spin of their next idle period, then spin as usual again.
+ * others skip the spin of their next idle period. The request stands for
+ * each worker until it has slept once (work found on the way to sleep
+ * does not cancel it); then it spins as usual again.
  * For a caller that knows no work comes for a while (pthreadpool's
  * PTHREADPOOL_FLAG_YIELD_WORKERS). Returns 0 or WEFT_EINVAL (NULL pool). */
 WEFT_API int weft_pool_park_idle(weft_pool *pool);

@@ -47,7 +47,7 @@ typedef struct weft_worker {
   weft_task_cache tasks;     /* owner only */
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
-  uint32_t park_gen_seen;    /* owner only: the pool's park_gen last obeyed */
+  uint32_t park_gen_seen;    /* owner only: the pool's park_gen when it last slept */
   bool solo_first;           /* owner only: which injection queue to try first */
   bool fair_due;             /* owner only: take from the injection queues first, next turn */
   unsigned ticks;            /* owner only: pops of its deque in a row (WEFT_FAIR_TICKS) */

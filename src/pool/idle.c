@@ -127,12 +127,11 @@ static weft_task *spin(weft_pool *pool, weft_worker *w, weft_group_impl *g, bool
       return t;
     }
     weft_stat_inc(&w->failed_steal_rounds);
-    /* relaxed: see weft_pool_park_idle. Asked to park: skip the spin once. */
-    uint32_t gen = atomic_load_explicit(&pool->park_gen, memory_order_relaxed);
-    if (gen != w->park_gen_seen) {
-      w->park_gen_seen = gen;
+    /* relaxed: see weft_pool_park_idle. Asked to park: skip the spin. The
+     * request stands until w sleeps (park notes it then): a task that
+     * the park's re-check finds does not cancel it. */
+    if (atomic_load_explicit(&pool->park_gen, memory_order_relaxed) != w->park_gen_seen)
       return NULL;
-    }
     if (now >= deadline) {
       /* Spin on if another worker ran out of work since we started. */
       int64_t d = atomic_load_explicit(&pool->last_idle_ns, memory_order_relaxed) + spin_ns;
@@ -206,6 +205,8 @@ static bool park(weft_pool *pool, weft_worker *w, weft_group_impl *g, bool searc
     weft_ec_cancel(&pool->ec);
     return false;
   }
+  /* relaxed: as in spin; every park request made so far is obeyed now. */
+  w->park_gen_seen = atomic_load_explicit(&pool->park_gen, memory_order_relaxed);
   weft_stat_inc(&w->parks);
   int64_t park_at = w->prof ? weft_prof_now() : 0;
   weft_ec_commit(&pool->ec, key);

@@ -13,6 +13,8 @@
 #include <float.h>
 #include <pthreadpool.h>
 #include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* the legacy API is tested too */
 
@@ -592,46 +594,76 @@ COMPAT_TEST(disable_denormals_holds_on_every_thread_for_the_call_only)
   pthreadpool_destroy(tp);
 }
 
-static double cpu_seconds(void)
+/* The state letter of thread tid of this process ('R' running or
+ * runnable, 'S' asleep, ...), or 0 if it cannot be read. */
+static char thread_state(pid_t tid)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+  return p && p[1] == ' ' ? p[2] : 0;
 }
 
-static void empty_item(void *arg, size_t i)
+typedef struct met {
+  pthread_t caller;
+  atomic_int worker_tid; /* a pool thread that ran an item; 0 before */
+  atomic_long ran;
+} met;
+
+/* Every item until a pool thread has run one waits for it (the caller
+ * takes items too): the call ends with the worker awake and done with it. */
+static void meeting_item(void *arg, size_t i)
 {
-  atomic_fetch_add(&((atomic_long *)arg)[i % 4], 1);
+  (void)i;
+  met *m = arg;
+  if (!pthread_equal(pthread_self(), m->caller))
+    atomic_store(&m->worker_tid, (int)syscall(SYS_gettid));
+  else
+    TU_WAIT_UNTIL(atomic_load(&m->worker_tid) != 0, TU_DEADLINE_S);
+  atomic_fetch_add(&m->ran, 1);
 }
 
-/* CPU the process burns while the caller sleeps `s` right after a call. */
-static double cpu_after_call(pthreadpool_t tp, uint32_t flags, double s)
+/* Runs a call with flags and returns the worker that took part in it. */
+static pid_t call_with_worker(pthreadpool_t tp, uint32_t flags)
 {
-  atomic_long n[4] = {0};
-  pthreadpool_parallelize_1d(tp, empty_item, n, 4000, flags);
-  cr_assert_eq(atomic_load(&n[0]) + atomic_load(&n[1]) + atomic_load(&n[2]) + atomic_load(&n[3]),
-               4000);
-  double c0 = cpu_seconds();
-  tu_sleep_us((long)(s * 1e6));
-  return cpu_seconds() - c0;
+  met m = {.caller = pthread_self()};
+  pthreadpool_parallelize_1d(tp, meeting_item, &m, 4000, flags);
+  cr_assert_eq(atomic_load(&m.ran), 4000);
+  pid_t tid = atomic_load(&m.worker_tid);
+  cr_assert_neq(tid, 0, "no worker took part in the call");
+  return tid;
 }
 
-/* Not a timing assertion: a parked worker burns no CPU at all, a spinning
- * one all it gets; the bounds are far from both. */
+/* Not a timing assertion: the worker's state, which a loaded machine does
+ * not change (a spinning worker that yields its CPU stays runnable, R; a
+ * parked one sleeps, S). A worker that spins after a call spins 400 ms
+ * here; one told to yield parks at once. */
 COMPAT_TEST(yield_workers_parks_them_after_the_call)
 {
   setenv("WEFT_SPIN_COUNT", "400000", 1); /* workers spin 400 ms unless told */
   pthreadpool_t tp = pthreadpool_create(2);
   cr_assert(tp);
-  double spun = cpu_after_call(tp, 0, 0.2);
-  double yielded = cpu_after_call(tp, PTHREADPOOL_FLAG_YIELD_WORKERS, 0.2);
-  /* The flag holds for one call: the next idle period spins again. */
-  double again = cpu_after_call(tp, 0, 0.2);
+  for (int round = 0; round < 2; round++) {
+    /* Control: without the flag the worker spins after the call (the
+     * second round: the flag held for one call only). */
+    pid_t w = call_with_worker(tp, 0);
+    tu_sleep_us(50 * 1000);
+    char st = thread_state(w);
+    cr_assert_eq(st, 'R', "round %d, without the flag: the worker is in state %c 50 ms after "
+                 "the call, not spinning", round, st ? st : '?');
+    /* With the flag it parks: asleep well before its spin would end. */
+    w = call_with_worker(tp, PTHREADPOOL_FLAG_YIELD_WORKERS);
+    cr_assert(TU_WAIT_UNTIL(thread_state(w) == 'S', 0.3),
+              "round %d, with YIELD_WORKERS: the worker is still in state %c 300 ms after the "
+              "call (it spins 400 ms)", round, thread_state(w));
+  }
   pthreadpool_destroy(tp);
-  cr_assert(yielded < 0.03, "with YIELD_WORKERS the worker burned %.3f s in 0.2 s", yielded);
-  cr_assert(spun > 0.05 && again > 0.05,
-            "control: without the flag the worker spins (burned %.3f s, then %.3f s in 0.2 s)",
-            spun, again);
 }
 
 COMPAT_TEST(unknown_flags_are_reported_once_and_ignored)
