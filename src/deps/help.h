@@ -24,14 +24,15 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
 void weft_engine_pace(weft_engine *eng);
 
 /* The same for a thread outside the pool (a user's thread pushing), every
- * WEFT_PACE_EVERY pushes: past WEFT_PACE_OPS operators pushed and not
- * finished it sleeps in slices of WEFT_PACE_OUTSIDE_SLEEP_NS until half as
- * many are left, and pushes on once WEFT_PACE_OUTSIDE_STALL_NS pass without
- * progress and with nothing ready queued in the pool (what is left may wait
- * for this thread), or WEFT_PACE_OUTSIDE_STALL_MAX_NS whatever is queued;
- * after such a stall it
- * lets WEFT_PACE_OUTSIDE_OPS more accumulate before it paces again. It
- * never runs operators. */
+ * WEFT_PACE_EVERY pushes: past WEFT_PACE_OUTSIDE_OPS operators pushed and
+ * not finished it sleeps in slices of WEFT_PACE_OUTSIDE_SLEEP_NS until half
+ * as many are left. It pushes on once WEFT_PACE_OUTSIDE_STALL_NS pass
+ * without progress and with nothing ready queued in the pool (what is left
+ * may wait for this thread); with ready work queued, once the workers have
+ * run WEFT_PACE_OUTSIDE_STALL_CPU_NS of CPU time without progress (time
+ * spent waiting for a CPU does not count), or WEFT_PACE_OUTSIDE_STALL_MAX_NS
+ * pass whatever they ran. After such a stall it lets WEFT_PACE_OUTSIDE_OPS
+ * more accumulate before it paces again. It never runs operators. */
 void weft_engine_pace_outside(weft_engine *eng);
 
 /* A push from inside the engine's work found max_inflight reached: helps
