@@ -1,0 +1,252 @@
+/*
+ * Planning a graph's lanes at capture (lanes.h): a list schedule of the
+ * nodes in capture order on K lanes, each node taking one unit of time and
+ * a predecessor in another lane WEFT_GRAPH_LANE_XFER units more; each node
+ * goes to the lane where it starts first, or to its latest predecessor's
+ * if that starts it at most WEFT_GRAPH_LANE_SLACK units later. Tried for
+ * K = 2, 4, ... up to the pool's workers; the fewest lanes whose plan ends
+ * within WEFT_GRAPH_LANE_NEAR_PCT of the best are kept, if that plan beats
+ * one lane (WEFT_GRAPH_LANES_GAIN_PCT). Then each node's waits: for each
+ * other lane, the latest of its predecessors there, unless an earlier
+ * node of its own lane waited for as much.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "deps/lanes.h"
+
+/* Plans K lanes: lane[i] for every node; returns the plan's end time, in
+ * units of WEFT_GRAPH_LANE_NODE. */
+static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, int32_t *lane,
+                        int64_t *fin)
+{
+  int64_t free_at[WEFT_GRAPH_LANES_MAX] = {0};
+  int npl[WEFT_GRAPH_LANES_MAX] = {0}; /* a node's predecessors in each lane */
+  int64_t end = 0;
+  size_t e = 0;
+  for (int i = 0; i < n; i++) {
+    /* The latest predecessor (t1, in lane l1), and the latest in another
+     * lane (t2): the node may start in l1 once t1 and t2 + XFER have
+     * passed, elsewhere once t1 + XFER has; it takes CROSS longer for each
+     * predecessor in another lane. */
+    size_t e0 = e;
+    int64_t t1 = -1, t2 = -1;
+    int l1 = -1, np = 0;
+    for (; e < nedges && edge[e][1] == i; e++, np++) {
+      int pr = edge[e][0];
+      npl[lane[pr]]++;
+      if (fin[pr] > t1) {
+        t1 = fin[pr];
+        l1 = lane[pr];
+      }
+    }
+    for (size_t x = e0; x < e; x++)
+      if (lane[edge[x][0]] != l1 && fin[edge[x][0]] > t2)
+        t2 = fin[edge[x][0]];
+    int64_t elsewhere = t1 < 0 ? 0 : t1 + WEFT_GRAPH_LANE_XFER;
+    int64_t in_l1 = t2 < 0 || t1 > t2 + WEFT_GRAPH_LANE_XFER ? t1 : t2 + WEFT_GRAPH_LANE_XFER;
+    int best = 0;
+    int64_t best_end = INT64_MAX;
+    for (int p = 0; p < K; p++) {
+      int64_t ready = p == l1 ? in_l1 : elsewhere;
+      int64_t t = (free_at[p] > ready ? free_at[p] : ready) + WEFT_GRAPH_LANE_NODE +
+                  (int64_t)(np - npl[p]) * WEFT_GRAPH_LANE_CROSS;
+      if (t < best_end) {
+        best_end = t;
+        best = p;
+      }
+    }
+    if (l1 >= 0) {
+      int64_t t = (free_at[l1] > in_l1 ? free_at[l1] : in_l1) + WEFT_GRAPH_LANE_NODE +
+                  (int64_t)(np - npl[l1]) * WEFT_GRAPH_LANE_CROSS;
+      if (t <= best_end + WEFT_GRAPH_LANE_SLACK) {
+        best = l1;
+        best_end = t;
+      }
+    }
+    for (size_t x = e0; x < e; x++)
+      npl[lane[edge[x][0]]] = 0;
+    lane[i] = best;
+    fin[i] = free_at[best] = best_end;
+    if (best_end > end)
+      end = best_end;
+  }
+  return end;
+}
+
+/* The lanes of K's plan, their nodes and waits, into g. */
+static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int K,
+                   int32_t *lane)
+{
+  /* Empty lanes dropped: lanes renumbered in order of use. */
+  int renum[WEFT_GRAPH_LANES_MAX], count[WEFT_GRAPH_LANES_MAX] = {0}, nl = 0;
+  for (int p = 0; p < K; p++)
+    renum[p] = -1;
+  for (int i = 0; i < n; i++) {
+    if (renum[lane[i]] < 0)
+      renum[lane[i]] = nl++;
+    lane[i] = renum[lane[i]];
+    count[lane[i]]++;
+  }
+  WEFT_ASSERT(nl >= 2);
+  /* One block: node lists, wait offsets, waits (at most one per edge),
+   * the lanes' seen arrays. */
+  size_t bytes = sizeof(weft_gwait) * (nedges ? nedges : 1) + sizeof(int32_t) * (size_t)n +
+                 sizeof(uint32_t) * ((size_t)n + (size_t)nl) +
+                 sizeof(int32_t) * (size_t)nl * (size_t)nl;
+  char *store = weft_malloc(bytes);
+  weft_glane *lanes = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *lanes * (size_t)nl);
+  int32_t *pos = weft_malloc(sizeof *pos * (size_t)(n ? n : 1));
+  int32_t *last = weft_calloc((size_t)nl * (size_t)nl, sizeof *last);
+  if (!store || !lanes || !pos || !last) {
+    weft_free(store);
+    weft_free(lanes);
+    weft_free(pos);
+    weft_free(last);
+    return WEFT_ENOMEM;
+  }
+  weft_gwait *waits = (weft_gwait *)store;
+  int32_t *nodes = (int32_t *)(waits + (nedges ? nedges : 1));
+  uint32_t *wait0 = (uint32_t *)(nodes + n);
+  int32_t *seen = (int32_t *)(wait0 + n + nl);
+  memset(lanes, 0, sizeof *lanes * (size_t)nl);
+  int32_t *at[WEFT_GRAPH_LANES_MAX];
+  uint32_t *w0[WEFT_GRAPH_LANES_MAX];
+  int off = 0;
+  for (int p = 0; p < nl; p++) {
+    weft_glane *L = &lanes[p];
+    L->n = count[p];
+    L->self = p;
+    L->node = at[p] = nodes + off;
+    L->wait0 = w0[p] = wait0 + off + p;
+    L->seen = seen + (size_t)p * (size_t)nl;
+    L->graph = g;
+    atomic_init(&L->done, 0);
+    atomic_init(&L->waiters, 0);
+    atomic_init(&L->need, 0);
+    atomic_init(&L->running, 0);
+    off += count[p];
+  }
+  /* Per node, the latest predecessor in each other lane (need[q], for
+   * stamp[q] == i); emitted unless its lane waited for as much before.
+   * Into tmp in capture order first (node i's: tmp[tw0[i] .. tw0[i + 1]),
+   * tw0 in pos's place once the positions are known), then each lane's
+   * together, in its order. */
+  weft_gwait *tmp = weft_malloc(sizeof *tmp * (nedges ? nedges : 1));
+  uint32_t *tw0 = weft_malloc(sizeof *tw0 * ((size_t)n + 1));
+  if (!tmp || !tw0) {
+    weft_free(tmp);
+    weft_free(tw0);
+    weft_free(store);
+    weft_free(lanes);
+    weft_free(pos);
+    weft_free(last);
+    return WEFT_ENOMEM;
+  }
+  int32_t need[WEFT_GRAPH_LANES_MAX], stamp[WEFT_GRAPH_LANES_MAX];
+  uint32_t lane_waits[WEFT_GRAPH_LANES_MAX] = {0};
+  for (int q = 0; q < nl; q++)
+    stamp[q] = -1;
+  uint32_t nw = 0;
+  size_t e = 0;
+  for (int i = 0; i < n; i++) {
+    int p = lane[i];
+    pos[i] = (int32_t)(at[p] - lanes[p].node);
+    *at[p]++ = i;
+    for (; e < nedges && edge[e][1] == i; e++) {
+      int pr = edge[e][0], q = lane[pr];
+      WEFT_ASSERT(pr < i); /* capture order is an order the graph may run in */
+      if (q == p)
+        continue;
+      if (stamp[q] != i) {
+        stamp[q] = i;
+        need[q] = 0;
+      }
+      if (pos[pr] + 1 > need[q])
+        need[q] = pos[pr] + 1;
+    }
+    tw0[i] = nw;
+    for (int q = 0; q < nl; q++)
+      if (stamp[q] == i && need[q] > last[p * nl + q]) {
+        last[p * nl + q] = need[q];
+        tmp[nw++] = (weft_gwait){q, need[q]};
+      }
+    lane_waits[p] += nw - tw0[i];
+  }
+  tw0[n] = nw;
+  uint32_t cur[WEFT_GRAPH_LANES_MAX];
+  for (int p = 0, sum = 0; p < nl; p++) {
+    cur[p] = (uint32_t)sum;
+    sum += (int)lane_waits[p];
+  }
+  for (int i = 0; i < n; i++) {
+    int p = lane[i];
+    *w0[p]++ = cur[p];
+    for (uint32_t x = tw0[i]; x < tw0[i + 1]; x++)
+      waits[cur[p]++] = tmp[x];
+  }
+  for (int p = 0; p < nl; p++)
+    *w0[p] = cur[p]; /* the lane's wait0[n] */
+  weft_free(tmp);
+  weft_free(tw0);
+  weft_free(pos);
+  weft_free(last);
+  g->nlanes = nl;
+  g->lanes = lanes;
+  g->waits = waits;
+  g->lane_store = store;
+  return 0;
+}
+
+int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers)
+{
+  int kmax = workers < WEFT_GRAPH_LANES_MAX ? workers : WEFT_GRAPH_LANES_MAX;
+  if (kmax < 2 || n < 2)
+    return 0;
+  int32_t *lane = weft_malloc(sizeof *lane * (size_t)n);
+  int32_t *keep = weft_malloc(sizeof *keep * (size_t)n);
+  int64_t *fin = weft_malloc(sizeof *fin * (size_t)n);
+  if (!lane || !keep || !fin) {
+    weft_free(lane);
+    weft_free(keep);
+    weft_free(fin);
+    return WEFT_ENOMEM;
+  }
+  /* Each lane count's end time; the fewest lanes near the best kept. */
+  int ks[8 * sizeof(int)], nk = 0;
+  int64_t ends[8 * sizeof(int)];
+  for (int k = 2; k < kmax; k *= 2)
+    ks[nk++] = k;
+  ks[nk++] = kmax;
+  int64_t best = INT64_MAX;
+  for (int j = 0; j < nk; j++) {
+    ends[j] = simulate(n, edge, nedges, ks[j], lane, fin);
+    if (ends[j] < best)
+      best = ends[j];
+  }
+  int pick = -1;
+  for (int j = 0; j < nk && pick < 0; j++)
+    if (ends[j] * 100 <= best * WEFT_GRAPH_LANE_NEAR_PCT)
+      pick = j;
+  int rc = 0;
+  if (ends[pick] * 100 <= (int64_t)n * WEFT_GRAPH_LANE_NODE * WEFT_GRAPH_LANES_GAIN_PCT) {
+    simulate(n, edge, nedges, ks[pick], keep, fin);
+    rc = lay_out(g, n, edge, nedges, ks[pick], keep);
+  }
+  weft_free(lane);
+  weft_free(keep);
+  weft_free(fin);
+  return rc;
+}
+
+void weft_lanes_free(struct weft_graph *g)
+{
+  weft_free(g->lanes);
+  weft_free(g->lane_store);
+  g->lanes = NULL;
+  g->lane_store = NULL;
+  g->waits = NULL;
+  g->nlanes = 0;
+}

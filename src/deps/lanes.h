@@ -1,0 +1,59 @@
+/*
+ * A graph run in lanes (graph.h "Run in lanes"): a graph of plain CPU
+ * operators on a pool of several workers, split at capture into lanes
+ * (lane_plan.c), each swept in capture order by a pool task of its own
+ * (lanes.c), as one worker sweeps a graph run in order.
+ *
+ * The contract between lanes. A lane's holder (the task that runs it) runs
+ * node[k] once every wait listed for it holds (lane q has run its first d
+ * nodes: q's done >= d), then stores done = k + 1. A lane that finds a
+ * wait unmet spins a while (WEFT_GRAPH_LANE_SPIN), then stops: it sets
+ * its need, its bit in q's waiters, and looks at q's done once more; if
+ * that still falls short it returns, and its run is q's to give back.
+ * After each node a holder looks at its own waiters (a relaxed load), and
+ * whenever it stops running (a stop of its own, a yield, its end) it reads
+ * them with a read-modify-write: every lane whose need its done meets gets
+ * its bit cleared and its task queued by the one that cleared it. Of a
+ * stopping lane and its waker, the one whose read-modify-write on waiters
+ * comes second sees the other's done or bit, so no stop is left without
+ * its wake (tests/reliability/rl_lanes.cpp models it).
+ *
+ * No lane waits for a lane that waits for it: every lane runs its nodes in
+ * capture order and waits only for nodes captured before the one it is
+ * at, so the earliest node not run yet waits for nothing, and its lane is
+ * running or queued. A lane never blocks its thread: a lane run nested in
+ * a node's fn (the fn waits and helps run pool tasks) stops as any other.
+ */
+#ifndef WEFT_DEPS_LANES_H
+#define WEFT_DEPS_LANES_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "deps/graph.h"
+
+/* At capture: plans the lanes of g (its nodes run in order, capture order;
+ * edge: its nedges (predecessor, successor) pairs, sorted by successor)
+ * for a pool of workers workers, and sets g->nlanes, lanes, waits and
+ * lane_store if lanes pay (graph.h); leaves them 0 if one lane does.
+ * Returns 0 or WEFT_ENOMEM. */
+int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers);
+
+/* The launch's gate holds every var (g->sweep_epoch is set): whether this
+ * launch runs in lanes (else in one, by the caller's sweeper). The first
+ * launches of every WEFT_GRAPH_LANE_PERIOD try both ways in turn,
+ * WEFT_GRAPH_LANE_PROBES each; the rest run the way whose fastest launch
+ * was faster. A node's run order and memory stay the same either way. */
+bool weft_lanes_choose(struct weft_graph *g);
+/* The launch's end (its last sweeper's count-off): notes its time. */
+void weft_lanes_launch_end(struct weft_graph *g);
+
+/* Resets the lanes and queues their sweepers (weft_lanes_choose said
+ * lanes). */
+void weft_lanes_start(struct weft_graph *g);
+
+/* Frees what weft_lanes_plan allocated. */
+void weft_lanes_free(struct weft_graph *g);
+
+#endif /* WEFT_DEPS_LANES_H */
