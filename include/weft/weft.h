@@ -395,7 +395,9 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * of the two is faster depends on how long the operators run against the
  * cache lines their edges move between cores, so the first launches try
  * both in turn (2 each, then again every 256 launches) and the others run
- * the faster. Any other graph's operators are released along its edges.
+ * the faster; the first of them also times each operator, and the lanes
+ * are planned again with those costs. Any other graph's operators are
+ * released along its edges.
  *
  * A graph belongs to the engine it was captured on; destroy it before the
  * engine. If the engine is destroyed first, the graph's operators are gone:

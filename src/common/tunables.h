@@ -49,21 +49,25 @@
 /* Lanes of a graph run in lanes (src/deps/lanes.h), at most, lanes: a
  * lane's waiters are the bits of one 64-bit word. */
 #define WEFT_GRAPH_LANES_MAX 64
-/* The capture's plan of lanes (lane_plan.c) simulates the launch: a node
- * takes WEFT_GRAPH_LANE_NODE units of time, plus WEFT_GRAPH_LANE_CROSS for
- * each predecessor in another lane (its data moves between cores), and
- * may start WEFT_GRAPH_LANE_XFER after such a predecessor ends, units. On
- * the VM a bench node takes 8-12 ns, a line moved 100-250 ns, of which an
- * operator reading the data of another core's last one pays 15-25 (dag
- * and wave run in lanes: 2 threads per node cost 1.9x and 3.3x a node at
- * 1 thread, with 0.75 and 1 such predecessors a node). */
-#define WEFT_GRAPH_LANE_NODE 4
-#define WEFT_GRAPH_LANE_CROSS 1
-#define WEFT_GRAPH_LANE_XFER 16
+/* The plan of lanes (lane_plan.c) simulates a launch: a node takes its
+ * measured time (the first launch of every WEFT_GRAPH_LANE_PERIOD times
+ * each node, and the next one plans again), or before any measure
+ * WEFT_GRAPH_LANE_NODE_NS; plus WEFT_GRAPH_LANE_CROSS_NS for each
+ * predecessor in another lane (its data moves between cores); and may start
+ * WEFT_GRAPH_LANE_XFER_NS after such a predecessor ends, ns. On the VM a
+ * bench node takes 8-12 ns, a line moved 40-250 ns. */
+#define WEFT_GRAPH_LANE_NODE_NS 10
+#define WEFT_GRAPH_LANE_CROSS_NS 3
+#define WEFT_GRAPH_LANE_XFER_NS 40
 /* ... and puts a node in its latest predecessor's lane (its input in that
- * core's cache) unless that ends it more than this many units later than
- * the best lane, units. */
-#define WEFT_GRAPH_LANE_SLACK 8
+ * core's cache) unless that ends it more than this much later than the
+ * best lane, ns. */
+#define WEFT_GRAPH_LANE_SLACK_NS 20
+/* A plan made with measured costs replaces the one in place only if, with
+ * those costs, it ends in at most this share of that one's time, percent
+ * (the bench's lists measure level, and a plan from their noise scatters
+ * the vars' chains over the lanes: indep at 2 threads 6.0 -> 8.2 ns/op). */
+#define WEFT_GRAPH_LANE_REPLAN_PCT 80
 /* ... and runs a graph in lanes only if the plan finishes in at most this
  * share of one lane's time, percent; the fewest lanes within
  * WEFT_GRAPH_LANE_NEAR_PCT of the best plan's time are used. */

@@ -296,7 +296,7 @@ static int make_nodes(struct weft_graph *g, build *b)
    * workers if that pays (lanes.h), else in one. */
   b->in_order = g->in_order = workers >= 1 && plain && normal;
   if (b->in_order && workers > 1) {
-    int rc = weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers);
+    int rc = weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers, NULL, NULL);
     if (rc)
       return rc;
   }
@@ -436,6 +436,12 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
     goto out;
   if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = make_nodes(g, &b)))
     goto out;
+  if (g->nlanes) { /* kept to plan again with measured costs (lanes.h) */
+    g->plan_edge = b.edge;
+    g->plan_nedges = b.nedges;
+    b.edge = NULL;
+    g->node_ns = weft_calloc((size_t)b.n, sizeof *g->node_ns); /* NULL: never measured */
+  }
 out:
   weft_free(b.use_gv);
   weft_free(b.gv_handle);

@@ -1,9 +1,9 @@
 /*
  * Planning a graph's lanes at capture (lanes.h): a list schedule of the
  * nodes in capture order on K lanes, each node taking one unit of time and
- * a predecessor in another lane WEFT_GRAPH_LANE_XFER units more; each node
+ * a predecessor in another lane WEFT_GRAPH_LANE_XFER_NS units more; each node
  * goes to the lane where it starts first, or to its latest predecessor's
- * if that starts it at most WEFT_GRAPH_LANE_SLACK units later. Tried for
+ * if that starts it at most WEFT_GRAPH_LANE_SLACK_NS units later. Tried for
  * K = 2, 4, ... up to the pool's workers; the fewest lanes whose plan ends
  * within WEFT_GRAPH_LANE_NEAR_PCT of the best are kept, if that plan beats
  * one lane (WEFT_GRAPH_LANES_GAIN_PCT). Then each node's waits: for each
@@ -15,12 +15,19 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/sync.h"
 #include "deps/lanes.h"
 
-/* Plans K lanes: lane[i] for every node; returns the plan's end time, in
- * units of WEFT_GRAPH_LANE_NODE. */
-static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, int32_t *lane,
-                        int64_t *fin)
+/* A node's cost in the plan, ns: measured (w), or WEFT_GRAPH_LANE_NODE_NS. */
+static inline int64_t cost_of(const uint32_t *w, int i)
+{
+  return w ? (w[i] ? (int64_t)w[i] : 1) : WEFT_GRAPH_LANE_NODE_NS;
+}
+
+/* Plans K lanes: lane[i] for every node (fixed: the lanes given, only
+ * timed); returns the plan's end time, ns. */
+static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, const uint32_t *w,
+                        const int32_t *fixed, int32_t *lane, int64_t *fin)
 {
   int64_t free_at[WEFT_GRAPH_LANES_MAX] = {0};
   int npl[WEFT_GRAPH_LANES_MAX] = {0}; /* a node's predecessors in each lane */
@@ -45,26 +52,32 @@ static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, int32
     for (size_t x = e0; x < e; x++)
       if (lane[edge[x][0]] != l1 && fin[edge[x][0]] > t2)
         t2 = fin[edge[x][0]];
-    int64_t elsewhere = t1 < 0 ? 0 : t1 + WEFT_GRAPH_LANE_XFER;
-    int64_t in_l1 = t2 < 0 || t1 > t2 + WEFT_GRAPH_LANE_XFER ? t1 : t2 + WEFT_GRAPH_LANE_XFER;
+    int64_t elsewhere = t1 < 0 ? 0 : t1 + WEFT_GRAPH_LANE_XFER_NS;
+    int64_t in_l1 = t2 < 0 || t1 > t2 + WEFT_GRAPH_LANE_XFER_NS ? t1 : t2 + WEFT_GRAPH_LANE_XFER_NS;
     int best = 0;
     int64_t best_end = INT64_MAX;
     for (int p = 0; p < K; p++) {
       int64_t ready = p == l1 ? in_l1 : elsewhere;
-      int64_t t = (free_at[p] > ready ? free_at[p] : ready) + WEFT_GRAPH_LANE_NODE +
-                  (int64_t)(np - npl[p]) * WEFT_GRAPH_LANE_CROSS;
+      int64_t t = (free_at[p] > ready ? free_at[p] : ready) + cost_of(w, i) +
+                  (int64_t)(np - npl[p]) * WEFT_GRAPH_LANE_CROSS_NS;
       if (t < best_end) {
         best_end = t;
         best = p;
       }
     }
     if (l1 >= 0) {
-      int64_t t = (free_at[l1] > in_l1 ? free_at[l1] : in_l1) + WEFT_GRAPH_LANE_NODE +
-                  (int64_t)(np - npl[l1]) * WEFT_GRAPH_LANE_CROSS;
-      if (t <= best_end + WEFT_GRAPH_LANE_SLACK) {
+      int64_t t = (free_at[l1] > in_l1 ? free_at[l1] : in_l1) + cost_of(w, i) +
+                  (int64_t)(np - npl[l1]) * WEFT_GRAPH_LANE_CROSS_NS;
+      if (t <= best_end + WEFT_GRAPH_LANE_SLACK_NS) {
         best = l1;
         best_end = t;
       }
+    }
+    if (fixed) {
+      int p = best = fixed[i];
+      int64_t ready = p == l1 ? in_l1 : elsewhere;
+      best_end = (free_at[p] > ready ? free_at[p] : ready) + cost_of(w, i) +
+                 (int64_t)(np - npl[p]) * WEFT_GRAPH_LANE_CROSS_NS;
     }
     for (size_t x = e0; x < e; x++)
       npl[lane[edge[x][0]]] = 0;
@@ -200,7 +213,8 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
   return 0;
 }
 
-int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers)
+int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
+                    const uint32_t *w, int64_t *end)
 {
   int kmax = workers < WEFT_GRAPH_LANES_MAX ? workers : WEFT_GRAPH_LANES_MAX;
   if (kmax < 2 || n < 2)
@@ -222,7 +236,7 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
   ks[nk++] = kmax;
   int64_t best = INT64_MAX;
   for (int j = 0; j < nk; j++) {
-    ends[j] = simulate(n, edge, nedges, ks[j], lane, fin);
+    ends[j] = simulate(n, edge, nedges, ks[j], w, NULL, lane, fin);
     if (ends[j] < best)
       best = ends[j];
   }
@@ -230,9 +244,14 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
   for (int j = 0; j < nk && pick < 0; j++)
     if (ends[j] * 100 <= best * WEFT_GRAPH_LANE_NEAR_PCT)
       pick = j;
+  int64_t one = 0; /* the plan's time in one lane */
+  for (int i = 0; i < n; i++)
+    one += cost_of(w, i);
   int rc = 0;
-  if (ends[pick] * 100 <= (int64_t)n * WEFT_GRAPH_LANE_NODE * WEFT_GRAPH_LANES_GAIN_PCT) {
-    simulate(n, edge, nedges, ks[pick], keep, fin);
+  if (ends[pick] * 100 <= one * WEFT_GRAPH_LANES_GAIN_PCT) {
+    simulate(n, edge, nedges, ks[pick], w, NULL, keep, fin);
+    if (end)
+      *end = ends[pick];
     rc = lay_out(g, n, edge, nedges, ks[pick], keep);
   }
   weft_free(lane);
@@ -241,7 +260,8 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
   return rc;
 }
 
-void weft_lanes_free(struct weft_graph *g)
+/* Frees the lanes and their waits (not the plan's input). */
+static void weft_lanes_free_plan(struct weft_graph *g)
 {
   weft_free(g->lanes);
   weft_free(g->lane_store);
@@ -249,4 +269,74 @@ void weft_lanes_free(struct weft_graph *g)
   g->lane_store = NULL;
   g->waits = NULL;
   g->nlanes = 0;
+}
+
+void weft_lanes_replan(struct weft_graph *g, int workers)
+{
+  uint32_t *w = g->node_ns;
+  if (!w)
+    return;
+  /* What a timing of nothing reads: each node's time holds one. */
+  int64_t over = INT64_MAX;
+  for (int i = 0; i < 16; i++) {
+    int64_t a = weft_now_ns(), b = weft_now_ns();
+    if (b - a < over)
+      over = b - a;
+  }
+  for (int i = 0; i < g->nnodes; i++)
+    w[i] = (int64_t)w[i] > over ? w[i] - (uint32_t)over : 1;
+  /* The plan in place, timed with these costs. */
+  int n = g->nnodes;
+  const int(*edge)[2] = (const int(*)[2])g->plan_edge;
+  int32_t *lane = weft_malloc(sizeof *lane * (size_t)(n ? n : 1));
+  int32_t *scratch = weft_malloc(sizeof *scratch * (size_t)(n ? n : 1));
+  int64_t *fin = weft_malloc(sizeof *fin * (size_t)(n ? n : 1));
+  if (!lane || !scratch || !fin) {
+    weft_free(lane);
+    weft_free(scratch);
+    weft_free(fin);
+    return;
+  }
+  for (int p = 0; p < g->nlanes; p++)
+    for (int k = 0; k < g->lanes[p].n; k++)
+      lane[g->lanes[p].node[k]] = p;
+  int64_t old_end = simulate(n, edge, g->plan_nedges, g->nlanes, w, lane, scratch, fin);
+  weft_free(lane);
+  weft_free(scratch);
+  weft_free(fin);
+  weft_glane *lanes = g->lanes;
+  void *store = g->lane_store;
+  const weft_gwait *waits = g->waits;
+  int nlanes = g->nlanes;
+  g->lanes = NULL;
+  g->lane_store = NULL;
+  g->waits = NULL;
+  g->nlanes = 0;
+  int64_t new_end = INT64_MAX;
+  if (weft_lanes_plan(g, n, edge, g->plan_nedges, workers, w, &new_end) || g->nlanes < 2 ||
+      new_end * 100 > old_end * WEFT_GRAPH_LANE_REPLAN_PCT) {
+    /* No memory, no lanes with these costs, or not enough better than the
+     * plan in place (its lanes keep their vars' chains, which measured
+     * noise would scatter): the plan before stays (the launches' own
+     * times choose between it and one lane). */
+    weft_lanes_free_plan(g);
+    g->lanes = lanes;
+    g->lane_store = store;
+    g->waits = waits;
+    g->nlanes = nlanes;
+    return;
+  }
+  weft_free((void *)lanes);
+  weft_free(store);
+  weft_gcounter *top = &g->counters[g->ncounters - 1];
+  top->init = g->nlanes; /* weft_lanes_choose sets each launch's own count */
+}
+
+void weft_lanes_free(struct weft_graph *g)
+{
+  weft_lanes_free_plan(g);
+  weft_free(g->plan_edge);
+  weft_free(g->node_ns);
+  g->plan_edge = NULL;
+  g->node_ns = NULL;
 }

@@ -37,6 +37,9 @@ bool weft_lanes_choose(struct weft_graph *g)
   g->lane_launches = (m + 1) % WEFT_GRAPH_LANE_PERIOD;
   if (m == 0)
     g->lane_best[0] = g->lane_best[1] = INT64_MAX;
+  if (m == 1) /* the first launch timed the nodes */
+    weft_lanes_replan(g, weft_pool_num_threads(g->cur->op.eng->pool));
+  g->lane_measure = m == 0 && g->node_ns;
   if (m < 2 * WEFT_GRAPH_LANE_PROBES)
     g->lane_now = !(m & 1); /* lanes first */
   else {
@@ -199,6 +202,7 @@ static int lane_task(void *arg)
   const int32_t *node = L->node;
   const weft_gwait *waits = g->waits;
   int32_t *seen = L->seen;
+  uint32_t *node_ns = g->lane_measure ? g->node_ns : NULL; /* this launch times its nodes */
   int32_t k = L->cursor;
   uint32_t wi = L->wait0[k];
   for (int since = 0; k < n; k++) {
@@ -217,11 +221,16 @@ static int lane_task(void *arg)
     }
     weft_opr *op = weft_graph_node(g, node[k]);
     weft_gnode_ready(op, epoch);
+    int64_t t0 = node_ns ? weft_now_ns() : 0;
     if (bare && weft_engine_no_failed_var(op->eng)) {
       weft_gnode_call(op, &rc);
       WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* nothing to release */
     } else {
       weft_opr_task(op); /* skipped for a failed var, traced, or nested */
+    }
+    if (node_ns) {
+      int64_t t = weft_now_ns() - t0;
+      node_ns[node[k]] = t < UINT32_MAX ? (uint32_t)t : UINT32_MAX;
     }
     if (++since % WEFT_GRAPH_LANE_PUBLISH)
       continue;

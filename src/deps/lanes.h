@@ -30,21 +30,27 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "deps/graph.h"
 
-/* At capture: plans the lanes of g (its nodes run in order, capture order;
- * edge: its nedges (predecessor, successor) pairs, sorted by successor)
- * for a pool of workers workers, and sets g->nlanes, lanes, waits and
- * lane_store if lanes pay (graph.h); leaves them 0 if one lane does.
- * Returns 0 or WEFT_ENOMEM. */
-int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers);
+/* Plans the lanes of g (its nodes run in order, capture order; edge: its
+ * nedges (predecessor, successor) pairs, sorted by successor) for a pool
+ * of workers workers, each node costing w[i] ns (w NULL: all the same),
+ * and sets g->nlanes, lanes, waits and lane_store if lanes pay (graph.h),
+ * and *end (if not NULL) to the plan's simulated time; leaves them 0 if
+ * one lane does. Returns 0 or WEFT_ENOMEM. */
+int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
+                    const uint32_t *w, int64_t *end);
 
 /* The launch's gate holds every var (g->sweep_epoch is set): whether this
  * launch runs in lanes (else in one, by the caller's sweeper). The first
  * launches of every WEFT_GRAPH_LANE_PERIOD try both ways in turn,
  * WEFT_GRAPH_LANE_PROBES each; the rest run the way whose fastest launch
- * was faster. A node's run order and memory stay the same either way. */
+ * was faster. The first of them, in lanes, times every node, and the
+ * second plans the lanes again with those costs (a plan that finds lanes
+ * replaces the one before). A node's run order and memory stay the same
+ * either way. */
 bool weft_lanes_choose(struct weft_graph *g);
 /* The launch's end (its last sweeper's count-off): notes its time. */
 void weft_lanes_launch_end(struct weft_graph *g);
@@ -53,7 +59,13 @@ void weft_lanes_launch_end(struct weft_graph *g);
  * lanes). */
 void weft_lanes_start(struct weft_graph *g);
 
-/* Frees what weft_lanes_plan allocated. */
+/* Plans g's lanes again with the costs its last timed launch measured
+ * (g->node_ns), for a pool of workers workers; keeps the plan before
+ * unless the new one has lanes and, timed with the same costs, ends in at
+ * most WEFT_GRAPH_LANE_REPLAN_PCT of its time. Between launches only. */
+void weft_lanes_replan(struct weft_graph *g, int workers);
+
+/* Frees what weft_lanes_plan allocated, and the plan's input. */
 void weft_lanes_free(struct weft_graph *g);
 
 #endif /* WEFT_DEPS_LANES_H */
