@@ -162,13 +162,18 @@ static int sweep_task(void *arg)
         weft_pool_submit_embedded_last(pool, &g->sweep_task) == 0)
       return 0;
   }
+  weft_sweeper_end(g, plain);
+  return 0;
+}
+
+void weft_sweeper_end(struct weft_graph *g, bool plain)
+{
   weft_fifo ready = WEFT_FIFO_INIT;
   weft_opr *next = weft_sweep_end(g, &ready, plain ? weft_engine_between : NULL);
   WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
   (void)next;
   if (!weft_fifo_empty(&ready))
     weft_opr_ready_list(&ready);
-  return 0;
 }
 
 /* Queues g's sweeper (run here if the pool takes nothing more: shut down). */

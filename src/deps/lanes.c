@@ -171,17 +171,6 @@ static bool wait_lane(weft_glane *L, int q, int32_t need)
   return false;
 }
 
-/* The last lane's end: the launch's, as a sweeper's (the top counter). */
-static void lane_end(struct weft_graph *g, bool plain)
-{
-  weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_sweep_end(g, &ready, plain ? weft_engine_between : NULL);
-  WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
-  (void)next;
-  if (!weft_fifo_empty(&ready))
-    weft_opr_ready_list(&ready);
-}
-
 /* A lane's sweeper (the pool task of its run): its nodes from its cursor,
  * in order, each after its waits, as a graph run in order runs them. */
 static int lane_task(void *arg)
@@ -255,6 +244,6 @@ static int lane_task(void *arg)
   /* relaxed: a hint (graph.h) */
   atomic_store_explicit(&L->running, WEFT_LANE_IDLE, memory_order_relaxed);
   wake(L, n, true);
-  lane_end(g, plain);
+  weft_sweeper_end(g, plain);
   return 0;
 }
