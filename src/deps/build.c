@@ -436,7 +436,10 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
     goto out;
   if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = make_nodes(g, &b)))
     goto out;
-  if (g->nlanes) { /* kept to plan again with measured costs (lanes.h) */
+  if (g->in_order && !b.one_worker) {
+    /* Kept to plan again with measured costs (lanes.h): lanes may pay
+     * where equal costs found none (a few long operators beside a chain). */
+    g->lanes_able = true;
     g->plan_edge = b.edge;
     g->plan_nedges = b.nedges;
     b.edge = NULL;

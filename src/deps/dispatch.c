@@ -124,6 +124,7 @@ static int sweep_task(void *arg)
    * and the status it leaves, as run_gnodes runs it, with nothing to
    * release. */
   const bool bare = g->in_order && plain && !weft_tls_between && !weft_prof_tls;
+  uint32_t *node_ns = g->lane_measure ? g->node_ns : NULL;
   weft_run_ctx rc = {g->cur->op.ctx, NULL, worker};
   for (int lo; (lo = g->cursor) < n;) {
     int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
@@ -143,8 +144,11 @@ static int sweep_task(void *arg)
         continue; /* its last predecessor releases it */
       if (bare && weft_engine_no_failed_var(op->eng)) {
         WEFT_ASSERT(op->gn.nsucc == 0 && op->gn.counter < 0);
+        int64_t t0 = node_ns ? weft_now_ns() : 0;
         weft_gnode_call(op, &rc);
         WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* nothing to release */
+        if (node_ns) /* a launch that times its nodes (lanes.h) */
+          node_ns[i] = weft_lanes_elapsed(t0);
         continue;
       }
       if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {
@@ -308,7 +312,7 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
   if (op->internal == WEFT_OPR_GATE) { /* it holds the vars: the launch begins */
     if (((weft_gate *)op->arg)->graph->sweep) {
       struct weft_graph *g = weft_graph_sweep_start(op);
-      if (g->nlanes && weft_lanes_choose(g))
+      if (g->lanes_able && weft_lanes_choose(g))
         weft_lanes_start(g);
       else
         queue_sweeper(op->eng->pool, g);

@@ -205,6 +205,9 @@ struct weft_graph {
   int (*plan_edge)[2];
   size_t plan_nedges;
   uint32_t *node_ns;
+  /* immutable: run in order on a pool of several workers, and the plan's
+   * input kept: the launches choose (lanes.h), even with no lanes yet */
+  bool lanes_able;
   bool lane_measure;       /* this launch times its nodes */
   bool lane_now;           /* this launch runs in lanes */
   bool lane_pick;          /* what the last probes picked: lanes */

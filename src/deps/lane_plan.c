@@ -297,10 +297,13 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
     weft_free(fin);
     return;
   }
+  for (int i = 0; i < n; i++)
+    lane[i] = 0; /* no lanes yet: all in one */
   for (int p = 0; p < g->nlanes; p++)
     for (int k = 0; k < g->lanes[p].n; k++)
       lane[g->lanes[p].node[k]] = p;
-  int64_t old_end = simulate(n, edge, g->plan_nedges, g->nlanes, w, lane, scratch, fin);
+  int64_t old_end = simulate(n, edge, g->plan_nedges, g->nlanes ? g->nlanes : 1, w, lane,
+                             scratch, fin);
   weft_free(lane);
   weft_free(scratch);
   weft_free(fin);

@@ -40,7 +40,9 @@ bool weft_lanes_choose(struct weft_graph *g)
   if (m == 1) /* the first launch timed the nodes */
     weft_lanes_replan(g, weft_pool_num_threads(g->cur->op.eng->pool));
   g->lane_measure = m == 0 && g->node_ns;
-  if (m < 2 * WEFT_GRAPH_LANE_PROBES)
+  if (!g->nlanes)
+    g->lane_now = false;
+  else if (m < 2 * WEFT_GRAPH_LANE_PROBES)
     g->lane_now = !(m & 1); /* lanes first */
   else {
     if (m == 2 * WEFT_GRAPH_LANE_PROBES)
@@ -82,17 +84,16 @@ void weft_lanes_start(struct weft_graph *g)
     queue_lane(pool, &g->lanes[p]);
 }
 
-/* L's holder, done at done nodes: hands their runs back to the lanes
- * waiting for no more than that. rmw: L stops running (below), so the
- * waiters are read with a read-modify-write, which sees a bit set by a
- * lane whose own look at done came too early (lanes.h). */
-static void wake(weft_glane *L, int32_t done, bool rmw)
+/* L's holder, done at done nodes (stored): hands their runs back to the
+ * lanes waiting for no more than that. The waiters are read with a
+ * read-modify-write: of it and a stopping lane's fetch_or, the later sees
+ * the other (the bit, or done), which two plain loads after the stores
+ * would not (lanes.h). */
+static void wake(weft_glane *L, int32_t done)
 {
   /* acq_rel: acquire pairs with the waiters' release fetch_or (their need);
    * release passes done on to a lane whose fetch_or comes after. */
-  uint64_t w = rmw ? atomic_fetch_or_explicit(&L->waiters, 0, memory_order_acq_rel)
-                   /* acquire: pairs with the waiters' release fetch_or (their need) */
-                   : atomic_load_explicit(&L->waiters, memory_order_acquire);
+  uint64_t w = atomic_fetch_or_explicit(&L->waiters, 0, memory_order_acq_rel);
   weft_glane *lanes = L->graph->lanes;
   weft_pool *pool = L->graph->cur->op.eng->pool;
   while (w) {
@@ -112,22 +113,23 @@ static void wake(weft_glane *L, int32_t done, bool rmw)
 }
 
 /* L's holder has run done nodes: tells the lanes that wait (every
- * WEFT_GRAPH_LANE_PUBLISH nodes, and before it waits: a store per node would
- * move done's line between the cores at every node of two lanes in step). */
+ * WEFT_GRAPH_LANE_PUBLISH nodes, and before it waits or stops: a store per
+ * node would move done's line between the cores at every node of two
+ * lanes in step, and the read-modify-write of wake costs a few cycles a
+ * node this way). */
 static inline void publish(weft_glane *L, int32_t done)
 {
   /* release: the nodes' writes, to the lanes that wait for them (their
    * acquire loads in wait_lane). */
   atomic_store_explicit(&L->done, done, memory_order_release);
-  if (atomic_load_explicit(&L->waiters, memory_order_relaxed))
-    wake(L, done, false);
+  wake(L, done);
 }
 
 /* L's holder waits until lane q has run need nodes: spins a while, then
  * stops. Returns true once it may go on; false if it stopped: its run is
  * q's to give back (or queued already), and L is no longer this thread's
- * to touch. */
-static bool wait_lane(weft_glane *L, int q, int32_t need)
+ * to touch, nor the graph. plain: as lane_task's. */
+static bool wait_lane(weft_glane *L, int q, int32_t need, bool plain)
 {
   weft_glane *Q = &L->graph->lanes[q];
   /* acquire: pairs with Q's release store of done: Q's nodes' writes. */
@@ -149,16 +151,24 @@ static bool wait_lane(weft_glane *L, int q, int32_t need)
     return true;
   }
   /* Stop: L's state (cursor, seen) is final before the bit is set, and
-   * L's holder stops running: its own waiters first (a lane waiting for L
-   * while L waits for Q would wait for what L already ran). */
+   * L's holder stops running (its own waiters were woken by the publish
+   * above: a lane waiting for L while L waits for Q would wait for what L
+   * already ran). Once the bit is set, L's run is its waker's, which may
+   * run L to the launch's end: this thread holds the launch open (one more
+   * count on its top counter) until its last look at Q, so the graph, and
+   * a plan that replaces these lanes, wait for it. */
+  struct weft_graph *g = L->graph;
   atomic_store_explicit(&L->need, need, memory_order_relaxed);
   /* relaxed: a hint (graph.h) */
   atomic_store_explicit(&L->running, WEFT_LANE_IDLE, memory_order_relaxed);
+  /* relaxed: L has not counted itself off (its run is this thread's), so
+   * the count is not 0; the count-offs after it are ordered after it by
+   * the hand-over of L's run (fetch_or, then its waker's fetch_and). */
+  atomic_fetch_add_explicit(&g->counters[g->ncounters - 1].left, 1, memory_order_relaxed);
   uint64_t bit = 1ull << L->self;
-  wake(L, L->cursor, true);
   /* acq_rel: release publishes L's state to Q's waker (its acquire
    * fetch_and); acquire sees Q's done up to Q's last read-modify-write on
-   * waiters (its stop: lanes.h). */
+   * waiters (wake's: lanes.h). */
   atomic_fetch_or_explicit(&Q->waiters, bit, memory_order_acq_rel);
   /* acquire: as the first load. Q got there meanwhile: wake L as Q would.
    * Never take the bit back and go on: once set, the bit may be a later
@@ -167,7 +177,8 @@ static bool wait_lane(weft_glane *L, int q, int32_t need)
   if (atomic_load_explicit(&Q->done, memory_order_acquire) >= need &&
       /* acq_rel: as wake's */
       (atomic_fetch_and_explicit(&Q->waiters, ~bit, memory_order_acq_rel) & bit))
-    queue_lane(L->graph->cur->op.eng->pool, L);
+    queue_lane(g->cur->op.eng->pool, L);
+  weft_sweeper_end(g, plain); /* the hold, off: maybe the launch's end */
   return false;
 }
 
@@ -199,7 +210,7 @@ static int lane_task(void *arg)
       weft_gwait w = waits[wi];
       if (seen[w.lane] < w.done) {
         L->cursor = k;
-        if (!wait_lane(L, w.lane, w.done))
+        if (!wait_lane(L, w.lane, w.done, plain))
           return 0;
       }
     }
@@ -217,10 +228,8 @@ static int lane_task(void *arg)
     } else {
       weft_opr_task(op); /* skipped for a failed var, traced, or nested */
     }
-    if (node_ns) {
-      int64_t t = weft_now_ns() - t0;
-      node_ns[node[k]] = t < UINT32_MAX ? (uint32_t)t : UINT32_MAX;
-    }
+    if (node_ns)
+      node_ns[node[k]] = weft_lanes_elapsed(t0);
     if (++since % WEFT_GRAPH_LANE_PUBLISH)
       continue;
     publish(L, k + 1);
@@ -229,9 +238,8 @@ static int lane_task(void *arg)
       if (k + 1 < n && weft_pool_yield_due(pool)) {
         /* Behind the work that waits for this worker; its waiters first. */
         L->cursor = k + 1;
-        /* relaxed: a hint (graph.h) */
+        /* relaxed: a hint (graph.h); its waiters were woken just above */
         atomic_store_explicit(&L->running, WEFT_LANE_QUEUED, memory_order_relaxed);
-        wake(L, k + 1, true); /* published just above */
         if (weft_pool_submit_embedded_last(pool, &L->task) == 0)
           return 0;
         /* relaxed: a hint (graph.h) */
@@ -239,11 +247,9 @@ static int lane_task(void *arg)
       }
     }
   }
-  /* release: as in publish. */
-  atomic_store_explicit(&L->done, n, memory_order_release);
   /* relaxed: a hint (graph.h) */
   atomic_store_explicit(&L->running, WEFT_LANE_IDLE, memory_order_relaxed);
-  wake(L, n, true);
+  publish(L, n);
   weft_sweeper_end(g, plain);
   return 0;
 }

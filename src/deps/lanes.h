@@ -9,14 +9,18 @@
  * nodes: q's done >= d), then stores done = k + 1. A lane that finds a
  * wait unmet spins a while (WEFT_GRAPH_LANE_SPIN), then stops: it sets
  * its need, its bit in q's waiters, and looks at q's done once more; if
- * that still falls short it returns, and its run is q's to give back.
- * After each node a holder looks at its own waiters (a relaxed load), and
- * whenever it stops running (a stop of its own, a yield, its end) it reads
- * them with a read-modify-write: every lane whose need its done meets gets
- * its bit cleared and its task queued by the one that cleared it. Of a
- * stopping lane and its waker, the one whose read-modify-write on waiters
- * comes second sees the other's done or bit, so no stop is left without
- * its wake (tests/reliability/rl_lanes.cpp models it).
+ * that still falls short it returns, and its run is q's to give back
+ * (if it got there, the lane clears its bit and queues itself, as a waker
+ * would). A holder publishes done every WEFT_GRAPH_LANE_PUBLISH nodes, and
+ * before it spins, stops, yields or ends, and each time reads its own
+ * waiters with a read-modify-write: every lane whose need its done meets
+ * gets its bit cleared and its task queued by the one that cleared it. Of
+ * a stopping lane's fetch_or and its waker's read-modify-write, the later
+ * sees the other's bit or done, so no stop is left without its wake. From
+ * its fetch_or to its last look, a stopping lane holds the launch open
+ * (one more count on the top counter): its waker may run the lane to the
+ * launch's end meanwhile, and the graph be destroyed or planned again
+ * (tests/reliability/rl_lanes.cpp models all of it).
  *
  * No lane waits for a lane that waits for it: every lane runs its nodes in
  * capture order and waits only for nodes captured before the one it is
@@ -32,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/sync.h"
 #include "deps/graph.h"
 
 /* Plans the lanes of g (its nodes run in order, capture order; edge: its
@@ -43,15 +48,24 @@
 int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
                     const uint32_t *w, int64_t *end);
 
-/* The launch's gate holds every var (g->sweep_epoch is set): whether this
- * launch runs in lanes (else in one, by the caller's sweeper). The first
- * launches of every WEFT_GRAPH_LANE_PERIOD try both ways in turn,
- * WEFT_GRAPH_LANE_PROBES each; the rest run the way whose fastest launch
- * was faster. The first of them, in lanes, times every node, and the
- * second plans the lanes again with those costs (a plan that finds lanes
- * replaces the one before). A node's run order and memory stay the same
- * either way. */
+/* The launch's gate holds every var of g (g->lanes_able; g->sweep_epoch
+ * is set): whether this launch runs in lanes (else in one, by the
+ * caller's sweeper). The first launch of every WEFT_GRAPH_LANE_PERIOD
+ * times every node (in lanes if it has them), and the second plans the
+ * lanes again with those costs (weft_lanes_replan). A graph with lanes
+ * tries both ways in turn in the first 2 x WEFT_GRAPH_LANE_PROBES launches
+ * of the period, and runs the rest the way whose fastest launch was
+ * faster; one without runs in one lane. A node's run order and memory
+ * stay the same either way. */
 bool weft_lanes_choose(struct weft_graph *g);
+/* ns since t0 (weft_now_ns), as a node's time (lanes.c, and the one
+ * sweeper's in dispatch.c, in a launch that times its nodes). */
+static inline uint32_t weft_lanes_elapsed(int64_t t0)
+{
+  int64_t t = weft_now_ns() - t0;
+  return t < (int64_t)UINT32_MAX ? (uint32_t)t : UINT32_MAX;
+}
+
 /* The launch's end (its last sweeper's count-off): notes its time. */
 void weft_lanes_launch_end(struct weft_graph *g);
 

@@ -289,6 +289,51 @@ Test(graph_lanes, measured_costs_balance_the_lanes, .init = setup, .timeout = TU
   tu_assert_no_errors();
 }
 
+/* Equal costs find no lanes worth having in two long operators beside a
+ * chain of 8 short ones (4 workers); the first launch times the nodes in
+ * one lane, and the next plans lanes that run the two side by side. */
+static int long_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add((atomic_int *)arg, 1);
+  spin_ns(2000000);
+  return 0;
+}
+
+Test(graph_lanes, measured_costs_find_lanes_equal_costs_missed, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 4, 0);
+  static atomic_int runs[10];
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(te_push(t.eng, long_fn, &runs[0], TE_NONE, TE_V(a), 0), 0);
+  cr_assert_eq(te_push(t.eng, long_fn, &runs[1], TE_NONE, TE_V(b), 0), 0);
+  for (int i = 2; i < 10; i++)
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs[i], TE_NONE, TE_V(c), 0), 0);
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+  struct weft_graph *gg = (struct weft_graph *)g;
+  cr_assert(gg->in_order && gg->lanes_able);
+  cr_assert_eq(gg->nlanes, 0, "equal costs: %d lanes", gg->nlanes);
+  for (int l = 1; l <= 3; l++) {
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+  }
+  cr_assert_geq(gg->nlanes, 2, "measured costs: %d lanes", gg->nlanes);
+  for (int p = 0; p < gg->nlanes; p++) /* the long ones in lanes of their own */
+    for (int k = 0; k < gg->lanes[p].n; k++)
+      if (gg->lanes[p].node[k] < 2)
+        for (int x = 0; x < gg->lanes[p].n; x++)
+          cr_assert(x == k || gg->lanes[p].node[x] >= 2, "both long ops in lane %d", p);
+  for (int i = 0; i < 10; i++)
+    cr_assert_eq(atomic_load(&runs[i]), 3, "op %d ran %d times in 3 launches", i,
+                 atomic_load(&runs[i]));
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 /* Ordinary pushes on the graph's vars between and during launches stay
  * ordered with them: each launch adds one to every cell of a row of
  * counters, and an outside op doubles them; the result tells the order. */

@@ -2,14 +2,14 @@
  * relacy harness: a graph run in lanes (src/deps/lanes.h, lanes.c): each
  * lane's sweeper runs its nodes in order, each after its waits for other
  * lanes' done counts; it publishes its own done every PUBLISH nodes and
- * before it spins; a wait unmet after the spin stops the lane: its need,
- * its own waiters read with a read-modify-write (it stops running), its bit
- * set in the other lane's waiters, one more look at that lane's done (if
- * it got there, the lane clears the bit and queues itself as a waker would:
- * taking the bit back to go on could take a later stop's bit, an ABA this
- * harness found). A lane that publishes looks at its
- * waiters; whoever clears a waiter's bit queues its sweeper. The last lane
- * to end counts the launch off.
+ * before it spins, each time reading its own waiters with a
+ * read-modify-write and queuing each lane whose bit it clears; a wait
+ * unmet after the spin stops the lane: its need, one more count on the
+ * launch's end (its hold), its bit set in the other lane's waiters, one
+ * more look at that lane's done (if it got there, the lane clears the bit
+ * and queues itself as a waker would: taking the bit back to go on could
+ * take a later stop's bit, an ABA this harness found), then the hold let
+ * go. The last count-off ends the launch.
  *
  * The graph: six nodes in capture order, a zigzag chain across two lanes
  * (0 -> 1 -> 2 -> 3 -> 4 -> 5; lane 0 runs 0, 2, 4 and lane 1 runs 1, 3,
@@ -20,20 +20,24 @@
  * hand-off); they stop once nothing is queued or running.
  *
  * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
- *   1  a stopping or ending lane reads its waiters with a load, not a
- *      read-modify-write (lanes.c, wake's rmw)
+ *   1  a lane that publishes (before it stops, at its end) reads its
+ *      waiters with a load, not a read-modify-write (lanes.c, wake)
  *   2  the waiter's bit set relaxed                (wait_lane's fetch_or)
  *   3  no second look at done after the bit is set (wait_lane)
  *   4  done published relaxed                      (publish)
  *   5  a stopped lane whose wait got met takes its bit back and goes on
  *      (the bit may be a later stop's of the same lane: two threads then
  *      run it)
+ *   6  no hold on the launch from a stop's fetch_or to its last look (the
+ *      waker runs the lane to the launch's end meanwhile: the look reads a
+ *      freed graph; a review found it)
  *
  * Checks: every node runs exactly once, after its predecessor (plain
  * rl::var cells: a read not ordered after the write is a reported data
  * race); at the end both lanes are done, their waiters empty, and the
- * launch counted off once. A lost wake leaves a lane unfinished when the
- * workers stop.
+ * launch counted off once, after every stop's last look (a look after the
+ * end would read a freed graph). A lost wake leaves a lane unfinished when
+ * the workers stop.
  */
 #include "rl_replay.hpp"
 
@@ -62,6 +66,7 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
   rl::atomic<int> tasks;  /* queued or running sweepers */
   rl::atomic<int> ended;  /* the launch's count-off: lanes still to end */
   rl::atomic<int> launch_ends;
+  rl::atomic<int> freed; /* the launch ended: a stopping lane's look would be a use after free */
   weft_rl::ready_stack<4> ready;
 
   void before()
@@ -79,6 +84,7 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
     }
     ended.store(LANES, rl::memory_order_relaxed);
     launch_ends.store(0, rl::memory_order_relaxed);
+    freed.store(0, rl::memory_order_relaxed);
     ready.init();
     /* weft_lanes_start: both sweepers queued */
     tasks.store(LANES, rl::memory_order_relaxed);
@@ -92,14 +98,12 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
     ready.push(p, 1);
   }
 
-  void wake(int p, int done, bool rmw)
+  void wake(int p, int done)
   {
 #if WEFT_MUTANT == 1
-    (void)rmw;
     unsigned w = lanes[p].waiters.load(rl::memory_order_acquire);
 #else
-    unsigned w = rmw ? lanes[p].waiters.fetch_or(0, rl::memory_order_acq_rel)
-                     : lanes[p].waiters.load(rl::memory_order_acquire);
+    unsigned w = lanes[p].waiters.fetch_or(0, rl::memory_order_acq_rel);
 #endif
     for (int q = 0; q < LANES; q++) {
       unsigned bit = 1u << q;
@@ -117,8 +121,7 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
 #else
     lanes[p].done.store(done, rl::memory_order_release);
 #endif
-    if (lanes[p].waiters.load(rl::memory_order_relaxed))
-      wake(p, done, false);
+    wake(p, done);
   }
 
   /* lanes.c's wait_lane: true once lane p may go on; false: stopped. */
@@ -136,22 +139,29 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
     }
     lanes[p].need.store(need, rl::memory_order_relaxed);
     unsigned bit = 1u << p;
-    wake(p, lanes[p].cursor($), true);
+#if WEFT_MUTANT != 6
+    ended.fetch_add(1, rl::memory_order_relaxed); /* the hold on the launch */
+#endif
 #if WEFT_MUTANT == 2
     lanes[q].waiters.fetch_or(bit, rl::memory_order_relaxed);
 #else
     lanes[q].waiters.fetch_or(bit, rl::memory_order_acq_rel);
 #endif
+    RL_ASSERT(!freed.load(rl::memory_order_seq_cst)); /* the graph is alive */
 #if WEFT_MUTANT == 5 /* the bit taken back, and the lane goes on */
     d = lanes[q].done.load(rl::memory_order_acquire);
     if (d >= need && (lanes[q].waiters.fetch_and(~bit, rl::memory_order_acq_rel) & bit)) {
       lanes[p].seen($) = d;
+      count_off(); /* the hold */
       return true;
     }
 #elif WEFT_MUTANT != 3
     if (lanes[q].done.load(rl::memory_order_acquire) >= need &&
         (lanes[q].waiters.fetch_and(~bit, rl::memory_order_acq_rel) & bit))
       queue_lane(p);
+#endif
+#if WEFT_MUTANT != 6
+    count_off(); /* the hold */
 #endif
     return false;
   }
@@ -179,10 +189,18 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
       if ((k + 1) % PUBLISH == 0)
         publish(p, k + 1);
     }
-    lanes[p].done.store(PER, rl::memory_order_release);
-    wake(p, PER, true);
-    if (ended.fetch_sub(1, rl::memory_order_acq_rel) == 1)
+    publish(p, PER);
+    count_off();
+  }
+
+  /* A lane's end, or a stop's hold let go: the last ends the launch, and
+   * the graph may be freed from then on. */
+  void count_off()
+  {
+    if (ended.fetch_sub(1, rl::memory_order_acq_rel) == 1) {
       launch_ends.fetch_add(1, rl::memory_order_relaxed);
+      freed.store(1, rl::memory_order_seq_cst);
+    }
   }
 
   void thread(unsigned)
@@ -219,10 +237,11 @@ int main()
   weft_rl::outcome out;
   weft_rl::run_both<lanes_test>("lanes: stop and wake", 200000, 2, out);
   static const char *const names[] = {"none",
-                                      "a stopping lane reads its waiters with a load",
+                                      "a publishing lane reads its waiters with a load",
                                       "the waiter's bit set relaxed",
                                       "no second look at done after the bit is set",
                                       "done published relaxed",
-                                      "a stopped lane takes its bit back and goes on"};
+                                      "a stopped lane takes its bit back and goes on",
+                                      "no hold on the launch during a stop"};
   return weft_rl::finish("lanes", names[WEFT_MUTANT], out);
 }
