@@ -155,12 +155,15 @@ static int sweep_task(void *arg)
         weft_opr_ready(op);
         continue;
       }
+      int64_t t0 = node_ns ? weft_now_ns() : 0;
       if (plain && gnode_plain_now(op)) { /* weft_opr_task's loop, without its entry */
         unsigned run = 0;
         op = run_gnodes(op, worker, weft_engine_between, &run);
       }
       if (op)
         weft_opr_task(op);
+      if (node_ns) /* in order: that ran node i alone (traced, skipped or nested) */
+        node_ns[i] = weft_lanes_elapsed(t0);
     }
     if (hi < n && weft_pool_yield_due(pool) &&
         weft_pool_submit_embedded_last(pool, &g->sweep_task) == 0)

@@ -273,30 +273,32 @@ static void weft_lanes_free_plan(struct weft_graph *g)
 
 void weft_lanes_replan(struct weft_graph *g, int workers)
 {
-  uint32_t *w = g->node_ns;
-  if (!w)
+  if (!g->node_ns)
     return;
-  /* What a timing of nothing reads: each node's time holds one. */
+  int n = g->nnodes;
+  const int(*edge)[2] = (const int(*)[2])g->plan_edge;
+  uint32_t *w = weft_malloc(sizeof *w * (size_t)(n ? n : 1));
+  int32_t *lane = weft_malloc(sizeof *lane * (size_t)(n ? n : 1));
+  int32_t *scratch = weft_malloc(sizeof *scratch * (size_t)(n ? n : 1));
+  int64_t *fin = weft_malloc(sizeof *fin * (size_t)(n ? n : 1));
+  if (!w || !lane || !scratch || !fin) {
+    weft_free(w);
+    weft_free(lane);
+    weft_free(scratch);
+    weft_free(fin);
+    return;
+  }
+  /* The costs: each time less what a timing of nothing reads (every
+   * node's time holds one). */
   int64_t over = INT64_MAX;
   for (int i = 0; i < 16; i++) {
     int64_t a = weft_now_ns(), b = weft_now_ns();
     if (b - a < over)
       over = b - a;
   }
-  for (int i = 0; i < g->nnodes; i++)
-    w[i] = (int64_t)w[i] > over ? w[i] - (uint32_t)over : 1;
+  for (int i = 0; i < n; i++)
+    w[i] = (int64_t)g->node_ns[i] > over ? g->node_ns[i] - (uint32_t)over : 1;
   /* The plan in place, timed with these costs. */
-  int n = g->nnodes;
-  const int(*edge)[2] = (const int(*)[2])g->plan_edge;
-  int32_t *lane = weft_malloc(sizeof *lane * (size_t)(n ? n : 1));
-  int32_t *scratch = weft_malloc(sizeof *scratch * (size_t)(n ? n : 1));
-  int64_t *fin = weft_malloc(sizeof *fin * (size_t)(n ? n : 1));
-  if (!lane || !scratch || !fin) {
-    weft_free(lane);
-    weft_free(scratch);
-    weft_free(fin);
-    return;
-  }
   for (int i = 0; i < n; i++)
     lane[i] = 0; /* no lanes yet: all in one */
   for (int p = 0; p < g->nlanes; p++)
@@ -327,8 +329,10 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
     g->lane_store = store;
     g->waits = waits;
     g->nlanes = nlanes;
+    weft_free(w);
     return;
   }
+  weft_free(w);
   weft_free((void *)lanes);
   weft_free(store);
   weft_gcounter *top = &g->counters[g->ncounters - 1];
