@@ -291,18 +291,11 @@ Test(graph_lanes, measured_costs_balance_the_lanes, .init = setup, .timeout = TU
   tu_assert_no_errors();
 }
 
-/* Equal costs find no lanes worth having in two long operators beside a
- * chain of 8 short ones (4 workers); the first launch times the nodes in
- * one lane, and the next plans lanes that run the two side by side. Also
- * with the pool profiled (WEFT_PROFILE): its sweeper then runs no node
- * bare, and must time them all the same. */
-static int long_fn(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  atomic_fetch_add((atomic_int *)arg, 1);
-  spin_ns(2000000);
-  return 0;
-}
+/* Equal costs find no lanes worth having in two long operators (heavy_fn)
+ * beside a chain of 8 short ones (4 workers); the first launch times the
+ * nodes in one lane, and the next plans lanes that run the two side by
+ * side. Also with the pool profiled (WEFT_PROFILE): its sweeper then runs
+ * no node bare, and must time them all the same. */
 
 static void find_lanes(bool profiled)
 {
@@ -319,8 +312,8 @@ static void find_lanes(bool profiled)
     atomic_store(&runs[i], 0);
   weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng);
   cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
-  cr_assert_eq(te_push(t.eng, long_fn, &runs[0], TE_NONE, TE_V(a), 0), 0);
-  cr_assert_eq(te_push(t.eng, long_fn, &runs[1], TE_NONE, TE_V(b), 0), 0);
+  cr_assert_eq(te_push(t.eng, heavy_fn, &runs[0], TE_NONE, TE_V(a), 0), 0);
+  cr_assert_eq(te_push(t.eng, heavy_fn, &runs[1], TE_NONE, TE_V(b), 0), 0);
   for (int i = 2; i < 10; i++)
     cr_assert_eq(te_push(t.eng, te_count_fn, &runs[i], TE_NONE, TE_V(c), 0), 0);
   weft_graph *g = NULL;
