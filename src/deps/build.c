@@ -184,8 +184,9 @@ static int make_counters(struct weft_graph *g, const build *b)
     }
     if (level == 1) {
       weft_gcounter *top = &g->counters[base];
-      /* the sweeper (each lane's) counts itself off there when done */
-      top->init += g->sweep ? (g->nlanes ? g->nlanes : 1) : 0;
+      /* the sweeper counts itself off there when done (a graph that may run
+       * in lanes sets each launch's count: weft_lanes_choose) */
+      top->init += g->sweep;
       atomic_init(&top->left, top->init);
       break;
     }
@@ -439,8 +440,7 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
   if (g->in_order && !b.one_worker) {
     /* Kept to plan again with measured costs (lanes.h): lanes may pay
      * where equal costs found none (a few long operators beside a chain). */
-    g->lanes_able = true;
-    g->plan_edge = b.edge;
+    g->plan_edge = b.edge; /* never NULL: sized for one edge at least */
     g->plan_nedges = b.nedges;
     b.edge = NULL;
     g->node_ns = weft_calloc((size_t)b.n, sizeof *g->node_ns); /* NULL: never measured */

@@ -315,7 +315,7 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
   if (op->internal == WEFT_OPR_GATE) { /* it holds the vars: the launch begins */
     if (((weft_gate *)op->arg)->graph->sweep) {
       struct weft_graph *g = weft_graph_sweep_start(op);
-      if (g->lanes_able && weft_lanes_choose(g))
+      if (weft_lanes_able(g) && weft_lanes_choose(g))
         weft_lanes_start(g);
       else
         queue_sweeper(op->eng->pool, g);

@@ -198,16 +198,15 @@ struct weft_graph {
    * launches faster (lanes.h). Touched by a launch's start and its end
    * only: one launch at a time (running orders them). */
   unsigned lane_launches;  /* launches, modulo WEFT_GRAPH_LANE_PERIOD */
-  /* The plan's input, kept to plan again with measured costs (lanes.h):
-   * the edges (predecessor, successor), sorted by successor; each node's
+  /* The plan's input, kept to plan again with measured costs (lanes.h),
+   * for a graph run in order on several workers only (NULL otherwise:
+   * weft_lanes_able): the edges (predecessor, successor), sorted by
+   * successor; each node's
    * run time in the last launch that timed them, ns (written by the lane
    * that runs it; NULL without memory). */
   int (*plan_edge)[2];
   size_t plan_nedges;
   uint32_t *node_ns;
-  /* immutable: run in order on a pool of several workers, and the plan's
-   * input kept: the launches choose (lanes.h), even with no lanes yet */
-  bool lanes_able;
   bool lane_measure;       /* this launch times its nodes */
   bool lane_now;           /* this launch runs in lanes */
   bool lane_pick;          /* what the last probes picked: lanes */

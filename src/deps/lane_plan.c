@@ -335,8 +335,6 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
   weft_free(w);
   weft_free((void *)lanes);
   weft_free(store);
-  weft_gcounter *top = &g->counters[g->ncounters - 1];
-  top->init = g->nlanes; /* weft_lanes_choose sets each launch's own count */
 }
 
 void weft_lanes_free(struct weft_graph *g)

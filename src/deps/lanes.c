@@ -49,8 +49,8 @@ bool weft_lanes_choose(struct weft_graph *g)
       g->lane_pick = g->lane_best[1] <= g->lane_best[0];
     g->lane_now = g->lane_pick;
   }
-  /* relaxed: the top counter counts the sweepers of this launch (build.c
-   * made its start value the lanes'); the queuing of the sweepers
+  /* relaxed: the top counter counts this launch's sweepers (its start
+   * value, one, is the one sweeper's); the queuing of the sweepers
    * publishes it. */
   atomic_store_explicit(&g->counters[g->ncounters - 1].left, g->lane_now ? g->nlanes : 1,
                         memory_order_relaxed);

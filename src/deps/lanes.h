@@ -48,7 +48,15 @@
 int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
                     const uint32_t *w, int64_t *end);
 
-/* The launch's gate holds every var of g (g->lanes_able; g->sweep_epoch
+/* Whether g's launches choose between lanes and one lane: a graph run in
+ * order on a pool of several workers, the one kind that keeps its plan's
+ * input (build.c). */
+static inline bool weft_lanes_able(const struct weft_graph *g)
+{
+  return g->plan_edge != NULL;
+}
+
+/* The launch's gate holds every var of g (weft_lanes_able; g->sweep_epoch
  * is set): whether this launch runs in lanes (else in one, by the
  * caller's sweeper). The first launch of every WEFT_GRAPH_LANE_PERIOD
  * times every node (in lanes if it has them), and the second plans the

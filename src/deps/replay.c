@@ -100,7 +100,7 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
   if (!count_off(g, counter))
     return NULL; /* not the last: the launch may be over already */
   /* The launch's last node. */
-  if (g->lanes_able)
+  if (weft_lanes_able(g))
     weft_lanes_launch_end(g);
   weft_gate *gate = g->cur;
   weft_opr *gop = &gate->op;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "deps/graph.h"
+#include "deps/lanes.h"
 #include "engine_util.h"
 
 static void setup(void)
@@ -106,9 +107,11 @@ static weft_graph *capture_wave(weft_engine *e, wave *w, wave_op ops[W][W], weft
   return g;
 }
 
-/* Runs the wavefront on threads workers for launches launches; kind of
- * trouble: 0 none, 1 slow ops, 2 an op waiting inside a lane, 3 a failure. */
-static void run_wave(int threads, int kind)
+/* Runs the wavefront on threads workers, checking every launch (each
+ * check an assertion); kind of trouble: 0 none, 1 slow ops, 2 an op
+ * waiting inside a lane, 3 a failure. Returns the launches it checked,
+ * enough to run both ways and then the pick. */
+static int run_wave(int threads, int kind)
 {
   te t = te_new("threaded", threads, 0);
   static wave w;
@@ -161,33 +164,37 @@ static void run_wave(int threads, int kind)
   cr_assert_eq(weft_graph_destroy(g), 0);
   cr_assert_eq(te_free(&t), 0);
   tu_assert_no_errors();
+  return launches;
 }
+
+/* Both ways (lanes, one lane) twice, then the pick (lanes.h). */
+enum { WAVE_MIN_LAUNCHES = 2 * WEFT_GRAPH_LANE_PROBES + 1 };
 
 Test(graph_lanes, a_wavefront_keeps_every_edge, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  run_wave(2, 0);
-  run_wave(4, 0);
+  cr_assert_geq(run_wave(2, 0), WAVE_MIN_LAUNCHES);
+  cr_assert_geq(run_wave(4, 0), WAVE_MIN_LAUNCHES);
 }
 
 /* Slow ops hold their lane while the other lanes catch up and stop: they
  * wait for it, and its done count wakes them. */
 Test(graph_lanes, slow_ops_make_lanes_stop_and_wake, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  run_wave(2, 1);
-  run_wave(4, 1);
+  cr_assert_geq(run_wave(2, 1), WAVE_MIN_LAUNCHES);
+  cr_assert_geq(run_wave(4, 1), WAVE_MIN_LAUNCHES);
 }
 
 /* An op waiting inside a lane helps run the pool's tasks, other lanes'
  * sweepers among them: one run nested there stops as any other. */
 Test(graph_lanes, an_op_waiting_inside_a_lane, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  run_wave(2, 2);
-  run_wave(4, 2);
+  cr_assert_geq(run_wave(2, 2), WAVE_MIN_LAUNCHES);
+  cr_assert_geq(run_wave(4, 2), WAVE_MIN_LAUNCHES);
 }
 
 Test(graph_lanes, a_failure_skips_what_follows_it, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  run_wave(4, 3);
+  cr_assert_geq(run_wave(4, 3), WAVE_MIN_LAUNCHES);
 }
 
 /* Independent ops: lanes with no wait between them, each its own share;
@@ -297,7 +304,8 @@ Test(graph_lanes, measured_costs_balance_the_lanes, .init = setup, .timeout = TU
  * side. Also with the pool profiled (WEFT_PROFILE): its sweeper then runs
  * no node bare, and must time them all the same. */
 
-static void find_lanes(bool profiled)
+/* Returns the lanes measured costs found (asserted >= 2 inside too). */
+static int find_lanes(bool profiled)
 {
   char path[] = "/tmp/weft_lanes_profile_XXXXXX";
   if (profiled) {
@@ -319,7 +327,7 @@ static void find_lanes(bool profiled)
   weft_graph *g = NULL;
   cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
   struct weft_graph *gg = (struct weft_graph *)g;
-  cr_assert(gg->in_order && gg->lanes_able);
+  cr_assert(gg->in_order && weft_lanes_able(gg));
   cr_assert_eq(gg->nlanes, 0, "equal costs: %d lanes", gg->nlanes);
   for (int l = 1; l <= 3; l++) {
     cr_assert_eq(weft_graph_launch(g), 0);
@@ -327,6 +335,7 @@ static void find_lanes(bool profiled)
   }
   cr_assert_geq(gg->nlanes, 2, "measured costs%s: %d lanes", profiled ? ", profiled" : "",
                 gg->nlanes);
+  int lanes = gg->nlanes;
   for (int p = 0; p < gg->nlanes; p++) /* the long ones in lanes of their own */
     for (int k = 0; k < gg->lanes[p].n; k++)
       if (gg->lanes[p].node[k] < 2)
@@ -342,13 +351,14 @@ static void find_lanes(bool profiled)
     unlink(path);
   }
   tu_assert_no_errors();
+  return lanes;
 }
 
 Test(graph_lanes, measured_costs_find_lanes_equal_costs_missed, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
-  find_lanes(false);
-  find_lanes(true);
+  cr_assert_geq(find_lanes(false), 2, "measured costs: no lanes");
+  cr_assert_geq(find_lanes(true), 2, "measured costs, profiled: no lanes");
 }
 
 /* Ordinary pushes on the graph's vars between and during launches stay
