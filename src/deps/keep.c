@@ -68,18 +68,28 @@ void weft_keep_mark(weft_var_impl *v, weft_var_req *req)
 
 bool weft_keep_resume(weft_gate *gate)
 {
+  unsigned s = WEFT_HOLD_KEPT;
   /* relaxed: the previous launch's end reaches us through running's
-   * acquire; a yield that took a var did so under the var's lock, which
-   * the registration that PART calls for takes too. */
-  unsigned s = atomic_load_explicit(&gate->hold, memory_order_relaxed);
-  for (;;) {
-    WEFT_ASSERT(s == WEFT_HOLD_KEPT || s == WEFT_HOLD_PART); /* between launches */
-    /* relaxed: as above; the yields that come later read RUN from this
-     * word itself. Fails only when a yield moved it to PART meanwhile. */
-    if (atomic_compare_exchange_weak_explicit(&gate->hold, &s, WEFT_HOLD_RUN,
+   * acquire; the yields that come later read RUN from this word itself.
+   * Fails when a yield took a var (PART): the gate stays PART until the
+   * registration holds every lock of its vars (weft_keep_run_locked). */
+  if (atomic_compare_exchange_strong_explicit(&gate->hold, &s, WEFT_HOLD_RUN,
                                               memory_order_relaxed, memory_order_relaxed))
-      return s == WEFT_HOLD_KEPT;
-  }
+    return true;
+  WEFT_ASSERT(s == WEFT_HOLD_PART); /* between launches, and not KEPT */
+  return false;
+}
+
+void weft_keep_run_locked(weft_gate *gate)
+{
+  /* relaxed: a yield writes this word only under the lock of a var that
+   * names the gate as its keeper, one of the gate's vars, whose locks the
+   * caller holds: nothing else writes it now. The yields after it read RUN
+   * under those locks, which the registration releases. */
+  unsigned s = atomic_load_explicit(&gate->hold, memory_order_relaxed);
+  WEFT_ASSERT(s == WEFT_HOLD_RUN || s == WEFT_HOLD_PART); /* fresh, or kept with a var lost */
+  if (s == WEFT_HOLD_PART)
+    atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
 }
 
 void weft_keep_start(weft_engine *eng, weft_opr *op, bool admitted)

@@ -31,9 +31,11 @@
  *   RUN          a launch registers or runs; | WANTED: its end releases all
  *   KEPT         between launches, holding every var of its graph
  *   PART         between launches, holding some of them
- * The launcher takes a gate OFF -> RUN (a fresh one), KEPT -> RUN or
- * PART -> RUN (CAS); the end RUN -> KEPT (CAS, fails on WANTED) or, with
- * WANTED, lets go of everything and puts the gate back (OFF); a yield
+ * The launcher takes a gate OFF -> RUN (a fresh one) or KEPT -> RUN
+ * (CAS), or PART -> RUN under the locks of all the gate's vars (its
+ * registration: weft_keep_run_locked); the end RUN -> KEPT (CAS, fails
+ * on WANTED) or, with WANTED, lets go of everything and puts the gate
+ * back (OFF); a yield
  * RUN -> RUN | WANTED or KEPT/PART -> PART (CAS); the drop (graph or
  * engine destroy, a launch that failed) lets go of every var it still
  * holds. The launcher and the end hold the graph's running flag, so at most
@@ -76,11 +78,20 @@ static inline void weft_keep_yield(weft_var_impl *v, const weft_var_req *req)
 void weft_keep_mark(weft_var_impl *v, weft_var_req *req);
 
 /* The launcher, holding g's running flag, with g->kept set: takes the gate
- * for this launch (-> RUN). True if it still holds every var (KEPT: the
- * launch registers nothing, weft_keep_start), false if it lost some
- * (PART: the launch registers, and weft_push_register skips the vars it
- * still holds). */
+ * for this launch if it still holds every var (KEPT -> RUN: the launch
+ * registers nothing, weft_keep_start) and returns true. A gate that lost
+ * some (PART) stays PART and returns false: the launch registers, and
+ * weft_push_register, holding every lock of the gate's vars, makes it RUN
+ * (weft_keep_run_locked) and skips the vars it still holds. */
 bool weft_keep_resume(weft_gate *gate);
+
+/* weft_push_register on gate's op, holding the locks of all its vars,
+ * before it appends to any: PART -> RUN (a fresh gate is RUN already). A
+ * PART gate made RUN before those locks would let an operator pushed
+ * meanwhile get a var the gate lost, then queue behind the gate on a var
+ * it kept (a yield during a launch waits for its end): the gate, queuing
+ * behind that operator on the lost var, would wait for it forever. */
+void weft_keep_run_locked(weft_gate *gate);
 
 /* Starts a launch whose gate (op) holds every var already: counts it in
  * flight, as a registration would, and makes it ready. admitted: it took a

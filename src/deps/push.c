@@ -200,6 +200,8 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
       return WEFT_EINVAL;
     }
   }
+  if (internal == WEFT_OPR_GATE) /* every lock of its vars held: a kept gate's launch runs */
+    weft_keep_run_locked((weft_gate *)op->arg);
   op->admitted = admitted;
   int granted = 0;
   bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;

@@ -157,6 +157,51 @@ Test(graph_keep, pushes_between_and_during_launches, .init = setup, .timeout = T
   tu_assert_no_errors();
 }
 
+/* A kept gate that lost a var stays PART until its launch's registration
+ * holds the locks of all its vars (keep.h, weft_keep_run_locked). Made RUN
+ * earlier (as the launcher's first step once did), an operator pushed
+ * before the registration (h: writes v, which the gate lost, and reads w,
+ * which it kept) would queue behind the gate on w (a yield during a launch
+ * waits for its end) and ahead of it on v, where the gate then queues
+ * behind h: each waits for the other. Here the launcher's first step runs
+ * by itself, h is pushed, and the launch goes on: h takes w from the gate
+ * and runs before the launch, and nothing waits forever. */
+Test(graph_keep, a_gate_that_lost_a_var_runs_only_under_its_locks, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng);
+  klog l = {.n = 0};
+  kop g_op = {&l, 100}, h = {&l, 2};
+  atomic_int count = 0;
+  te_gate p = {0};
+  weft_graph *g = capture_logger(t.eng, &g_op, v, true, w, &count);
+  launch_kept(t.eng, g);
+  /* p takes v from the kept gate and holds it until opened. */
+  cr_assert_eq(te_push(t.eng, te_gate_fn, &p, TE_NONE, TE_V(v), 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&p.started), TU_DEADLINE_S), "p waited for a kept var");
+  cr_assert_eq(hold_of(g), WEFT_HOLD_PART, "v was let go of, w is still kept");
+  /* The launcher's first step (no launch runs: the test is the only
+   * launcher): the gate stays PART. */
+  cr_assert_not(weft_keep_resume(g->kept), "a gate that lost v resumed as if it held all");
+  cr_assert_eq(hold_of(g), WEFT_HOLD_PART, "the gate ran before its registration held its locks");
+  cr_assert_eq(te_push(t.eng, log_fn, &h, TE_V(w), TE_V(v), 0), 0);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_PART, "h's read of w: the gate let go of it");
+  cr_assert_eq(weft_graph_launch(g), 0);
+  atomic_store(&p.open, 1);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(p.timed_out, 0);
+  cr_assert_eq(atomic_load(&l.n), 3);
+  long want[3] = {100, 2, 100};
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(l.log[i], want[i], "position %d ran %ld, expected %ld", i, l.log[i], want[i]);
+  cr_assert_eq(atomic_load(&count), 2);
+  cr_assert_eq(hold_of(g), WEFT_HOLD_KEPT, "the launch registered again and keeps both");
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 /* A graph that only reads v: a read pushed beside its kept read runs at
  * once and takes nothing back, and a launch runs beside a read that holds
  * v; a write takes v back. */

@@ -1,37 +1,50 @@
 /*
  * relacy harness: a graph's gate keeping its vars between launches
- * (src/deps/keep.c, the launch in graph_api.c, its end in replay.c).
+ * (src/deps/keep.c, the launch in graph_api.c and its registration in
+ * push.c, its end in replay.c).
  *
- * One var v, under its spinlock: whether a request holds it, which
- * requests wait (the gate's, the pusher's), and its keeper mark. The
- * gate's hold word (OFF, RUN, RUN|WANTED, KEPT, PART) and the graph's
- * running flag are atomics with the C code's orders.
+ * Two vars v0 and v1, each under its spinlock: whether a write holds it,
+ * which requests wait (FIFO), and its keeper mark. The graph's one node
+ * writes both. The gate's hold word (OFF, RUN, RUN|WANTED, KEPT, PART) and
+ * the graph's running flag are atomics with the C code's orders.
  *
  * Threads:
  *   launcher  launches the graph twice: takes running (acquire CAS); a
- *             kept gate resumes (KEPT -> RUN: the node starts at once) or
- *             registers again on v (PART), a fresh one registers (RUN);
- *             once the gate holds v, the node is handed to the worker
- *             (release/acquire: the pool's hand-off).
- *   worker    runs each launch's node (a write of v's cell) and its end:
- *             RUN -> KEPT (release CAS), then clears running; or, WANTED,
- *             lets go of v under its lock (granting a waiter) first.
- *   pusher    pushes one operator that writes v: under v's lock it makes a
+ *             kept gate resumes (KEPT -> RUN: the node starts at once) or,
+ *             having lost a var (PART), registers again: it takes both
+ *             vars' locks (index order), turns RUN (weft_keep_run_locked),
+ *             and appends to the vars it no longer holds; a fresh gate
+ *             registers on both (RUN). Once the gate holds both, the node
+ *             is handed to the worker (release/acquire: the pool's hand-off).
+ *   worker    runs each launch's node (writes both vars' cells) and its
+ *             end: RUN -> KEPT (release CAS), then clears running; or,
+ *             WANTED, lets go of both vars under their locks (granting
+ *             waiters) first.
+ *   pusher    pushes two operators: p writes v0, then h writes v0 and v1.
+ *             Each push takes its vars' locks (index order), makes a
  *             keeper yield (RUN: marks WANTED; KEPT/PART: acquire CAS to
- *             PART, then lets go of the gate's hold) and appends; it runs
- *             once granted and completes under the lock, granting the gate
- *             if it waits.
+ *             PART, then lets go of the gate's hold) and appends; the op
+ *             runs once granted everything and completes each var under
+ *             its lock, granting the next waiter.
  *
- * Checks: v's cell is an rl::var written by the launches' nodes and by the
- * pushed operator: any two of them not ordered by the protocol are a
- * reported data race. At the end the cell counts 3 writes and the pushed
- * operator ran once.
+ * The deadlock this catches (mutant 5): a gate made RUN before its
+ * registration holds the locks. p takes v0 from the kept gate (PART); the
+ * launcher turns the gate RUN; h gets v0 (free) and, on v1 (kept by a
+ * launch that runs), queues behind the gate (WANTED); the gate then
+ * registers on v0 behind h. Each waits for the other: relacy reports the
+ * spin as a livelock.
+ *
+ * Checks: each var's cell is an rl::var written by the launches' node and
+ * the pushed operators: any two not ordered by the protocol are a reported
+ * data race. At the end v0's cell counts 4 writes and v1's 3.
  *
  * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
  *   1  the end's CAS to KEPT relaxed            (keep.c, weft_keep_end)
  *   2  the yield's CAS to PART relaxed          (keep.c, weft_keep_yield_slow)
- *   3  a yield that lets go of v during a launch (no RUN check)
+ *   3  a yield that lets go of a var during a launch (no RUN check)
  *   4  a resume that stores RUN after reading KEPT, without a CAS
+ *   5  a resume that makes a PART gate RUN before its registration takes
+ *      the locks (keep.c, weft_keep_resume before weft_keep_run_locked)
  */
 #include "rl_common.hpp"
 
@@ -39,6 +52,9 @@ namespace {
 
 enum { OFF = 0, KEPT = 1, PART = 2, RUN = 4, WANTED = 8 };
 constexpr int LAUNCHES = 2;
+constexpr int NV = 2;    /* vars */
+constexpr int NREQ = 4;  /* requesters: gate 0, gate 1 (a fresh one), p, h */
+constexpr int P = 2, H = 3;
 
 #if WEFT_MUTANT == 1
 #define K_END rl::memory_order_relaxed
@@ -54,13 +70,13 @@ constexpr int LAUNCHES = 2;
 using weft_rl::spinlock;
 
 struct keep_test : rl::test_suite<keep_test, 3> {
-  /* the var, under lock */
-  spinlock lock;
-  rl::var<int> held;        /* a request holds v */
-  rl::var<int> q[3], qn;    /* waiting requests, oldest first: 1 + gate, or PUSH */
-  rl::var<int> keeper;      /* 1 + the gate v names as its keeper, or 0 */
-  rl::atomic<int> granted[3]; /* grants handed over (release), per request */
-  rl::var<int> cell;        /* what v guards */
+  /* each var, under its lock */
+  spinlock lock[NV];
+  rl::var<int> held[NV];          /* a write holds it */
+  rl::var<int> q[NV][NREQ], qn[NV]; /* waiting requesters, oldest first */
+  rl::var<int> keeper[NV];        /* 1 + the gate it names as its keeper, or 0 */
+  rl::atomic<int> granted[NREQ][NV]; /* grants handed over (release) */
+  rl::var<int> cell[NV];          /* what each var guards */
   /* the graph and its gates (a launch after a WANTED end takes a fresh one) */
   rl::atomic<int> running;
   rl::atomic<int> hold[LAUNCHES];
@@ -68,18 +84,18 @@ struct keep_test : rl::test_suite<keep_test, 3> {
   rl::var<int> cur;         /* the launch's gate (written before its hand-off) */
   rl::var<int> fresh;       /* gates taken so far (launcher) */
   rl::atomic<int> start[LAUNCHES]; /* the node handed to the worker */
-  int pushed_ran;
-  static constexpr int PUSH = 2; /* request index of the pushed operator */
 
   void before()
   {
-    lock.init();
-    held($) = 0;
-    qn($) = 0;
-    keeper($) = 0;
-    for (int i = 0; i < 3; i++)
-      granted[i].store(0, rl::memory_order_relaxed);
-    cell($) = 0;
+    for (int v = 0; v < NV; v++) {
+      lock[v].init();
+      held[v]($) = 0;
+      qn[v]($) = 0;
+      keeper[v]($) = 0;
+      cell[v]($) = 0;
+      for (int r = 0; r < NREQ; r++)
+        granted[r][v].store(0, rl::memory_order_relaxed);
+    }
     running.store(0, rl::memory_order_relaxed);
     for (int i = 0; i < LAUNCHES; i++) {
       hold[i].store(OFF, rl::memory_order_relaxed);
@@ -88,57 +104,63 @@ struct keep_test : rl::test_suite<keep_test, 3> {
     kept($) = 0;
     cur($) = 0;
     fresh($) = 0;
-    pushed_ran = 0;
   }
 
   void after()
   {
-    RL_ASSERT(cell($) == LAUNCHES + 1);
-    RL_ASSERT(pushed_ran == 1);
+    RL_ASSERT(cell[0]($) == LAUNCHES + 2);
+    RL_ASSERT(cell[1]($) == LAUNCHES + 1);
   }
 
-  /* Under lock: request r appends; true if granted at once. */
-  bool append(int r)
+  /* Under v's lock: requester r appends; true if granted at once. */
+  bool append(int v, int r)
   {
-    if (!held($)) {
-      held($) = 1;
+    if (!held[v]($)) {
+      held[v]($) = 1;
       return true;
     }
-    int n = qn($);
-    q[n]($) = r;
-    qn($) = n + 1;
+    int n = qn[v]($);
+    q[v][n]($) = r;
+    qn[v]($) = n + 1;
     return false;
   }
 
-  /* Under lock: the holder completes: v goes to the oldest waiter, or is free. */
-  void complete_v()
+  /* Under v's lock: the holder completes: v goes to the oldest waiter, or
+   * is free. */
+  void complete_v(int v)
   {
-    int n = qn($);
+    int n = qn[v]($);
     if (!n) {
-      held($) = 0;
+      held[v]($) = 0;
       return;
     }
-    int r = q[0]($);
+    int r = q[v][0]($);
     for (int i = 1; i < n; i++)
-      q[i - 1]($) = q[i]($);
-    qn($) = n - 1;
-    granted[r].store(1, rl::memory_order_release); /* its dispatch */
+      q[v][i - 1]($) = q[v][i]($);
+    qn[v]($) = n - 1;
+    granted[r][v].store(1, rl::memory_order_release); /* its dispatch */
   }
 
-  void wait_grant(int r)
+  /* Until r holds every var in [v0, v1]; then clears its grants. */
+  void wait_grants(int r, int v0, int v1)
   {
-    while (!granted[r].load(rl::memory_order_acquire))
-      rl::yield(1, $);
+    for (int v = v0; v <= v1; v++) {
+      while (!granted[r][v].load(rl::memory_order_acquire))
+        rl::yield(1, $);
+      granted[r][v].store(0, rl::memory_order_relaxed);
+    }
   }
 
-  /* weft_keep_resume: true when the gate still holds v */
+  /* weft_keep_resume: true when the gate still holds every var (KEPT ->
+   * RUN); a PART gate stays PART (mutant 5: turns RUN here). */
   bool resume(int gi)
   {
 #if WEFT_MUTANT == 4
     int s = hold[gi].load(rl::memory_order_relaxed);
-    hold[gi].store(RUN, rl::memory_order_relaxed);
+    if (s == KEPT)
+      hold[gi].store(RUN, rl::memory_order_relaxed);
     return s == KEPT;
-#else
+#elif WEFT_MUTANT == 5
     int s = hold[gi].load(rl::memory_order_relaxed);
     for (;;) {
       RL_ASSERT(s == KEPT || s == PART);
@@ -146,13 +168,33 @@ struct keep_test : rl::test_suite<keep_test, 3> {
                                          rl::memory_order_relaxed))
         return s == KEPT;
     }
+#else
+    int s = KEPT;
+    if (hold[gi].compare_exchange_strong(s, RUN, rl::memory_order_relaxed,
+                                         rl::memory_order_relaxed))
+      return true;
+    RL_ASSERT(s == PART);
+    return false;
 #endif
   }
 
-  /* weft_keep_yield_slow, under lock; r appends next (a gate or the op) */
-  void yield_keeper(int r)
+  /* weft_keep_run_locked, under every lock of the gate's vars */
+  void run_locked(int gi)
   {
-    int gi = keeper($) - 1;
+    int s = hold[gi].load(rl::memory_order_relaxed);
+#if WEFT_MUTANT != 5
+    RL_ASSERT(s == RUN || s == PART);
+    if (s == PART)
+      hold[gi].store(RUN, rl::memory_order_relaxed);
+#else
+    (void)s;
+#endif
+  }
+
+  /* weft_keep_yield_slow, under v's lock, before another requester appends */
+  void yield_keeper(int v)
+  {
+    int gi = keeper[v]($) - 1;
     int s = hold[gi].load(rl::memory_order_relaxed);
     for (;;) {
 #if WEFT_MUTANT != 3
@@ -168,10 +210,9 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       if (hold[gi].compare_exchange_weak(s, PART, K_YIELD, rl::memory_order_relaxed))
         break;
     }
-    (void)r;
-    keeper($) = 0;
-    RL_ASSERT(qn($) == 0); /* nothing waits behind a kept var */
-    complete_v();
+    keeper[v]($) = 0;
+    RL_ASSERT(qn[v]($) == 0); /* nothing waits behind a kept var */
+    complete_v(v);
   }
 
   void launcher()
@@ -196,24 +237,28 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       }
       cur($) = gi;
       if (!all) { /* weft_push_register on the gate */
-        bool got = false;
-        lock.lock();
-        if (keeper($) == gi + 1) {
-          got = true; /* still held since the last launch */
-        } else {
-          if (keeper($))
-            yield_keeper(gi);
-          got = append(gi);
-          if (!keeper($)) /* weft_keep_mark */
-            keeper($) = gi + 1;
+        bool got[NV];
+        for (int v = 0; v < NV; v++)
+          lock[v].lock();
+        run_locked(gi);
+        for (int v = 0; v < NV; v++) {
+          if (keeper[v]($) == gi + 1) {
+            got[v] = true; /* still held since the last launch */
+            continue;
+          }
+          if (keeper[v]($))
+            yield_keeper(v);
+          got[v] = append(v, gi);
+          if (!keeper[v]($)) /* weft_keep_mark */
+            keeper[v]($) = gi + 1;
           else
             hold[gi].fetch_or(WANTED, rl::memory_order_relaxed);
         }
-        lock.unlock();
-        if (!got) {
-          wait_grant(gi);
-          granted[gi].store(0, rl::memory_order_relaxed);
-        }
+        for (int v = NV - 1; v >= 0; v--)
+          lock[v].unlock();
+        for (int v = 0; v < NV; v++)
+          if (!got[v])
+            wait_grants(gi, v, v);
       }
       start[i].store(1, rl::memory_order_release); /* the pool's hand-off */
     }
@@ -225,7 +270,8 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       while (!start[i].load(rl::memory_order_acquire))
         rl::yield(1, $);
       int gi = cur($);
-      cell($) = cell($) + 1; /* the node */
+      for (int v = 0; v < NV; v++)
+        cell[v]($) = cell[v]($) + 1; /* the node */
       int s = RUN;
       if (hold[gi].compare_exchange_strong(s, KEPT, K_END, rl::memory_order_relaxed)) {
         running.store(0, rl::memory_order_release);
@@ -234,29 +280,47 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       RL_ASSERT(s == (RUN | WANTED));
       kept($) = 0;
       running.store(0, rl::memory_order_release);
-      lock.lock(); /* weft_opr_finish_vars on the gate */
-      if (keeper($) == gi + 1)
-        keeper($) = 0;
-      complete_v();
-      lock.unlock();
+      for (int v = 0; v < NV; v++) { /* weft_opr_finish_vars on the gate */
+        lock[v].lock();
+        if (keeper[v]($) == gi + 1)
+          keeper[v]($) = 0;
+        complete_v(v);
+        lock[v].unlock();
+      }
       hold[gi].store(OFF, rl::memory_order_relaxed); /* weft_gate_put */
+    }
+  }
+
+  /* An operator r writing vars v0 .. v1: pushed, run once granted all,
+   * completed. */
+  void push_op(int r, int v0, int v1)
+  {
+    bool got[NV] = {false, false};
+    for (int v = v0; v <= v1; v++)
+      lock[v].lock();
+    for (int v = v0; v <= v1; v++) {
+      if (keeper[v]($))
+        yield_keeper(v);
+      got[v] = append(v, r);
+    }
+    for (int v = v1; v >= v0; v--)
+      lock[v].unlock();
+    for (int v = v0; v <= v1; v++)
+      if (!got[v])
+        wait_grants(r, v, v);
+    for (int v = v0; v <= v1; v++)
+      cell[v]($) = cell[v]($) + 1;
+    for (int v = v0; v <= v1; v++) {
+      lock[v].lock();
+      complete_v(v);
+      lock[v].unlock();
     }
   }
 
   void pusher()
   {
-    lock.lock();
-    if (keeper($))
-      yield_keeper(PUSH);
-    bool got = append(PUSH);
-    lock.unlock();
-    if (!got)
-      wait_grant(PUSH);
-    cell($) = cell($) + 1; /* the pushed operator */
-    pushed_ran++;
-    lock.lock();
-    complete_v();
-    lock.unlock();
+    push_op(P, 0, 0);
+    push_op(H, 0, 1);
   }
 
   void thread(unsigned self)
@@ -275,10 +339,11 @@ struct keep_test : rl::test_suite<keep_test, 3> {
 int main()
 {
   weft_rl::outcome out;
-  weft_rl::run_both<keep_test>("keep launcher, worker, pusher", 200000, 3, out);
+  weft_rl::run_both<keep_test>("keep launcher, worker, pusher", 200000, 2, out);
   static const char *const names[] = {"none", "the end's CAS to KEPT relaxed",
                                       "the yield's CAS to PART relaxed",
                                       "a yield that lets go during a launch",
-                                      "a resume without a CAS"};
+                                      "a resume without a CAS",
+                                      "a PART gate made RUN before its registration's locks"};
   return weft_rl::finish("keep", names[WEFT_MUTANT], out);
 }
