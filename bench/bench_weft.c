@@ -36,7 +36,9 @@
  * ns/op): main captures the whole list once (weft_graph_begin_capture, the
  * same pushes, weft_graph_end_capture: NOT timed, its cost per op is in
  * "capture_ns_per_op"), then each repetition (the same warm-up, check and
- * time budget) is weft_graph_launch + weft_wait_all from main; TIMED: from
+ * time budget, after BENCH_REPLAY_WARM_LAUNCHES untimed launches: the
+ * first launches of a graph that may run in lanes try both ways, weft.h)
+ * is weft_graph_launch + weft_wait_all from main; TIMED: from
  * just before the launch to weft_wait_all's return. The graph is destroyed
  * after the last repetition. That line has the main mode's samples of the
  * same run in "fresh_samples" (a fresh push of the same ops, side by side).
@@ -283,6 +285,8 @@ static int dep_op(const weft_run_ctx *rc, void *arg) {
 }
 
 static weft_graph *dep_graph; /* the replay's graph (bench_dep) */
+/* Untimed launches before the replay's warm-up and samples (above). */
+#define BENCH_REPLAY_WARM_LAUNCHES 8
 
 /* The floor of a replay at 1 thread, apart from the scheduler: one more
  * launch logs the order the worker ran the ops in, then the serial loop
@@ -553,6 +557,16 @@ static void bench_dep(const bench_args *a) {
           bench_fail("weft_graph_end_capture: no graph");
       }
     }
+    /* A training loop's first steps, untimed: a graph that may run in
+     * lanes tries them and one lane in its first launches and keeps the
+     * faster (weft_graph_launch in weft.h); the samples are the launches
+     * after that. Each warm launch's result is checked as a timed one's. */
+    for (int w = 0; w < BENCH_REPLAY_WARM_LAUNCHES && !bench_failed(); w++) {
+      bench_vars_init(&L, vals);
+      (void)dep_replay_rep(NULL, &L, vals);
+      if (!bench_failed())
+        bench_oplist_verify(&L, vals, RT);
+    }
     if (!bench_failed()) {
       weft_worker_stats before = pool_totals();
       bench_dep_time(RT, a, &L, vals, dep_replay_rep, NULL, &s[2]);
@@ -571,9 +585,10 @@ static void bench_dep(const bench_args *a) {
     char extra[2048];
     int len = snprintf(extra, sizeof extra,
                        ",\"push_from\":\"replay\",\"replay\":\"captured once from main (not "
-                       "timed), then weft_graph_launch + weft_wait_all from main\","
+                       "timed), launched %d times untimed, then weft_graph_launch + "
+                       "weft_wait_all from main\","
                        "\"capture_ns_per_op\":%.1f",
-                       capture_ns);
+                       BENCH_REPLAY_WARM_LAUNCHES, capture_ns);
     if (order_floor >= 0) /* 1 thread: the ops alone, in the order the worker ran them */
       len += snprintf(extra + len, sizeof extra - (size_t)len,
                       ",\"serial_in_run_order_ns_per_op\":%.2f", order_floor);

@@ -388,6 +388,17 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * the launch. A recorded descriptor's arg and name are used at every
  * launch: they must outlive the graph.
  *
+ * Where they run: a graph whose operators are all CPU fns of
+ * WEFT_PROP_NORMAL runs in capture order, on one worker or, on a pool of
+ * several, split into lanes at capture (one per worker at most, each in
+ * capture order, waiting only for what the others must run first). Which
+ * of the two is faster depends on how long the operators run against the
+ * cache lines their edges move between cores, so the first launches try
+ * both in turn (2 each, then again every 256 launches) and the others run
+ * the faster; the first of them also times each operator, and the lanes
+ * are planned again with those costs. Any other graph's operators are
+ * released along its edges.
+ *
  * A graph belongs to the engine it was captured on; destroy it before the
  * engine. If the engine is destroyed first, the graph's operators are gone:
  * weft_graph_launch returns WEFT_ESHUTDOWN, and weft_graph_destroy frees

@@ -46,6 +46,51 @@
  * count); operators on interleaved vars jump about (bench: dag 1%, indep
  * 0%, chain and wave over 99.9%). */
 #define WEFT_GRAPH_SWEEP_IN_ORDER_PCT 50
+/* Lanes of a graph run in lanes (src/deps/lanes.h), at most, lanes: a
+ * lane's waiters are the bits of one 64-bit word. */
+#define WEFT_GRAPH_LANES_MAX 64
+/* The plan of lanes (lane_plan.c) simulates a launch: a node takes its
+ * measured time (the first launch of every WEFT_GRAPH_LANE_PERIOD times
+ * each node, and the next one plans again), or before any measure
+ * WEFT_GRAPH_LANE_NODE_NS; plus WEFT_GRAPH_LANE_CROSS_NS for each
+ * predecessor in another lane (its data moves between cores); and may start
+ * WEFT_GRAPH_LANE_XFER_NS after such a predecessor ends, ns. On the VM a
+ * bench node takes 8-12 ns, a line moved 40-250 ns. */
+#define WEFT_GRAPH_LANE_NODE_NS 10
+#define WEFT_GRAPH_LANE_CROSS_NS 3
+#define WEFT_GRAPH_LANE_XFER_NS 40
+/* ... and puts a node in its latest predecessor's lane (its input in that
+ * core's cache) unless that ends it more than this much later than the
+ * best lane, ns. */
+#define WEFT_GRAPH_LANE_SLACK_NS 20
+/* A plan made with measured costs replaces the one in place only if, with
+ * those costs, it ends in at most this share of that one's time, percent
+ * (the bench's lists measure level, and a plan from their noise scatters
+ * the vars' chains over the lanes: indep at 2 threads 6.0 -> 8.2 ns/op). */
+#define WEFT_GRAPH_LANE_REPLAN_PCT 80
+/* ... and runs a graph in lanes only if the plan finishes in at most this
+ * share of one lane's time, percent; the fewest lanes within
+ * WEFT_GRAPH_LANE_NEAR_PCT of the best plan's time are used. */
+#define WEFT_GRAPH_LANES_GAIN_PCT 75
+#define WEFT_GRAPH_LANE_NEAR_PCT 110
+/* A lane's sweeper waiting for another lane spins this many pauses (a few
+ * microseconds) before it stops and hands its run to that lane (lanes.c),
+ * pauses: lanes in step mostly wait for one node of the other. */
+#define WEFT_GRAPH_LANE_SPIN 2048
+/* ... or this many for a lane whose sweeper is queued, not running
+ * (another worker takes it in a microsecond or so, if one is awake),
+ * pauses. */
+#define WEFT_GRAPH_LANE_SPIN_QUEUED 128
+/* A lane's sweeper tells the other lanes how far it got every this many
+ * nodes (and whenever it waits or stops), nodes: a power of two that
+ * divides WEFT_KEEP_RUN_MAX. */
+#define WEFT_GRAPH_LANE_PUBLISH 16
+/* A graph that may run in lanes tries lanes and one lane in turn for the
+ * first 2 x WEFT_GRAPH_LANE_PROBES launches of every WEFT_GRAPH_LANE_PERIOD,
+ * and runs the rest the way whose fastest launch was faster, launches:
+ * four probes are 1.6% of a period. */
+#define WEFT_GRAPH_LANE_PROBES 2
+#define WEFT_GRAPH_LANE_PERIOD 256
 /* Largest WEFT_SPIN_COUNT accepted, rounds. */
 #define WEFT_SPIN_COUNT_MAX 100000000L
 

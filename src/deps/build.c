@@ -13,6 +13,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "deps/capture.h"
+#include "deps/lanes.h"
 
 /* The scratch space of one build, all freed at its end. */
 typedef struct build {
@@ -183,7 +184,9 @@ static int make_counters(struct weft_graph *g, const build *b)
     }
     if (level == 1) {
       weft_gcounter *top = &g->counters[base];
-      top->init += g->sweep; /* the sweeper counts itself off there when done */
+      /* the sweeper counts itself off there when done (a graph that may run
+       * in lanes sets each launch's count: weft_lanes_choose) */
+      top->init += g->sweep;
       atomic_init(&top->left, top->init);
       break;
     }
@@ -288,8 +291,16 @@ static int make_nodes(struct weft_graph *g, build *b)
     plain = d->fn && d->ctx.type == WEFT_DEV_CPU && d->prop != WEFT_PROP_PRIORITIZED;
     normal &= d->prop == WEFT_PROP_NORMAL;
   }
-  b->one_worker = c->eng->pool && weft_pool_num_threads(c->eng->pool) == 1;
-  b->in_order = g->in_order = b->one_worker && plain && normal;
+  int workers = c->eng->pool ? weft_pool_num_threads(c->eng->pool) : 0;
+  b->one_worker = workers == 1;
+  /* Plain CPU fns of WEFT_PROP_NORMAL run in order, in lanes on several
+   * workers if that pays (lanes.h), else in one. */
+  b->in_order = g->in_order = workers >= 1 && plain && normal;
+  if (b->in_order && workers > 1) {
+    int rc = weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers, NULL, NULL);
+    if (rc)
+      return rc;
+  }
   g->stride = b->in_order ? WEFT_OPR_IN_ORDER_NODE_BYTES
               : plain     ? WEFT_OPR_PLAIN_NODE_BYTES
                           : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;
@@ -426,6 +437,14 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
     goto out;
   if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = make_nodes(g, &b)))
     goto out;
+  if (g->in_order && !b.one_worker) {
+    /* Kept to plan again with measured costs (lanes.h): lanes may pay
+     * where equal costs found none (a few long operators beside a chain). */
+    g->plan_edge = b.edge; /* never NULL: sized for one edge at least */
+    g->plan_nedges = b.nedges;
+    b.edge = NULL;
+    g->node_ns = weft_calloc((size_t)b.n, sizeof *g->node_ns); /* NULL: never measured */
+  }
 out:
   weft_free(b.use_gv);
   weft_free(b.gv_handle);

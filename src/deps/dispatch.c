@@ -15,6 +15,7 @@
 #include "deps/engine.h"
 #include "deps/executor.h"
 #include "deps/inflight.h"
+#include "deps/lanes.h"
 #include "deps/replay.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
@@ -25,24 +26,15 @@
 static _Thread_local weft_fifo inline_q __attribute__((tls_model("initial-exec")));
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
-static void weft_engine_between(weft_task *next);
 static void fanout(weft_opr *op);
 static void queue_sweeper(weft_pool *pool, struct weft_graph *g);
-
-/* Whether no var of eng is failed: an operator about to run has nothing to
- * skip for (read after the release that made it ready). */
-static inline bool no_failed_var(const weft_engine *eng)
-{
-  /* relaxed: see nfailed_vars (engine.h) */
-  return atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) == 0;
-}
 
 /* Whether op, a node of a graph launch with a CPU fn, may take run_gnodes:
  * nothing of run_op's general path applies (no failed var to skip for, no
  * drain check left for later, no trace span). */
 static inline bool gnode_plain_now(const weft_opr *op)
 {
-  return !weft_tls_between && !weft_prof_tls && no_failed_var(op->eng);
+  return !weft_tls_between && !weft_prof_tls && weft_engine_no_failed_var(op->eng);
 }
 
 /* run_op for the nodes of a graph launch, from a pool task not nested in
@@ -55,24 +47,6 @@ static inline bool gnode_plain_now(const weft_opr *op)
  * weft_prof_tls) do not change in the loop (a node's fn restores whatever
  * it nests; only the launch's last finish may leave a drain check, and it
  * keeps no node). */
-/* A graph node's fn, as both replay paths run it (run_gnodes, and a graph
- * run in order in sweep_task): the caller checked gnode_plain_now. No var
- * of op was failed when it started (nfailed_vars was 0, read after its
- * release, which follows every earlier failure on its vars), and none
- * fails while it runs (every other writer of its vars is ordered with it:
- * by the graph's edges, or behind the launch's gate): only its own failure
- * gives its vars a status. */
-static inline void call_gnode(weft_opr *op, weft_run_ctx *rc)
-{
-  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-  rc->ctx = op->ctx;
-  weft_tls_opr = op;
-  int status = op->fn(rc, op->arg);
-  weft_tls_opr = NULL;
-  if (status)
-    weft_gnode_finish_failed(op, status);
-}
-
 static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
 {
   unsigned n = *run; /* a register in the loop, not the caller's word */
@@ -81,13 +55,13 @@ static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsi
     WEFT_ASSERT(!weft_tls_between && !weft_prof_tls);
     weft_gnode_prefetch(op);
     fanout(op); /* a root releases the next ones as it starts */
-    call_gnode(op, &rc);
+    weft_gnode_call(op, &rc);
     weft_fifo ready = WEFT_FIFO_INIT;
     op = weft_gnode_release(op, worker >= 0, &ready, hook);
     if (!weft_fifo_empty(&ready))
       weft_opr_ready_list(&ready);
   } while (op && ++n < WEFT_KEEP_RUN_MAX && op->internal == WEFT_OPR_GNODE &&
-           no_failed_var(op->eng));
+           weft_engine_no_failed_var(op->eng));
   *run = n;
   return op;
 }
@@ -99,7 +73,7 @@ static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsi
  * anywhere else (a weft_done_signal from a user's pool task, an inline
  * operator run inside one) checks at once: that task may go on to wait for
  * the thread that waits for the drain. */
-static int run_task(void *arg)
+int weft_opr_task(void *arg)
 {
   weft_opr *op = arg;
   /* Not nested in an operator (weft_tls_opr is back to this at each
@@ -121,7 +95,7 @@ static int run_task(void *arg)
       run = 0;
       if (plain && worker >= 0 && weft_pool_yield_due(op->eng->pool)) {
         WEFT_ASSERT(op->internal != WEFT_OPR_GNODE || !op->gn.graph->in_order);
-        op->task.fn = run_task;
+        op->task.fn = weft_opr_task;
         op->task.arg = op;
         if (weft_pool_submit_embedded_last(op->eng->pool, &op->task) == 0)
           return 0;
@@ -133,7 +107,7 @@ static int run_task(void *arg)
 
 /* The sweeper of a swept graph's launch (graph.h), as a pool task: chunk
  * by chunk, in capture order, it runs each node whose predecessors are all
- * done (a CPU fn here, with the successors it keeps, as run_task; any
+ * done (a CPU fn here, with the successors it keeps, as weft_opr_task; any
  * other where it runs), then counts itself off. The launch cannot end
  * before that, so the graph stays alive meanwhile. Between chunks, if
  * other work waits for this worker, it queues itself behind that work. */
@@ -142,7 +116,7 @@ static int sweep_task(void *arg)
   struct weft_graph *g = arg;
   weft_pool *pool = g->cur->op.eng->pool;
   const int n = g->nnodes;
-  /* As run_task: not nested in an operator, a node may take run_gnodes. */
+  /* As weft_opr_task: not nested in an operator, a node may take run_gnodes. */
   const bool plain = !weft_tls_opr;
   const int worker = plain ? weft_pool_worker_index(pool) : -1;
   /* A graph run in order, with none of run_op's hooks on this thread (they
@@ -150,6 +124,7 @@ static int sweep_task(void *arg)
    * and the status it leaves, as run_gnodes runs it, with nothing to
    * release. */
   const bool bare = g->in_order && plain && !weft_tls_between && !weft_prof_tls;
+  uint32_t *node_ns = g->lane_measure ? g->node_ns : NULL;
   weft_run_ctx rc = {g->cur->op.ctx, NULL, worker};
   for (int lo; (lo = g->cursor) < n;) {
     int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
@@ -167,34 +142,45 @@ static int sweep_task(void *arg)
         weft_gnode_ready(op, g->sweep_epoch);
       else if (!weft_sweep_take(g, i))
         continue; /* its last predecessor releases it */
-      if (bare && no_failed_var(op->eng)) {
+      if (bare && weft_engine_no_failed_var(op->eng)) {
         WEFT_ASSERT(op->gn.nsucc == 0 && op->gn.counter < 0);
-        call_gnode(op, &rc);
+        int64_t t0 = node_ns ? weft_now_ns() : 0;
+        weft_gnode_call(op, &rc);
         WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* nothing to release */
+        if (node_ns) /* a launch that times its nodes (lanes.h) */
+          node_ns[i] = weft_lanes_elapsed(t0);
         continue;
       }
       if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {
         weft_opr_ready(op);
         continue;
       }
-      if (plain && gnode_plain_now(op)) { /* run_task's loop, without its entry */
+      int64_t t0 = node_ns ? weft_now_ns() : 0;
+      if (plain && gnode_plain_now(op)) { /* weft_opr_task's loop, without its entry */
         unsigned run = 0;
         op = run_gnodes(op, worker, weft_engine_between, &run);
       }
       if (op)
-        run_task(op);
+        weft_opr_task(op);
+      if (node_ns) /* in order: that ran node i alone (traced, skipped or nested) */
+        node_ns[i] = weft_lanes_elapsed(t0);
     }
     if (hi < n && weft_pool_yield_due(pool) &&
         weft_pool_submit_embedded_last(pool, &g->sweep_task) == 0)
       return 0;
   }
+  weft_sweeper_end(g, plain);
+  return 0;
+}
+
+void weft_sweeper_end(struct weft_graph *g, bool plain)
+{
   weft_fifo ready = WEFT_FIFO_INIT;
   weft_opr *next = weft_sweep_end(g, &ready, plain ? weft_engine_between : NULL);
   WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
   (void)next;
   if (!weft_fifo_empty(&ready))
     weft_opr_ready_list(&ready);
-  return 0;
 }
 
 /* Queues g's sweeper (run here if the pool takes nothing more: shut down). */
@@ -207,9 +193,9 @@ static void queue_sweeper(weft_pool *pool, struct weft_graph *g)
 }
 
 /* The pool's weft_tls_between hook for a drain check left for later. */
-static void weft_engine_between(weft_task *next)
+void weft_engine_between(weft_task *next)
 {
-  if (next && next->fn == run_task) {
+  if (next && next->fn == weft_opr_task) {
     const weft_opr *op = next->arg;
     weft_engine_drain_before(op->eng, op->epoch);
   } else {
@@ -276,7 +262,7 @@ void weft_opr_ready(weft_opr *op)
     return;
   }
   if (op->prop != WEFT_PROP_ASYNC || weft_tls_executor) {
-    op->task.fn = run_task;
+    op->task.fn = weft_opr_task;
     op->task.arg = op;
     bool prio = op->prop == WEFT_PROP_PRIORITIZED;
     if (weft_pool_submit_embedded(op->eng->pool, &op->task, prio, prio ? op->priority : 0) == 0)
@@ -322,13 +308,17 @@ int weft_opr_skip_status(const weft_opr *op)
   return status;
 }
 
-/* hook: run_task's, for a finish that may leave its drain check for later
+/* hook: weft_opr_task's, for a finish that may leave its drain check for later
  * (dropped when op runs nested inside another operator), or NULL. */
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
 {
   if (op->internal == WEFT_OPR_GATE) { /* it holds the vars: the launch begins */
     if (((weft_gate *)op->arg)->graph->sweep) {
-      queue_sweeper(op->eng->pool, weft_graph_sweep_start(op));
+      struct weft_graph *g = weft_graph_sweep_start(op);
+      if (weft_lanes_able(g) && weft_lanes_choose(g))
+        weft_lanes_start(g);
+      else
+        queue_sweeper(op->eng->pool, g);
       return NULL;
     }
     weft_fifo ready = WEFT_FIFO_INIT;

@@ -112,4 +112,12 @@ void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
 /* Takes the kept failure (0 if none) and clears it. */
 int weft_engine_take_failure(weft_engine *eng);
 
+/* Whether no var of eng is failed: an operator about to run has nothing to
+ * skip for (read after the release that made it ready). */
+static inline bool weft_engine_no_failed_var(const weft_engine *eng)
+{
+  /* relaxed: see nfailed_vars (above) */
+  return atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) == 0;
+}
+
 #endif /* WEFT_DEPS_ENGINE_H */

@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/fork.h"
 #include "deps/graph.h"
+#include "deps/lanes.h"
 #include "deps/keep.h"
 #include "deps/var.h"
 
@@ -130,6 +131,7 @@ void weft_graph_release_nodes(struct weft_graph *g)
   weft_free(g->uses);
   weft_free(g->counters);
   weft_free(g->store);
+  weft_lanes_free(g);
   g->nodes = NULL;
   g->pending = NULL;
   g->roots = NULL;

@@ -52,6 +52,16 @@
  * no sink counter, and nobody reads their count (the sweeper takes each
  * without one); their blocks are cut before the queue line (nothing
  * queues them); the sweeper is the launch's only sink.
+ *
+ * Run in lanes: the same graph on a pool of several workers (lanes.h).
+ * The capture (lane_plan.c) splits its nodes into lanes, one per worker at
+ * most, each run in capture order by one sweeper of its own; a node waits
+ * only for what other lanes must have run first (their done counts), and
+ * every edge inside a lane is kept by its order. A graph with no such
+ * split worth having (a chain) gets one lane: the sweeper above. Every
+ * lane counts itself off the top counter: the launch ends after the last.
+ * Lanes pay when their nodes outweigh the lines their edges move between
+ * cores, which the capture cannot know: the launches measure it (lanes.h).
  */
 #ifndef WEFT_DEPS_GRAPH_H
 #define WEFT_DEPS_GRAPH_H
@@ -89,6 +99,44 @@ typedef struct weft_gcounter {
   int init;   /* immutable: the count it starts at (reset by whoever takes it to 0) */
   int parent; /* immutable: the counter it counts off at 0, or -1 (the top) */
 } weft_gcounter;
+
+/* A lane of a graph run in lanes (lanes.h). Its sweeper runs it as one pool
+ * task at a time: whoever holds its run (its queued task, the task while
+ * it runs) owns the holder-only fields; a lane that stops to wait hands
+ * its run to the lane it waits for (waiters) and returns. */
+typedef struct weft_glane {
+  /* atomic: the lane's nodes run this launch (the holder's release stores;
+   * other lanes' sweepers read it with acquire before what they wait for). */
+  _Alignas(WEFT_CACHE_LINE) _Atomic int32_t done;
+  /* atomic: the lanes stopped until done reaches their need, a bit each
+   * (set by the waiter, cleared by whoever takes its run back: the waker,
+   * or the waiter itself when done got there meanwhile). */
+  _Atomic uint64_t waiters;
+  /* atomic, relaxed: the done count this lane waits for while it is
+   * stopped (a waker that reads a stale one wakes it early: the lane checks
+   * again and stops again). */
+  _Alignas(WEFT_CACHE_LINE) _Atomic int32_t need;
+  /* atomic, relaxed, a hint: WEFT_LANE_* (lanes.c), whether a thread runs
+   * the lane's nodes, its task is queued, or neither (a lane waiting for
+   * it spins for a running one, or a queued one that a searching worker
+   * takes soon; else it stops at once: its thread may run it next) */
+  _Atomic int running;
+  int32_t cursor;          /* holder-only: the next node to run, a place in node[] */
+  int32_t n;               /* immutable: its nodes */
+  int32_t self;            /* immutable: its index in graph->lanes */
+  const int32_t *node;     /* immutable [n]: its nodes' indices, in capture order */
+  /* immutable [n + 1]: node[k] first waits for graph->waits[wait0[k] ..
+   * wait0[k + 1]) */
+  const uint32_t *wait0;
+  int32_t *seen;           /* holder-only [nlanes]: each lane's done count last read */
+  struct weft_graph *graph; /* immutable */
+  struct weft_task task;   /* its sweeper's pool task (the pool's while queued) */
+} weft_glane;
+
+/* A wait of a node run in lanes: lane must have run its first done nodes. */
+typedef struct weft_gwait {
+  int32_t lane, done;
+} weft_gwait;
 
 /* A launch's gate: an op block registered on every var of the graph, with
  * its own requests (the var list is the graph's). */
@@ -140,6 +188,30 @@ struct weft_graph {
   int cursor;
   /* The sweeper's pool task (the pool's while queued). */
   struct weft_task sweep_task;
+  /* immutable: a graph run in lanes (above): its lanes (nlanes >= 2; 0 for
+   * any other graph) and their waits, one block from lane_plan.c */
+  int nlanes;
+  weft_glane *lanes;
+  const weft_gwait *waits;
+  void *lane_store;
+  /* A graph run in lanes runs in one now and then, and keeps whichever
+   * launches faster (lanes.h). Touched by a launch's start and its end
+   * only: one launch at a time (running orders them). */
+  unsigned lane_launches;  /* launches, modulo WEFT_GRAPH_LANE_PERIOD */
+  /* The plan's input, kept to plan again with measured costs (lanes.h),
+   * for a graph run in order on several workers only (NULL otherwise:
+   * weft_lanes_able): the edges (predecessor, successor), sorted by
+   * successor; each node's
+   * run time in the last launch that timed them, ns (written by the lane
+   * that runs it; NULL without memory). */
+  int (*plan_edge)[2];
+  size_t plan_nedges;
+  uint32_t *node_ns;
+  bool lane_measure;       /* this launch times its nodes */
+  bool lane_now;           /* this launch runs in lanes */
+  bool lane_pick;          /* what the last probes picked: lanes */
+  int64_t lane_t0;         /* this launch's start, ns */
+  int64_t lane_best[2];    /* the probes' fastest launch, in one lane and in lanes, ns */
   /* immutable: two of its handles name one var slot (one of them was
    * deleted and the slot reused during the capture): every launch fails. */
   bool stale;

@@ -11,6 +11,7 @@
 #include "deps/complete.h"
 #include "deps/engine.h"
 #include "deps/keep.h"
+#include "deps/lanes.h"
 #include "deps/replay.h"
 #include "deps/var.h"
 
@@ -99,6 +100,8 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
   if (!count_off(g, counter))
     return NULL; /* not the last: the launch may be over already */
   /* The launch's last node. */
+  if (weft_lanes_able(g))
+    weft_lanes_launch_end(g);
   weft_gate *gate = g->cur;
   weft_opr *gop = &gate->op;
   if (weft_keep_end(gate)) {

@@ -171,4 +171,22 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
   return weft_gnode_release(op, keep_one, ready, hook);
 }
 
+/* A graph node's fn, as every replay path runs it (dispatch.c's run_gnodes,
+ * its sweeper of a graph run in order, lanes.c's): the caller checked gnode_plain_now. No var
+ * of op was failed when it started (nfailed_vars was 0, read after its
+ * release, which follows every earlier failure on its vars), and none
+ * fails while it runs (every other writer of its vars is ordered with it:
+ * by the graph's edges, or behind the launch's gate): only its own failure
+ * gives its vars a status. */
+static inline void weft_gnode_call(weft_opr *op, weft_run_ctx *rc)
+{
+  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  rc->ctx = op->ctx;
+  weft_tls_opr = op;
+  int status = op->fn(rc, op->arg);
+  weft_tls_opr = NULL;
+  if (status)
+    weft_gnode_finish_failed(op, status);
+}
+
 #endif /* WEFT_DEPS_REPLAY_H */

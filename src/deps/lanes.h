@@ -1,0 +1,93 @@
+/*
+ * A graph run in lanes (graph.h "Run in lanes"): a graph of plain CPU
+ * operators on a pool of several workers, split at capture into lanes
+ * (lane_plan.c), each swept in capture order by a pool task of its own
+ * (lanes.c), as one worker sweeps a graph run in order.
+ *
+ * The contract between lanes. A lane's holder (the task that runs it) runs
+ * node[k] once every wait listed for it holds (lane q has run its first d
+ * nodes: q's done >= d), then stores done = k + 1. A lane that finds a
+ * wait unmet spins a while (WEFT_GRAPH_LANE_SPIN), then stops: it sets
+ * its need, its bit in q's waiters, and looks at q's done once more; if
+ * that still falls short it returns, and its run is q's to give back
+ * (if it got there, the lane clears its bit and queues itself, as a waker
+ * would). A holder publishes done every WEFT_GRAPH_LANE_PUBLISH nodes, and
+ * before it spins, stops, yields or ends, and each time reads its own
+ * waiters with a read-modify-write: every lane whose need its done meets
+ * gets its bit cleared and its task queued by the one that cleared it. Of
+ * a stopping lane's fetch_or and its waker's read-modify-write, the later
+ * sees the other's bit or done, so no stop is left without its wake. From
+ * its fetch_or to its last look, a stopping lane holds the launch open
+ * (one more count on the top counter): its waker may run the lane to the
+ * launch's end meanwhile, and the graph be destroyed or planned again
+ * (tests/reliability/rl_lanes.cpp models all of it).
+ *
+ * No lane waits for a lane that waits for it: every lane runs its nodes in
+ * capture order and waits only for nodes captured before the one it is
+ * at, so the earliest node not run yet waits for nothing, and its lane is
+ * running or queued. A lane never blocks its thread: a lane run nested in
+ * a node's fn (the fn waits and helps run pool tasks) stops as any other.
+ */
+#ifndef WEFT_DEPS_LANES_H
+#define WEFT_DEPS_LANES_H
+#include "deps/layer.h" /* layer guard: no include from a lower layer */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sync.h"
+#include "deps/graph.h"
+
+/* Plans the lanes of g (its nodes run in order, capture order; edge: its
+ * nedges (predecessor, successor) pairs, sorted by successor) for a pool
+ * of workers workers, each node costing w[i] ns (w NULL: all the same),
+ * and sets g->nlanes, lanes, waits and lane_store if lanes pay (graph.h),
+ * and *end (if not NULL) to the plan's simulated time; leaves them 0 if
+ * one lane does. Returns 0 or WEFT_ENOMEM. */
+int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
+                    const uint32_t *w, int64_t *end);
+
+/* Whether g's launches choose between lanes and one lane: a graph run in
+ * order on a pool of several workers, the one kind that keeps its plan's
+ * input (build.c). */
+static inline bool weft_lanes_able(const struct weft_graph *g)
+{
+  return g->plan_edge != NULL;
+}
+
+/* The launch's gate holds every var of g (weft_lanes_able; g->sweep_epoch
+ * is set): whether this launch runs in lanes (else in one, by the
+ * caller's sweeper). The first launch of every WEFT_GRAPH_LANE_PERIOD
+ * times every node (in lanes if it has them), and the second plans the
+ * lanes again with those costs (weft_lanes_replan). A graph with lanes
+ * tries both ways in turn in the first 2 x WEFT_GRAPH_LANE_PROBES launches
+ * of the period, and runs the rest the way whose fastest launch was
+ * faster; one without runs in one lane. A node's run order and memory
+ * stay the same either way. */
+bool weft_lanes_choose(struct weft_graph *g);
+/* ns since t0 (weft_now_ns), as a node's time (lanes.c, and the one
+ * sweeper's in dispatch.c, in a launch that times its nodes). */
+static inline uint32_t weft_lanes_elapsed(int64_t t0)
+{
+  int64_t t = weft_now_ns() - t0;
+  return t < (int64_t)UINT32_MAX ? (uint32_t)t : UINT32_MAX;
+}
+
+/* The launch's end (its last sweeper's count-off): notes its time. */
+void weft_lanes_launch_end(struct weft_graph *g);
+
+/* Resets the lanes and queues their sweepers (weft_lanes_choose said
+ * lanes). */
+void weft_lanes_start(struct weft_graph *g);
+
+/* Plans g's lanes again with the costs its last timed launch measured
+ * (g->node_ns), for a pool of workers workers; keeps the plan before
+ * unless the new one has lanes and, timed with the same costs, ends in at
+ * most WEFT_GRAPH_LANE_REPLAN_PCT of its time. Between launches only. */
+void weft_lanes_replan(struct weft_graph *g, int workers);
+
+/* Frees what weft_lanes_plan allocated, and the plan's input. */
+void weft_lanes_free(struct weft_graph *g);
+
+#endif /* WEFT_DEPS_LANES_H */
