@@ -210,6 +210,10 @@ struct weft_graph {
   bool lane_measure;       /* this launch times its nodes */
   bool lane_now;           /* this launch runs in lanes */
   bool lane_pick;          /* what the last probes picked: lanes */
+  /* Set by the tests (white-box) between launches, before the first: 1
+   * runs every launch in lanes (when the plan has them), -1 every one in
+   * one lane, 0 lets the launches choose (lanes.h). */
+  int8_t lane_force;
   int64_t lane_t0;         /* this launch's start, ns */
   int64_t lane_best[2];    /* the probes' fastest launch, in one lane and in lanes, ns */
   /* immutable: two of its handles name one var slot (one of them was

@@ -49,6 +49,8 @@ bool weft_lanes_choose(struct weft_graph *g)
       g->lane_pick = g->lane_best[1] <= g->lane_best[0];
     g->lane_now = g->lane_pick;
   }
+  if (g->lane_force && g->nlanes)
+    g->lane_now = g->lane_force > 0;
   /* relaxed: the top counter counts this launch's sweepers (its start
    * value, one, is the one sweeper's); the queuing of the sweepers
    * publishes it. */

@@ -394,6 +394,11 @@ static inline long differential(int threads, bool mixed)
  * against the sequential run's at that point. The final values must equal
  * the sequential run's and the naive engine's; every op of G runs reps
  * times, every other op once, with the per-var overlap guards inside. */
+/* Called by dg_run with each graph it captures, before its first launch
+ * (NULL: none): a suite that sees the internals sets how its launches run
+ * (test_graph_lanes.c). */
+static void (*dg_graph_hook)(weft_graph *g);
+
 static inline void dg_run(const char *kind, int threads, const dop *proto, long ng, long na,
                           int reps, uint64_t *out)
 {
@@ -413,6 +418,8 @@ static inline void dg_run(const char *kind, int threads, const dop *proto, long 
   rc = weft_graph_end_capture(t.eng, &g);
   cr_assert_eq(rc, 0, "end_capture = %d", rc);
   cr_assert_not_null(g);
+  if (dg_graph_hook)
+    dg_graph_hook(g);
   for (long i = 0; i < ng; i++)
     cr_assert_eq(atomic_load(&s->ops[i].ran), 0, "captured op %ld ran at its push", i);
   uint64_t rs = 0xC0FFEEull + (uint64_t)ng;

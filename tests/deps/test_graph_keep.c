@@ -417,7 +417,12 @@ Test(graph_keep, stress_launches_with_outside_pushers, .init = setup, .timeout =
 {
   int launches = (int)tu_scaled(150, 30);
   long per = tu_scaled(1500, 300);
-  for (int threads = 1; threads <= 4; threads *= 2) {
+  /* On 2 and 4 workers the graph may run in lanes (lanes.h): once as the
+   * launches choose, once with every launch in lanes. */
+  static const int run_threads[] = {1, 2, 2, 4, 4};
+  for (int run = 0; run < 5; run++) {
+    int threads = run_threads[run];
+    bool lanes = run == 2 || run == 4;
     te t = te_new("threaded", threads, 0);
     weft_var *vars[SV];
     for (int i = 0; i < SV; i++)
@@ -433,6 +438,10 @@ Test(graph_keep, stress_launches_with_outside_pushers, .init = setup, .timeout =
       push_sop(t.eng, vars, &gops[i]);
     }
     weft_graph *g = capture_end(t.eng);
+    if (lanes) {
+      cr_assert_geq(g->nlanes, 2, "%d threads: the graph has no lanes", threads);
+      g->lane_force = 1;
+    }
     for (long i = 0; i < 2 * per; i++) {
       /* Most on vars 0..2 (the graph's busiest), some reads elsewhere. */
       int w = (int)(tu_rand(&seed) % 3);

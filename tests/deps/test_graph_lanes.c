@@ -15,6 +15,7 @@
 
 #include "deps/graph.h"
 #include "deps/lanes.h"
+#include "differential.h"
 #include "engine_util.h"
 
 static void setup(void)
@@ -241,10 +242,13 @@ Test(graph_lanes, the_plan, .init = setup, .timeout = TU_TIMEOUT(60))
   tu_assert_no_errors();
 }
 
-/* The first launch times every node and the next plans again: every
- * fourth of 64 independent ops spins 1 ms, which the plan of equal costs
- * deals round-robin to one lane of 4; with the measured costs each lane
- * gets its share of them. */
+/* Measured costs. The first launch of a graph that may run in lanes times
+ * every node, and the second plans the lanes again with those times
+ * (lanes.h). A timing is wall-clock time, so what a test may rely on is
+ * only that an op that spins 1 ms reads at least that (a short op
+ * descheduled on a loaded machine reads long too): each test below checks
+ * the timing through a launch, and the plan made from given costs by
+ * calling weft_lanes_replan itself, between launches, with node_ns set. */
 static int heavy_fn(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
@@ -253,6 +257,20 @@ static int heavy_fn(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
+/* Heavy ops (lanes[p].node[k] % K == 0) in each of g's lanes. */
+static void heavy_per_lane(const struct weft_graph *g, int K, int *heavy)
+{
+  for (int p = 0; p < K; p++)
+    heavy[p] = 0;
+  for (int p = 0; p < g->nlanes; p++)
+    for (int k = 0; k < g->lanes[p].n; k++)
+      heavy[p] += g->lanes[p].node[k] % K == 0;
+}
+
+/* Every fourth of 64 independent ops spins 1 ms: the plan of equal costs
+ * deals them round-robin into one lane of 4; the first launch times them
+ * (>= 1 ms each), and a plan made from such costs gives each lane its
+ * share. */
 Test(graph_lanes, measured_costs_balance_the_lanes, .init = setup, .timeout = TU_TIMEOUT(60))
 {
   enum { N = 64, K = 4 };
@@ -268,27 +286,31 @@ Test(graph_lanes, measured_costs_balance_the_lanes, .init = setup, .timeout = TU
   weft_graph *g = NULL;
   cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
   struct weft_graph *gg = (struct weft_graph *)g;
+  cr_assert(weft_lanes_able(gg) && gg->node_ns);
   cr_assert_eq(gg->nlanes, K);
-  /* The heavy ops in each lane: equal costs put them all in one. */
-  int heavy[K] = {0};
-  for (int p = 0; p < gg->nlanes; p++)
-    for (int k = 0; k < gg->lanes[p].n; k++)
-      heavy[p] += gg->lanes[p].node[k] % K == 0;
+  int heavy[K];
+  heavy_per_lane(gg, K, heavy);
   cr_assert_eq(heavy[0], N / K, "equal costs: lane 0 holds %d of the %d heavy ops", heavy[0],
                N / K);
-  for (int l = 1; l <= 3; l++) {
+  /* The first launch times every node (in lanes: it has them). */
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  for (int i = 0; i < N; i += K)
+    cr_assert_geq(gg->node_ns[i], 1000000u, "heavy op %d timed %u ns", i, gg->node_ns[i]);
+  /* The plan from such costs: each lane gets N / K / K heavy ops. */
+  for (int i = 0; i < N; i++)
+    gg->node_ns[i] = i % K ? 100 : 1000000;
+  weft_lanes_replan(gg, K);
+  cr_assert_eq(gg->nlanes, K, "measured: %d lanes", gg->nlanes);
+  heavy_per_lane(gg, K, heavy);
+  for (int p = 0; p < K; p++)
+    cr_assert_eq(heavy[p], N / K / K, "measured costs: lane %d holds %d of the %d heavy ops", p,
+                 heavy[p], N / K);
+  /* And the launches that follow (the second plans again from its own
+   * timing: whatever it finds, every op runs once a launch). */
+  for (int l = 2; l <= 3; l++) {
     cr_assert_eq(weft_graph_launch(g), 0);
     cr_assert_eq(weft_wait_all(t.eng), 0);
-  }
-  cr_assert_eq(gg->nlanes, K, "measured: %d lanes", gg->nlanes);
-  for (int p = 0; p < K; p++) {
-    heavy[p] = 0;
-    for (int k = 0; k < gg->lanes[p].n; k++)
-      heavy[p] += gg->lanes[p].node[k] % K == 0;
-    /* 4 each; one op descheduled while timed (a loaded machine) reads
-     * heavy too and may tilt the share by one or two */
-    cr_assert_leq(heavy[p], N / K / K + 2, "measured costs: lane %d holds %d of the %d heavy ops",
-                  p, heavy[p], N / K);
   }
   for (int i = 0; i < N; i++)
     cr_assert_eq(atomic_load(&runs[i]), 3, "op %d ran %d times in 3 launches", i,
@@ -298,13 +320,12 @@ Test(graph_lanes, measured_costs_balance_the_lanes, .init = setup, .timeout = TU
   tu_assert_no_errors();
 }
 
-/* Equal costs find no lanes worth having in two long operators (heavy_fn)
- * beside a chain of 8 short ones (4 workers); the first launch times the
- * nodes in one lane, and the next plans lanes that run the two side by
- * side. Also with the pool profiled (WEFT_PROFILE): its sweeper then runs
- * no node bare, and must time them all the same. */
-
-/* Returns the lanes measured costs found (asserted >= 2 inside too). */
+/* Two long ops (heavy_fn) beside a chain of 8 short ones, 4 workers:
+ * equal costs find no lanes worth having; the first launch times the
+ * nodes in one lane (>= 1 ms for the long ones), and the plan from such
+ * costs runs the two in lanes of their own. With the pool profiled
+ * (WEFT_PROFILE) its sweeper runs no node bare, and must time them all
+ * the same. Returns the lanes of that plan. */
 static int find_lanes(bool profiled)
 {
   char path[] = "/tmp/weft_lanes_profile_XXXXXX";
@@ -327,20 +348,26 @@ static int find_lanes(bool profiled)
   weft_graph *g = NULL;
   cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
   struct weft_graph *gg = (struct weft_graph *)g;
-  cr_assert(gg->in_order && weft_lanes_able(gg));
+  cr_assert(gg->in_order && weft_lanes_able(gg) && gg->node_ns);
   cr_assert_eq(gg->nlanes, 0, "equal costs: %d lanes", gg->nlanes);
-  for (int l = 1; l <= 3; l++) {
-    cr_assert_eq(weft_graph_launch(g), 0);
-    cr_assert_eq(weft_wait_all(t.eng), 0);
-  }
-  cr_assert_geq(gg->nlanes, 2, "measured costs%s: %d lanes", profiled ? ", profiled" : "",
-                gg->nlanes);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  for (int i = 0; i < 2; i++)
+    cr_assert_geq(gg->node_ns[i], 1000000u, "%slong op %d timed %u ns",
+                  profiled ? "profiled: " : "", i, gg->node_ns[i]);
+  for (int i = 0; i < 10; i++)
+    gg->node_ns[i] = i < 2 ? 1000000 : 100;
+  weft_lanes_replan(gg, 4);
   int lanes = gg->nlanes;
   for (int p = 0; p < gg->nlanes; p++) /* the long ones in lanes of their own */
     for (int k = 0; k < gg->lanes[p].n; k++)
       if (gg->lanes[p].node[k] < 2)
         for (int x = 0; x < gg->lanes[p].n; x++)
           cr_assert(x == k || gg->lanes[p].node[x] >= 2, "both long ops in lane %d", p);
+  for (int l = 2; l <= 3; l++) {
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+  }
   for (int i = 0; i < 10; i++)
     cr_assert_eq(atomic_load(&runs[i]), 3, "op %d ran %d times in 3 launches", i,
                  atomic_load(&runs[i]));
@@ -359,6 +386,41 @@ Test(graph_lanes, measured_costs_find_lanes_equal_costs_missed, .init = setup,
 {
   cr_assert_geq(find_lanes(false), 2, "measured costs: no lanes");
   cr_assert_geq(find_lanes(true), 2, "measured costs, profiled: no lanes");
+}
+
+/* The random-DAG differential test (differential.h: graph launches with
+ * ordinary pushes between them and outside waits on the graph's vars,
+ * against the naive engine), every launch in lanes where the plan has
+ * them. */
+static int forced_graphs, forced_with_lanes;
+
+static void force_lanes(weft_graph *g)
+{
+  g->lane_force = 1;
+  forced_graphs++;
+  forced_with_lanes += g->nlanes >= 2;
+}
+
+static void differential_in_lanes(int threads)
+{
+  dg_graph_hook = force_lanes;
+  forced_graphs = forced_with_lanes = 0;
+  cr_assert_eq(differential_graph(threads, false, 0), 3 * DV);
+  cr_assert_eq(forced_graphs, 6); /* each seed's, on the naive engine too */
+  cr_assert_geq(forced_with_lanes, 1, "%d threads: no graph of the 3 seeds had lanes", threads);
+  dg_graph_hook = NULL;
+}
+
+Test(graph_lanes, differential_2_threads, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  differential_in_lanes(2);
+  cr_assert(dg_graph_hook == NULL);
+}
+
+Test(graph_lanes, differential_4_threads, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  differential_in_lanes(4);
+  cr_assert(dg_graph_hook == NULL);
 }
 
 /* Ordinary pushes on the graph's vars between and during launches stay
