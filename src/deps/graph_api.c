@@ -136,6 +136,13 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
   } else if (eng->naive) {
     rc = launch_naive(eng, g, out);
   } else {
+    /* A place under max_inflight first: a kept gate turned RUN, then
+     * waiting for one, would keep its vars from the operator that holds
+     * the place and waits behind it (a yield during a launch waits for its
+     * end). Until the resume below, a kept gate is between launches. */
+    bool capped = eng->max_inflight > 0;
+    if (capped)
+      weft_push_admit(eng, out);
     /* The gate that kept the vars since the last launch, or a fresh one. */
     weft_gate *gate = g->kept;
     bool holds_all = false;
@@ -151,10 +158,9 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
     }
     if (!gate) {
       rc = WEFT_ENOMEM;
-    } else {
-      bool capped = eng->max_inflight > 0;
       if (capped)
-        weft_push_admit(eng, out);
+        weft_push_unadmit(eng);
+    } else {
       weft_opr *op = &gate->op;
       op->admitted = false;
       op->status = 0;

@@ -30,7 +30,9 @@
  *                as keeper once its release walk passed it)
  *   RUN          a launch registers or runs; | WANTED: its end releases all
  *   KEPT         between launches, holding every var of its graph
- *   PART         between launches, holding some of them
+ *   PART         between launches, holding some of them; also while the
+ *                next launch waits for its place (max_inflight) and takes
+ *                its vars' locks: yields let go of vars then too
  * The launcher takes a gate OFF -> RUN (a fresh one) or KEPT -> RUN
  * (CAS), or PART -> RUN under the locks of all the gate's vars (its
  * registration: weft_keep_run_locked); the end RUN -> KEPT (CAS, fails
@@ -111,10 +113,12 @@ static inline void weft_keep_forget(weft_var_impl *v, const weft_var_req *req)
     v->keeper = NULL;
 }
 
-/* Lets go of every var g's kept gate still holds, granting whatever waits
- * behind (a launch that failed while WANTED), and puts the gate back: the
- * graph keeps nothing. With no launch running (the caller holds running,
- * or the graph or its engine is being destroyed). */
+/* Lets go of every var g's kept gate still holds (nothing waits behind
+ * one: an operator about to queue there makes the gate yield first, and a
+ * registration that fails does so before it turns RUN), granting what the
+ * queue holds all the same, and puts the gate back: the graph keeps
+ * nothing. With no launch running (the caller holds running, or the graph
+ * or its engine is being destroyed). */
 void weft_keep_drop(struct weft_graph *g);
 
 #endif /* WEFT_DEPS_KEEP_H */

@@ -202,6 +202,72 @@ Test(graph_keep, a_gate_that_lost_a_var_runs_only_under_its_locks, .init = setup
   tu_assert_no_errors();
 }
 
+/* Under max_inflight, a launch takes its place before its kept gate
+ * resumes: a gate turned RUN while its launcher waited for a place kept w
+ * from the operator that held the place (it waits behind a launch that
+ * runs), and the launcher waited for that place. One thread launches a
+ * graph over v and w, another pushes ops on u and on w, with one place. */
+typedef struct cap_run {
+  weft_graph *g;
+  weft_engine *eng;
+  weft_var *u, *w;
+  atomic_int *count;
+  long n;
+  atomic_long done; /* launches made, or pairs pushed */
+} cap_run;
+
+static void *cap_launcher(void *arg)
+{
+  cap_run *c = arg;
+  while (atomic_load(&c->done) < c->n) {
+    int rc = weft_graph_launch(c->g);
+    TU_CHECK(rc == 0 || rc == WEFT_EBUSY, "launch = %d", rc);
+    if (rc == 0)
+      atomic_fetch_add(&c->done, 1);
+  }
+  return NULL;
+}
+
+static void *cap_pusher(void *arg)
+{
+  cap_run *c = arg;
+  for (; atomic_load(&c->done) < c->n; atomic_fetch_add(&c->done, 1)) {
+    TU_CHECK(te_push(c->eng, te_count_fn, c->count, TE_NONE, TE_V(c->u), 0) == 0, "push u");
+    TU_CHECK(te_push(c->eng, te_count_fn, c->count, TE_NONE, TE_V(c->w), 0) == 0, "push w");
+  }
+  return NULL;
+}
+
+Test(graph_keep, a_kept_gate_resumes_after_its_place_under_max_inflight, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  long n = tu_scaled(3000, 300);
+  te t = te_new("threaded", 2, 1);
+  weft_var *v = te_var(t.eng), *w = te_var(t.eng), *u = te_var(t.eng);
+  atomic_int graph_runs = 0, pushed_runs = 0;
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(te_push(t.eng, te_count_fn, &graph_runs, TE_NONE, TE_V(v), 0), 0);
+  cr_assert_eq(te_push(t.eng, te_count_fn, &graph_runs, TE_NONE, TE_V(w), 0), 0);
+  weft_graph *g = capture_end(t.eng);
+  cap_run l = {g, t.eng, u, w, &graph_runs, n, 0}, p = {g, t.eng, u, w, &pushed_runs, n, 0};
+  pthread_t th[2];
+  cr_assert_eq(pthread_create(&th[0], NULL, cap_launcher, &l), 0);
+  cr_assert_eq(pthread_create(&th[1], NULL, cap_pusher, &p), 0);
+  bool finished = TU_WAIT_UNTIL(atomic_load(&l.done) >= n && atomic_load(&p.done) >= n,
+                                TU_DEADLINE_S);
+  cr_assert(finished, "stuck after %ld launches and %ld pushed pairs of %ld: a kept gate held "
+            "a var while its launcher waited for a place", atomic_load(&l.done),
+            atomic_load(&p.done), n);
+  te_join(th[0]);
+  te_join(th[1]);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&graph_runs), 2 * n);
+  cr_assert_eq(atomic_load(&pushed_runs), 2 * n);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 /* A graph that only reads v: a read pushed beside its kept read runs at
  * once and takes nothing back, and a launch runs beside a read that holds
  * v; a write takes v back. */
