@@ -296,11 +296,10 @@ static int make_nodes(struct weft_graph *g, build *b)
   /* Plain CPU fns of WEFT_PROP_NORMAL run in order, in lanes on several
    * workers if that pays (lanes.h), else in one. */
   b->in_order = g->in_order = workers >= 1 && plain && normal;
-  if (b->in_order && workers > 1) {
-    int rc = weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers, NULL, NULL);
-    if (rc)
-      return rc;
-  }
+  /* Out of memory for the plan (it leaves no lanes then): one lane, which
+   * needs nothing more. */
+  if (b->in_order && workers > 1)
+    (void)weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers, NULL, NULL);
   g->stride = b->in_order ? WEFT_OPR_IN_ORDER_NODE_BYTES
               : plain     ? WEFT_OPR_PLAIN_NODE_BYTES
                           : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;

@@ -44,7 +44,7 @@
  * of workers workers, each node costing w[i] ns (w NULL: all the same),
  * and sets g->nlanes, lanes, waits and lane_store if lanes pay (graph.h),
  * and *end (if not NULL) to the plan's simulated time; leaves them 0 if
- * one lane does. Returns 0 or WEFT_ENOMEM. */
+ * one lane does. Returns 0 or WEFT_ENOMEM (then it leaves them 0 too). */
 int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
                     const uint32_t *w, int64_t *end);
 

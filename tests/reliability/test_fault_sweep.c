@@ -392,6 +392,70 @@ Test(fault_sweep, push_sequence_naive, .init = setup, .fini = teardown,
   cr_assert_gt(push_sweep("naive"), 0, "no failure point exercised");
 }
 
+/* ------------------------------------------------------- graph capture */
+
+/* weft_graph_end_capture of 24 plain operators on 2 workers (a graph run
+ * in order, planned into lanes: deps/lanes.h), each allocation failing in
+ * turn: ENOMEM and no graph, the capture ended and the engine working;
+ * once it succeeds, the graph runs every operator each launch. */
+Test(fault_sweep, graph_capture, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(240))
+{
+  int base = tu_thread_baseline();
+  weft_pool *pool = pool_n(2);
+  weft_engine_config cfg;
+  weft_engine_config_default(&cfg);
+  cfg.pool = pool;
+  long k, points = 0;
+  for (k = 1; k < SWEEP_MAX; k++) {
+    weft_engine *e = NULL;
+    cr_assert_eq(weft_engine_create(&e, &cfg), 0);
+    weft_var *v[4];
+    for (int i = 0; i < 4; i++)
+      cr_assert_eq(weft_var_new(e, &v[i]), 0);
+    cr_assert_eq(weft_graph_begin_capture(e), 0);
+    for (int i = 0; i < 24; i++) /* four chains side by side, a read across now and then */
+      cr_assert_eq(i % 5 == 4 ? te_push(e, count_fn, NULL, TE_V(v[(i + 1) % 4]), TE_V(v[i % 4]), 0)
+                              : te_push(e, count_fn, NULL, TE_NONE, TE_V(v[i % 4]), 0),
+                   0);
+    weft_graph *g = NULL;
+    weft_test_fail_alloc_at(k);
+    int rc = weft_graph_end_capture(e, &g);
+    weft_test_fail_alloc_at(0);
+    atomic_store(&g_ran, 0);
+    if (rc == 0) {
+      cr_assert_not_null(g);
+      for (int l = 1; l <= 3; l++) {
+        cr_assert_eq(weft_graph_launch(g), 0);
+        cr_assert_eq(weft_wait_all(e), 0);
+        cr_assert_eq(atomic_load(&g_ran), 24 * l, "k=%ld: launch %d ran %ld operators", k, l,
+                     atomic_load(&g_ran) - 24 * (l - 1));
+      }
+      cr_assert_eq(weft_graph_destroy(g), 0);
+    } else {
+      points++;
+      cr_assert_eq(rc, WEFT_ENOMEM, "allocation %ld failing: end_capture = %d (%s)", k, rc,
+                   weft_strerror(rc));
+      cr_assert_null(g, "a failed capture left a graph");
+      cr_assert_eq(atomic_load(&g_ran), 0, "k=%ld: a captured operator ran", k);
+      cr_assert_eq(weft_graph_begin_capture(e), 0, "k=%ld: the failed capture did not end", k);
+      weft_graph *empty = NULL;
+      cr_assert_eq(weft_graph_end_capture(e, &empty), 0);
+      cr_assert_eq(weft_graph_destroy(empty), 0);
+    }
+    engine_works(e, "graph capture", k);
+    cr_assert_eq(weft_engine_destroy(e), 0);
+    if (rc == 0)
+      break;
+  }
+  cr_assert_lt(k, SWEEP_MAX);
+  cr_assert_gt(points, 0, "end_capture made no allocation through the hook");
+  cr_assert_eq(weft_pool_destroy(pool), 0);
+  cr_assert_eq(tu_wait_thread_count(base), base);
+  cr_log_info("fault sweep: graph capture (24 operators, 2 workers): %ld allocation failure "
+              "points", points);
+  tu_assert_no_leaks();
+}
+
 /* ------------------------------------------------------ GPU worker start */
 
 typedef struct gpu_job {
