@@ -91,6 +91,15 @@
  * four probes are 1.6% of a period. */
 #define WEFT_GRAPH_LANE_PROBES 2
 #define WEFT_GRAPH_LANE_PERIOD 256
+/* Timing the nodes (two clock reads a node) and planning again (about
+ * n x 2 x workers steps: 200,000 nodes on 16 workers, 17 ms on the VM)
+ * cost: when the plan's time plus what the timing added to its launch
+ * exceeds 1/WEFT_GRAPH_LANE_REPLAN_SHARE of a period's launches (the
+ * period before's fastest launch x WEFT_GRAPH_LANE_PERIOD), the periods
+ * between two timings double (0, 1, 3, 7, ...), up to
+ * WEFT_GRAPH_LANE_REPLAN_GAP_MAX; one that fits brings them back to 0. */
+#define WEFT_GRAPH_LANE_REPLAN_SHARE 64
+#define WEFT_GRAPH_LANE_REPLAN_GAP_MAX 63
 /* Largest WEFT_SPIN_COUNT accepted, rounds. */
 #define WEFT_SPIN_COUNT_MAX 100000000L
 

@@ -208,6 +208,10 @@ struct weft_graph {
   size_t plan_nedges;
   uint32_t *node_ns;
   bool lane_measure;       /* this launch times its nodes */
+  /* Periods between two timings of the nodes, and those left before the
+   * next (lanes.h; tunables.h, WEFT_GRAPH_LANE_REPLAN_SHARE). */
+  unsigned replan_gap, replan_wait;
+  int64_t lane_base;       /* the period before's fastest launch, ns (0: none) */
   bool lane_now;           /* this launch runs in lanes */
   bool lane_pick;          /* what the last probes picked: lanes */
   /* Set by the tests (white-box) between launches, before the first: 1

@@ -35,11 +35,33 @@ bool weft_lanes_choose(struct weft_graph *g)
 {
   unsigned m = g->lane_launches;
   g->lane_launches = (m + 1) % WEFT_GRAPH_LANE_PERIOD;
-  if (m == 0)
-    g->lane_best[0] = g->lane_best[1] = INT64_MAX;
-  if (m == 1) /* the first launch timed the nodes */
+  if (m == 1 && g->lane_measure) { /* the first launch timed the nodes */
+    int64_t timed = g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
+    int64_t base = g->lane_base && g->lane_base < timed ? g->lane_base : timed;
+    int64_t t0 = weft_now_ns();
     weft_lanes_replan(g, weft_pool_num_threads(g->cur->op.eng->pool));
-  g->lane_measure = m == 0 && g->node_ns;
+    /* The plan, and what timing the nodes added to the launch that did. */
+    int64_t cost = weft_now_ns() - t0 + (timed - base);
+    /* Dear for this graph's launches: space the timings out (the gate holds
+     * every var of the graph meanwhile). */
+    unsigned gap = 2 * g->replan_gap + 1;
+    g->replan_gap = cost / WEFT_GRAPH_LANE_PERIOD * WEFT_GRAPH_LANE_REPLAN_SHARE > base
+                        ? (gap < WEFT_GRAPH_LANE_REPLAN_GAP_MAX ? gap : WEFT_GRAPH_LANE_REPLAN_GAP_MAX)
+                        : 0;
+    g->replan_wait = g->replan_gap;
+  }
+  if (m == 0) {
+    /* The period before: its fastest launch, what a launch costs (none yet
+     * in the first: 0). */
+    int64_t b = g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
+    g->lane_base = b > 0 && b < INT64_MAX ? b : 0;
+    g->lane_best[0] = g->lane_best[1] = INT64_MAX;
+    g->lane_measure = g->node_ns && g->replan_wait == 0;
+    if (g->replan_wait)
+      g->replan_wait--;
+  } else {
+    g->lane_measure = false;
+  }
   if (!g->nlanes)
     g->lane_now = false;
   else if (m < 2 * WEFT_GRAPH_LANE_PROBES)

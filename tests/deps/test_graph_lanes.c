@@ -381,6 +381,69 @@ static int find_lanes(bool profiled)
   return lanes;
 }
 
+/* Timing the nodes and planning again cost about n x 2 x workers steps
+ * and two clock reads a node: when that exceeds 1/64 of a period's
+ * launches (a launch's time x 256), the periods between two timings double
+ * (0, 1, 3, ...), and a cheap one brings them back to 0 (tunables.h,
+ * WEFT_GRAPH_LANE_REPLAN_SHARE). White-box: between launches the test sets
+ * the launches' times (lane_best, lane_base) and moves the launch count to
+ * a period's start. */
+static void launch_and_wait(weft_engine *e, weft_graph *g)
+{
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_wait_all(e), 0);
+}
+
+Test(graph_lanes, dear_replans_are_spaced_out, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  static atomic_int runs[16];
+  weft_var *v[4];
+  for (int i = 0; i < 4; i++)
+    v[i] = te_var(t.eng);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < 16; i++)
+    cr_assert_eq(te_push(t.eng, te_count_fn, &runs[i], TE_NONE, TE_V(v[i % 4]), 0), 0);
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+  cr_assert(weft_lanes_able(g) && g->node_ns);
+  launch_and_wait(t.eng, g); /* a period's first launch: times the nodes */
+  cr_assert(g->lane_measure, "the first launch did not time its nodes");
+  g->lane_best[0] = g->lane_best[1] = 1; /* as if it took 1 ns: any plan is dear */
+  launch_and_wait(t.eng, g);           /* plans again */
+  cr_assert_eq(g->replan_gap, 1u, "a dear plan: gap %u", g->replan_gap);
+  g->lane_launches = 0;
+  launch_and_wait(t.eng, g); /* the next period's first launch: skipped */
+  cr_assert_not(g->lane_measure, "timed the nodes in a period it should skip");
+  launch_and_wait(t.eng, g);
+  cr_assert_eq(g->replan_gap, 1u, "no timing, no plan: the gap stays");
+  g->lane_launches = 0;
+  launch_and_wait(t.eng, g); /* the period after: timed again */
+  cr_assert(g->lane_measure, "the skipped periods did not end");
+  g->lane_best[0] = g->lane_best[1] = 1;
+  launch_and_wait(t.eng, g);
+  cr_assert_eq(g->replan_gap, 3u, "dear again: gap %u", g->replan_gap);
+  for (int p = 0; p < 3; p++) { /* 3 periods skipped */
+    g->lane_launches = 0;
+    launch_and_wait(t.eng, g);
+    cr_assert_not(g->lane_measure, "timed the nodes in skipped period %d", p);
+  }
+  g->lane_launches = 0;
+  launch_and_wait(t.eng, g);
+  cr_assert(g->lane_measure);
+  /* launches that take long: the plan is cheap */
+  g->lane_base = g->lane_best[0] = g->lane_best[1] = INT64_MAX / 4;
+  launch_and_wait(t.eng, g);
+  cr_assert_eq(g->replan_gap, 0u, "a cheap plan: gap %u", g->replan_gap);
+  int launches = 11;
+  for (int i = 0; i < 16; i++)
+    cr_assert_eq(atomic_load(&runs[i]), launches, "op %d ran %d times in %d launches", i,
+                 atomic_load(&runs[i]), launches);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 Test(graph_lanes, measured_costs_find_lanes_equal_costs_missed, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
