@@ -72,6 +72,15 @@ static weft_pool *pool_n(int threads)
   return tu_pool(threads, -1);
 }
 
+/* An engine's config on a shared pool (the sweeps create an engine per k). */
+static weft_engine_config engine_cfg_on(weft_pool *pool)
+{
+  weft_engine_config cfg;
+  weft_engine_config_default(&cfg);
+  cfg.pool = pool;
+  return cfg;
+}
+
 /* The engine works: a chain of operators on a new var runs, in full. */
 static void engine_works(weft_engine *e, const char *what, long k)
 {
@@ -337,9 +346,7 @@ static long push_sweep(const char *kind)
 {
   int base = tu_thread_baseline();
   weft_pool *pool = pool_n(2);
-  weft_engine_config cfg;
-  weft_engine_config_default(&cfg);
-  cfg.pool = pool;
+  weft_engine_config cfg = engine_cfg_on(pool);
   cfg.kind = kind;
   long k, points = 0, late = 0;
   for (k = 1; k < SWEEP_MAX; k++) {
@@ -402,9 +409,7 @@ Test(fault_sweep, graph_capture, .init = setup, .fini = teardown, .timeout = TU_
 {
   int base = tu_thread_baseline();
   weft_pool *pool = pool_n(2);
-  weft_engine_config cfg;
-  weft_engine_config_default(&cfg);
-  cfg.pool = pool;
+  weft_engine_config cfg = engine_cfg_on(pool);
   long k, points = 0;
   for (k = 1; k < SWEEP_MAX; k++) {
     weft_engine *e = NULL;
@@ -635,9 +640,7 @@ Test(fault_sweep, gpu_event_pool_growth, .init = setup_gpu, .fini = teardown,
   enum { M = 8 };
   int base = tu_thread_baseline();
   weft_pool *pool = pool_n(2);
-  weft_engine_config cfg;
-  weft_engine_config_default(&cfg);
-  cfg.pool = pool;
+  weft_engine_config cfg = engine_cfg_on(pool);
   long k, points = 0;
   for (k = 1; k < SWEEP_MAX; k++) {
     weft_engine *e = NULL;
