@@ -31,12 +31,18 @@ static void queue_lane(weft_pool *pool, weft_glane *L)
     lane_task(L);
 }
 
+/* The fastest launch the probes saw (INT64_MAX: none yet). */
+static inline int64_t fastest(const struct weft_graph *g)
+{
+  return g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
+}
+
 bool weft_lanes_choose(struct weft_graph *g)
 {
   unsigned m = g->lane_launches;
   g->lane_launches = (m + 1) % WEFT_GRAPH_LANE_PERIOD;
   if (m == 1 && g->lane_measure) { /* the first launch timed the nodes */
-    int64_t timed = g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
+    int64_t timed = fastest(g); /* the launch that timed them */
     int64_t base = g->lane_base && g->lane_base < timed ? g->lane_base : timed;
     int64_t t0 = weft_now_ns();
     weft_lanes_replan(g, weft_pool_num_threads(g->cur->op.eng->pool));
@@ -53,7 +59,7 @@ bool weft_lanes_choose(struct weft_graph *g)
   if (m == 0) {
     /* The period before: its fastest launch, what a launch costs (none yet
      * in the first: 0). */
-    int64_t b = g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
+    int64_t b = fastest(g);
     g->lane_base = b > 0 && b < INT64_MAX ? b : 0;
     g->lane_best[0] = g->lane_best[1] = INT64_MAX;
     g->lane_measure = g->node_ns && g->replan_wait == 0;

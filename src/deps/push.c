@@ -200,7 +200,8 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
       return WEFT_EINVAL;
     }
   }
-  if (internal == WEFT_OPR_GATE) /* every lock of its vars held: a kept gate's launch runs */
+  bool gate = internal == WEFT_OPR_GATE;
+  if (gate) /* every lock of its vars held: a kept gate's launch runs */
     weft_keep_run_locked((weft_gate *)op->arg);
   op->admitted = admitted;
   int granted = 0;
@@ -214,7 +215,6 @@ int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses,
    * sharing vars queue in the same order on all of them. A var's
    * completion may then grant op meanwhile: op's own +1 keeps its counter
    * above zero until the locked decrement below. */
-  bool gate = internal == WEFT_OPR_GATE;
   for (int k = 0; k < n; k++) {
     if (stream)
       weft_var_prefetch(op->var, k, n);
