@@ -181,6 +181,11 @@
  * cost indep 10%.) */
 #define WEFT_PACE_OPS_ALONE 4096
 #define WEFT_PACE_STALL_NS (20 * 1000)
+/* While it paces, the count of what is left (a read of every tally) is
+ * taken again after at most this many operators helped, operators. (VM,
+ * indep at 1 thread: the read once per operator was 40 instructions of
+ * about 1,050 an operator, callgrind.) */
+#define WEFT_PACE_HELP_BATCH 8
 /* The same for a thread outside the pool (a user's own thread pushing,
  * weft_engine_pace_outside), operators: lower, since every block such a
  * thread pushes crosses to another core anyway and should still be in the

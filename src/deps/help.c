@@ -69,9 +69,19 @@ void weft_engine_pace(weft_engine *eng)
       else if (now - stalled_at > WEFT_PACE_STALL_NS)
         break; /* no progress: push on */
     }
-    if (!weft_opr_run_inline_one() && !weft_pool_help_one(eng->pool))
-      for (int i = 0; i < 32; i++)
-        weft_cpu_pause();
+    /* The backlog reads every tally (two lines a worker): it is read again
+     * only after up to WEFT_PACE_HELP_BATCH helps, and never after more
+     * helps than the count stood above the goal (each finishes at least
+     * one operator, so the loop does not run the backlog far below it). */
+    uint64_t helps = left - mark / 2;
+    if (helps > WEFT_PACE_HELP_BATCH)
+      helps = WEFT_PACE_HELP_BATCH;
+    for (uint64_t h = 0; h < helps; h++)
+      if (!weft_opr_run_inline_one() && !weft_pool_help_one(eng->pool)) {
+        for (int i = 0; i < 32; i++)
+          weft_cpu_pause();
+        break; /* nothing to help with: look at the count again */
+      }
   }
   pacing = false;
 }
