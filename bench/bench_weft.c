@@ -53,7 +53,9 @@
  * alone no "<workload>" line. The JSON also has the pool's counters per op
  * for each mode ("pool_main", "pool_driver", "pool_replay": tasks, steals,
  * parks, wake-ups, failed steal rounds; over the mode's repetitions, warm-up
- * included).
+ * included), and its CPU time per op over the same timed runs ("cpu_main",
+ * "cpu_driver": every thread's, spinning included; main's also the main
+ * thread's own while it pushes, the floor of that mode's time per op).
  *
  * pipeline (harness.h): main pushes each item's four stage ops in item
  * order, then weft_wait_all. Every op writes its stage's var (a stage is an
@@ -269,6 +271,11 @@ typedef struct dep_state {
    * that the serial loop can run the ops in the order the worker did. */
   size_t *order;
   _Atomic size_t norder;
+  /* CPU time over the timed part of a mode's repetitions (warm-up
+   * included), summed: every thread's, and (main mode) the main thread's
+   * own while it pushes (push_all, before weft_wait_all). */
+  uint64_t cpu_all_ns, cpu_pusher_ns;
+  unsigned cpu_reps;
 } dep_state;
 
 static dep_state dep;
@@ -375,9 +382,12 @@ static uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   dep.L = L;
   dep.vals = vals;
   uint64_t t1;
+  uint64_t cpu0 = bench_cpu_ns(); /* the engine is idle: nothing runs between here and t0 */
   if (!dep.from_driver) {
+    uint64_t me0 = bench_thread_cpu_ns();
     dep.t0 = bench_now_ns();
     int rc = push_all();
+    dep.cpu_pusher_ns += bench_thread_cpu_ns() - me0;
     if (rc)
       note_error(rc);
     rc = weft_wait_all(engine);
@@ -401,6 +411,8 @@ static uint64_t dep_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
         note_error(rc);
     }
   }
+  dep.cpu_all_ns += bench_cpu_ns() - cpu0;
+  dep.cpu_reps++;
   check_errors(L->workload);
   return t1 - dep.t0;
 }
@@ -456,6 +468,23 @@ static void pool_stats_json(char *buf, size_t cap, const char *mode,
            (double)(after->failed_steal_rounds - before->failed_steal_rounds) / nops);
 }
 
+/* ',"cpu_<mode>":{...}': CPU time per op over the timed part of a mode's
+ * repetitions (dep_state.cpu_*), nops = ops run in them: every thread's
+ * ("all": workers, spinning included, and the pusher), and in main mode
+ * the main thread's own while it pushed ("pusher"). Main mode's time per
+ * op cannot fall below the pusher's: it is the floor of that mode, however
+ * many workers run the ops. */
+static void cpu_json(char *buf, size_t cap, const char *mode, double nops) {
+  if (nops <= 0)
+    return;
+  int len = snprintf(buf, cap, ",\"cpu_%s\":{\"all_ns_per_op\":%.4g", mode,
+                     (double)dep.cpu_all_ns / nops);
+  if (!dep.from_driver)
+    len += snprintf(buf + len, cap - (size_t)len, ",\"pusher_ns_per_op\":%.4g",
+                    (double)dep.cpu_pusher_ns / nops);
+  snprintf(buf + len, cap - (size_t)len, "}");
+}
+
 /* Appends s's samples and the closing ']' to buf; returns the length added. */
 static int samples_json(char *buf, size_t cap, const bench_series *s) {
   int len = 0;
@@ -506,17 +535,21 @@ static void bench_dep(const bench_args *a) {
   }
   bench_series s[3];
   char stats[3][256] = {"", "", ""};
+  char cpu[2][160] = {"", ""};
   for (int m = 0; m < 3; m++)
     bench_series_init(&s[m], a->reps);
   for (int m = 0; m < 2; m++) {
     if (bench_failed() || (only_mode >= 0 && m != only_mode))
       continue;
     dep.from_driver = m;
+    dep.cpu_all_ns = dep.cpu_pusher_ns = 0;
+    dep.cpu_reps = 0;
     weft_worker_stats before = pool_totals();
     bench_dep_time(RT, a, &L, vals, dep_rep, NULL, &s[m]);
     weft_worker_stats after = pool_totals();
     pool_stats_json(stats[m], sizeof stats[m], mode_name[m], &before, &after,
                     (double)L.nops * (double)(s[m].n + 1));
+    cpu_json(cpu[m], sizeof cpu[m], mode_name[m], (double)L.nops * dep.cpu_reps);
   }
   if (only_mode != 2) {
     /* The headline: main (a user's thread pushing), unless one mode ran alone. */
@@ -528,7 +561,8 @@ static void bench_dep(const bench_args *a) {
                       ",\"other_push_from\":\"%s\",\"other_samples\":[", mode_name[1 - best]);
       len += samples_json(extra + len, sizeof extra - (size_t)len, &s[1 - best]);
     }
-    snprintf(extra + len, sizeof extra - (size_t)len, "%s%s", stats[0], stats[1]);
+    snprintf(extra + len, sizeof extra - (size_t)len, "%s%s%s%s", stats[0], stats[1], cpu[0],
+             cpu[1]);
     bench_dep_emit(RT, a, &L, &s[best], extra);
   }
 

@@ -440,7 +440,7 @@ void bench_wake_run(const char *rt, const bench_args *a, bench_submit_fn submit,
 
 /* ------------------------------------------------------------------ idle */
 
-static uint64_t thread_cpu_ns(void) {
+uint64_t bench_thread_cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts_ns(&ts);
@@ -464,11 +464,11 @@ void bench_idle_run(const char *rt, const bench_args *a, void (*burst)(void *ctx
   for (int r = 0; r < a->reps && !bench_failed(); r++) {
     burst(ctx);
     uint64_t t_end = bench_now_ns();
-    uint64_t c0 = bench_cpu_ns(), me0 = thread_cpu_ns();
+    uint64_t c0 = bench_cpu_ns(), me0 = bench_thread_cpu_ns();
     bench_sleep_until_ns(t_end + BENCH_IDLE_WINDOW_NS);
-    uint64_t c1 = bench_cpu_ns(), me1 = thread_cpu_ns();
+    uint64_t c1 = bench_cpu_ns(), me1 = bench_thread_cpu_ns();
     bench_sleep_until_ns(t_end + 2 * BENCH_IDLE_WINDOW_NS);
-    uint64_t c2 = bench_cpu_ns(), me2 = thread_cpu_ns();
+    uint64_t c2 = bench_cpu_ns(), me2 = bench_thread_cpu_ns();
     /* The runtime's threads only: the measuring thread's own share (its
      * sleep and the clock reads) is reported apart, as main_thread_cpu_ms. */
     double r1 = ((double)(c1 - c0) - (double)(me1 - me0)) / 1e6;

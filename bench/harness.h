@@ -72,6 +72,7 @@ void bench_parse_args(int argc, char **argv, const char *rt, const char *const *
 
 uint64_t bench_now_ns(void);     /* CLOCK_MONOTONIC */
 uint64_t bench_cpu_ns(void);     /* CLOCK_PROCESS_CPUTIME_ID: every thread */
+uint64_t bench_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID: the calling thread */
 void bench_sleep_until_ns(uint64_t deadline_ns); /* absolute, CLOCK_MONOTONIC */
 void bench_sleep_ns(uint64_t ns);
 

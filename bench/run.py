@@ -495,6 +495,16 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                                 row["main_vs_driver"] = weft["median"] / drv
                                 note += "; main/driver %.2f" % row["main_vs_driver"]
                         row["notes"].append(note)
+                    # CPU ns/op over the timed runs (bench_weft.c, cpu_json):
+                    # all threads, and main mode's pusher alone (that mode's
+                    # floor, whatever the workers do).
+                    cm, cd = rec.get("cpu_main") or {}, rec.get("cpu_driver") or {}
+                    if cm.get("all_ns_per_op") is not None:
+                        note = "CPU/op: main %s (its pusher %s)" % (
+                            fmt_num(cm["all_ns_per_op"]), fmt_num(cm.get("pusher_ns_per_op")))
+                        if cd.get("all_ns_per_op") is not None:
+                            note += ", driver %s" % fmt_num(cd["all_ns_per_op"])
+                        row["notes"].append(note)
                     one = r.stat("weft", metric, 1)
                     tg = []
                     if t == 1 and drv is not None:
