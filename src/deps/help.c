@@ -71,8 +71,9 @@ void weft_engine_pace(weft_engine *eng)
     }
     /* The backlog reads every tally (two lines a worker): it is read again
      * only after up to WEFT_PACE_HELP_BATCH helps, and never after more
-     * helps than the count stood above the goal (each finishes at least
-     * one operator, so the loop does not run the backlog far below it). */
+     * helps than the count stood above the goal (a help that runs an
+     * operator finishes at least one, so the backlog stays near the goal;
+     * one that finds nothing pauses and looks again). */
     uint64_t helps = left - mark / 2;
     if (helps > WEFT_PACE_HELP_BATCH)
       helps = WEFT_PACE_HELP_BATCH;

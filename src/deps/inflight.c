@@ -220,10 +220,9 @@ static inline int first_outside(weft_engine_sync *sy)
 
 /* The calling thread's own outside tally in sy, claimed now if it has
  * none and one is free; NULL: it shares (none free, or no room to note a
- * claim). */
-/* Out of line: a thread's first push on an engine (and after a lost claim)
- * comes here; inlined, its frame made every counted push save six
- * registers (callgrind). */
+ * claim). Out of line: only a thread's first push on an engine (or one
+ * after a lost claim) comes here; inlined, its frame made every counted
+ * push save six registers (callgrind). */
 static __attribute__((noinline, cold)) weft_engine_tally *claim_outside(weft_engine_sync *sy)
 {
   uint64_t life = atomic_load_explicit(&sy->life, memory_order_relaxed);
