@@ -81,6 +81,10 @@
  * (another worker takes it in a microsecond or so, if one is awake),
  * pauses. */
 #define WEFT_GRAPH_LANE_SPIN_QUEUED 128
+/* A launch (or destroy) of a graph whose previous launch is ending
+ * (graph.h, WEFT_GRAPH_ENDING: a few dozen instructions left) spins this
+ * many pauses before it yields the CPU between looks, pauses. */
+#define WEFT_GRAPH_END_SPINS 256
 /* A lane's sweeper tells the other lanes how far it got every this many
  * nodes (and whenever it waits or stops), nodes: a power of two that
  * divides WEFT_KEEP_RUN_MAX. */

@@ -414,7 +414,7 @@ struct weft_graph *weft_graph_build(const weft_capture *c)
     return NULL;
   }
   atomic_init(&g->eng, c->eng);
-  atomic_init(&g->running, 0);
+  atomic_init(&g->running, WEFT_GRAPH_IDLE);
   atomic_init(&g->gates_out, 0);
   if (c->nrecs == 0)
     return g; /* empty: its launch does nothing */

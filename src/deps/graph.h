@@ -68,11 +68,13 @@
 #include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/dlist.h"
+#include "common/sync.h"
 #include "common/tunables.h"
 #include "deps/engine.h"
 #include "deps/opr.h"
@@ -232,7 +234,9 @@ struct weft_graph {
    * the thread that holds running (the launcher, the launch's end before
    * it clears running) and by the destroys (no launch runs). */
   weft_gate *kept;
-  /* atomic: 1 from a launch until its last node has finished. */
+  /* atomic: WEFT_GRAPH_RUNNING from a launch until its last node has
+   * finished, WEFT_GRAPH_ENDING while that node's thread ends the launch
+   * (replay.c), then WEFT_GRAPH_IDLE. */
   _Atomic int running;
   /* atomic: gates taken and not yet given back (a gate finishing after
    * running went to 0 still reads the graph). */
@@ -241,6 +245,33 @@ struct weft_graph {
   weft_gate *free_gates;   /* under gate_lock */
   weft_dlist_node link; /* under the graphs' lock (graph.c): the engines' graphs */
 };
+
+/* weft_graph.running. ENDING: every node has finished, and the thread of
+ * the last one is ending the launch, a few dozen instructions with no call
+ * out of the engine, after which it clears running. A var's waiter may
+ * see the var free meanwhile (the launch's gate lets go of it as it turns
+ * KEPT: keep.h), so a launch or destroy that finds ENDING waits for
+ * IDLE (weft_graph_wait_ended) instead of answering WEFT_EBUSY: weft.h
+ * promises that a wait on a var the graph writes is a wait for the
+ * launch. */
+enum { WEFT_GRAPH_IDLE = 0, WEFT_GRAPH_RUNNING = 1, WEFT_GRAPH_ENDING = 2 };
+
+/* Waits while g's launch is ENDING; returns running's value then
+ * (acquire: pairs with the end's release store of IDLE). */
+static inline int weft_graph_wait_ended(struct weft_graph *g)
+{
+  for (unsigned spins = 0;; spins++) {
+    /* acquire: pairs with the release store of IDLE at the launch's end
+     * (replay.c): its resets and its nodes' writes. */
+    int r = atomic_load_explicit(&g->running, memory_order_acquire);
+    if (r != WEFT_GRAPH_ENDING)
+      return r;
+    if (spins < WEFT_GRAPH_END_SPINS)
+      weft_cpu_pause();
+    else
+      sched_yield(); /* the ending thread was preempted: let it run */
+  }
+}
 
 /* Node i's block. */
 static inline weft_opr *weft_graph_node(const struct weft_graph *g, int i)

@@ -123,12 +123,16 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
 {
   if (g->nnodes == 0)
     return 0;
-  int idle = 0;
+  int idle = WEFT_GRAPH_IDLE;
   /* acquire: pairs with the release store of the last node's finish
    * (replay.c): every counter of the previous launch is reset. */
-  if (!atomic_compare_exchange_strong_explicit(&g->running, &idle, 1, memory_order_acquire,
-                                               memory_order_relaxed))
-    return WEFT_EBUSY;
+  while (!atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_RUNNING,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+    if (idle != WEFT_GRAPH_ENDING)
+      return WEFT_EBUSY;
+    weft_graph_wait_ended(g); /* its nodes are done: no longer busy */
+    idle = WEFT_GRAPH_IDLE;
+  }
   int rc = 0;
   if (g->stale) {
     weft_log("weft_graph_launch: a var of the graph was deleted during its capture");
@@ -190,7 +194,7 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
     }
   }
   /* release: as a launch's end (nothing of this one ran). */
-  atomic_store_explicit(&g->running, 0, memory_order_release);
+  atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
   return rc;
 }
 
@@ -213,9 +217,10 @@ int weft_graph_destroy(weft_graph *g)
   weft_engine *eng = atomic_load_explicit(&g->eng, memory_order_relaxed);
   if (eng && weft_fork_stale(eng->fork_gen))
     return WEFT_ESHUTDOWN; /* inherited through fork: frees nothing (weft.h) */
-  /* acquire: pairs with the release that ends a launch (replay.c): the
-   * nodes' last writes come before their memory is freed. */
-  if (atomic_load_explicit(&g->running, memory_order_acquire))
+  /* acquire (in the wait): pairs with the release that ends a launch
+   * (replay.c): the nodes' last writes come before their memory is freed.
+   * A launch that is ending no longer runs: its end is waited for. */
+  if (weft_graph_wait_ended(g) != WEFT_GRAPH_IDLE)
     return WEFT_EBUSY;
   /* acquire: pairs with weft_gate_put's release; a gate finishing the last
    * launch is done with the graph once the count is back to zero. */

@@ -104,6 +104,11 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
     weft_lanes_launch_end(g);
   weft_gate *gate = g->cur;
   weft_opr *gop = &gate->op;
+  /* relaxed: a thread that sees a var of the graph free from here on
+   * (keep_end's release CAS orders this store before any yield's grant)
+   * sees ENDING, or IDLE, or a later launch: a launch waits this out
+   * (graph.h). */
+  atomic_store_explicit(&g->running, WEFT_GRAPH_ENDING, memory_order_relaxed);
   if (weft_keep_end(gate)) {
     /* The gate keeps the vars for the next launch (keep.h), which may
      * reuse it as soon as running is clear: what its count needs is read
@@ -115,7 +120,7 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
     weft_opr_retire(eng, gop);
     /* release: every node's reset (gathered by count_off) before the next
      * launch; pairs with the acquire CAS in weft_graph_launch. */
-    atomic_store_explicit(&g->running, 0, memory_order_release);
+    atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
     weft_opr_count_finish(eng, slot, gepoch, count, NULL, hook);
     return NULL;
   }
@@ -125,7 +130,7 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
    * writes; the nodes are all done either way). */
   g->kept = NULL;
   /* release: as above. */
-  atomic_store_explicit(&g->running, 0, memory_order_release);
+  atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
   return weft_opr_finish_vars(gop, 0, keep_one, ready, hook);
 }
 
