@@ -6,7 +6,10 @@
  * Two vars v0 and v1, each under its spinlock: whether a write holds it,
  * which requests wait (FIFO), and its keeper mark. The graph's one node
  * writes both. The gate's hold word (OFF, RUN, RUN|WANTED, KEPT, PART) and
- * the graph's running flag are atomics with the C code's orders.
+ * the graph's running flag are atomics with the C code's orders. The
+ * flag's values carry the launch's number here (IDLE before launch i is
+ * 3i, RUNNING 3i + 1, ENDING 3i + 2, IDLE after it 3i + 3), so that the
+ * checks below can tell a launch's own from the next one's.
  *
  * Threads:
  *   launcher  launches the graph twice: takes running (acquire CAS); a
@@ -17,9 +20,10 @@
  *             registers on both (RUN). Once the gate holds both, the node
  *             is handed to the worker (release/acquire: the pool's hand-off).
  *   worker    runs each launch's node (writes both vars' cells) and its
- *             end: RUN -> KEPT (release CAS), then clears running; or,
- *             WANTED, lets go of both vars under their locks (granting
- *             waiters) first.
+ *             end: running ENDING (relaxed), then RUN -> KEPT (release
+ *             CAS), then clears running; or, WANTED, clears running and
+ *             then lets go of both vars under their locks (granting
+ *             waiters).
  *   pusher    pushes two operators: p writes v0, then h writes v0 and v1.
  *             Each push takes its vars' locks (index order), makes a
  *             keeper yield (RUN: marks WANTED; KEPT/PART: acquire CAS to
@@ -36,7 +40,11 @@
  *
  * Checks: each var's cell is an rl::var written by the launches' node and
  * the pushed operators: any two not ordered by the protocol are a reported
- * data race. At the end v0's cell counts 4 writes and v1's 3.
+ * data race. At the end v0's cell counts 4 writes and v1's 3. A yield that
+ * takes a var from a gate after its launch's end (KEPT or PART) finds
+ * running past that launch's RUNNING: a thread that then sees the var free
+ * (a weft_var_wait) may launch again at once, never refused with
+ * WEFT_EBUSY by the launch it waited for (graph.h, ENDING).
  *
  * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
  *   1  the end's CAS to KEPT relaxed            (keep.c, weft_keep_end)
@@ -45,6 +53,8 @@
  *   4  a resume that stores RUN after reading KEPT, without a CAS
  *   5  a resume that makes a PART gate RUN before its registration takes
  *      the locks (keep.c, weft_keep_resume before weft_keep_run_locked)
+ *   6  an end without ENDING: running stays RUNNING until after KEPT
+ *      (replay.c, weft_gnode_finish_sink)
  */
 #include "rl_common.hpp"
 
@@ -84,6 +94,9 @@ struct keep_test : rl::test_suite<keep_test, 3> {
   rl::var<int> cur;         /* the launch's gate (written before its hand-off) */
   rl::var<int> fresh;       /* gates taken so far (launcher) */
   rl::atomic<int> start[LAUNCHES]; /* the node handed to the worker */
+  /* the number of the launch whose end made a gate KEPT last (relaxed:
+   * ordered by the hold word's release CAS) */
+  rl::atomic<int> last_end;
 
   void before()
   {
@@ -97,6 +110,7 @@ struct keep_test : rl::test_suite<keep_test, 3> {
         granted[r][v].store(0, rl::memory_order_relaxed);
     }
     running.store(0, rl::memory_order_relaxed);
+    last_end.store(-1, rl::memory_order_relaxed);
     for (int i = 0; i < LAUNCHES; i++) {
       hold[i].store(OFF, rl::memory_order_relaxed);
       start[i].store(0, rl::memory_order_relaxed);
@@ -210,6 +224,11 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       if (hold[gi].compare_exchange_weak(s, PART, K_YIELD, rl::memory_order_relaxed))
         break;
     }
+    /* Taken after an end (the next launch cannot register while v's lock
+     * is ours, so that end is the last): running is past its RUNNING. */
+    int ended = last_end.load(rl::memory_order_relaxed);
+    RL_ASSERT(ended >= 0); /* a launch's end made the gate KEPT */
+    RL_ASSERT(running.load(rl::memory_order_relaxed) >= 3 * ended + 2);
     keeper[v]($) = 0;
     RL_ASSERT(qn[v]($) == 0); /* nothing waits behind a kept var */
     complete_v(v);
@@ -218,10 +237,10 @@ struct keep_test : rl::test_suite<keep_test, 3> {
   void launcher()
   {
     for (int i = 0; i < LAUNCHES; i++) {
-      int idle = 0;
-      while (!running.compare_exchange_weak(idle, 1, rl::memory_order_acquire,
+      int idle = 3 * i; /* IDLE: the last launch ended (ENDING: waited out) */
+      while (!running.compare_exchange_weak(idle, 3 * i + 1, rl::memory_order_acquire,
                                             rl::memory_order_relaxed)) {
-        idle = 0;
+        idle = 3 * i;
         rl::yield(1, $);
       }
       bool all = false;
@@ -272,14 +291,18 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       int gi = cur($);
       for (int v = 0; v < NV; v++)
         cell[v]($) = cell[v]($) + 1; /* the node */
+#if WEFT_MUTANT != 6
+      running.store(3 * i + 2, rl::memory_order_relaxed); /* ENDING */
+#endif
+      last_end.store(i, rl::memory_order_relaxed);
       int s = RUN;
       if (hold[gi].compare_exchange_strong(s, KEPT, K_END, rl::memory_order_relaxed)) {
-        running.store(0, rl::memory_order_release);
+        running.store(3 * i + 3, rl::memory_order_release); /* IDLE */
         continue;
       }
       RL_ASSERT(s == (RUN | WANTED));
       kept($) = 0;
-      running.store(0, rl::memory_order_release);
+      running.store(3 * i + 3, rl::memory_order_release); /* IDLE */
       for (int v = 0; v < NV; v++) { /* weft_opr_finish_vars on the gate */
         lock[v].lock();
         if (keeper[v]($) == gi + 1)
@@ -344,6 +367,7 @@ int main()
                                       "the yield's CAS to PART relaxed",
                                       "a yield that lets go during a launch",
                                       "a resume without a CAS",
-                                      "a PART gate made RUN before its registration's locks"};
+                                      "a PART gate made RUN before its registration's locks",
+                                      "an end without ENDING"};
   return weft_rl::finish("keep", names[WEFT_MUTANT], out);
 }
