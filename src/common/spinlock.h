@@ -6,7 +6,6 @@
 #ifndef WEFT_COMMON_SPINLOCK_H
 #define WEFT_COMMON_SPINLOCK_H
 
-#include <sched.h>
 #include <stdatomic.h>
 
 #include "common/sync.h"
@@ -22,16 +21,12 @@ static inline void weft_spin_init(weft_spinlock *l)
 
 static inline void weft_spin_lock(weft_spinlock *l)
 {
-  for (unsigned spins = 0;; spins++) {
+  for (unsigned spins = 0;;) {
     /* acquire: pairs with the release in unlock (the protected data). */
     if (!atomic_exchange_explicit(&l->locked, 1, memory_order_acquire))
       return;
-    while (atomic_load_explicit(&l->locked, memory_order_relaxed)) {
-      if (++spins < 256)
-        weft_cpu_pause();
-      else
-        sched_yield(); /* the holder was preempted: let it run */
-    }
+    while (atomic_load_explicit(&l->locked, memory_order_relaxed))
+      weft_spin_step(&spins, 255); /* then yields: the holder was preempted */
   }
 }
 

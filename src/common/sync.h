@@ -11,6 +11,7 @@
 #ifndef WEFT_COMMON_SYNC_H
 #define WEFT_COMMON_SYNC_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -68,6 +69,19 @@ static inline void weft_cpu_pause(void)
 #else
   atomic_signal_fence(memory_order_seq_cst);
 #endif
+}
+
+/* One step of a wait for another thread that holds something briefly: a
+ * pause for the first `limit` steps (spins counts them), then a yield of
+ * the CPU per step (the holder may have been preempted: let it run). */
+static inline void weft_spin_step(unsigned *spins, unsigned limit)
+{
+  if (*spins < limit) {
+    ++*spins;
+    weft_cpu_pause();
+  } else {
+    sched_yield();
+  }
 }
 
 /* Sleeps while *word == expected (spurious returns allowed; callers loop).

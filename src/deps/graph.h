@@ -68,7 +68,6 @@
 #include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -260,16 +259,13 @@ enum { WEFT_GRAPH_IDLE = 0, WEFT_GRAPH_RUNNING = 1, WEFT_GRAPH_ENDING = 2 };
  * (acquire: pairs with the end's release store of IDLE). */
 static inline int weft_graph_wait_ended(struct weft_graph *g)
 {
-  for (unsigned spins = 0;; spins++) {
+  for (unsigned spins = 0;;) {
     /* acquire: pairs with the release store of IDLE at the launch's end
      * (replay.c): its resets and its nodes' writes. */
     int r = atomic_load_explicit(&g->running, memory_order_acquire);
     if (r != WEFT_GRAPH_ENDING)
       return r;
-    if (spins < WEFT_GRAPH_END_SPINS)
-      weft_cpu_pause();
-    else
-      sched_yield(); /* the ending thread was preempted: let it run */
+    weft_spin_step(&spins, WEFT_GRAPH_END_SPINS); /* then yields to the ending thread */
   }
 }
 
