@@ -269,9 +269,10 @@ def machine_load(window_s):
     return max(0.0, b1 - b0) / ((t1 - t0) * (os.cpu_count() or 1))
 
 
-def cache_line_transfer(bindir):
-    """bench_xfer's median [min-max] ns per cache-line move, or None."""
-    exe = os.path.join(bindir, "bench_xfer")
+def floor_probe(bindir, name, fmt):
+    """A floor probe's (bench_xfer's, bench_skeleton's) median [min-max] ns,
+    formatted with fmt, or None (missing, or its check failed)."""
+    exe = os.path.join(bindir, name)
     if not os.access(exe, os.X_OK):
         return None
     try:
@@ -282,7 +283,12 @@ def cache_line_transfer(bindir):
     if rec.get("check") != "ok" or not rec.get("samples"):
         return None
     s = sorted(rec["samples"])
-    return "%.0f [%.0f-%.0f]" % (statistics.median(s), s[0], s[-1])
+    return (fmt + " [" + fmt + "-" + fmt + "]") % (statistics.median(s), s[0], s[-1])
+
+
+def cache_line_transfer(bindir):
+    """bench_xfer's median [min-max] ns per cache-line move, or None."""
+    return floor_probe(bindir, "bench_xfer", "%.0f")
 
 
 class Runner:
@@ -770,6 +776,12 @@ def main():
             "hand-over): %s ns" % xfer)
     elif os.path.isfile(os.path.join(bindir, "bench_xfer")):
         r.failures.append("bench_xfer failed its check")
+    skeleton = floor_probe(bindir, "bench_skeleton", "%.1f")
+    if skeleton:
+        log("locked steps of one operator at one thread (bench_skeleton, the floor under the "
+            "1-thread ns/op, docs/one-thread-cost.md): %s ns" % skeleton)
+    elif os.path.isfile(os.path.join(bindir, "bench_skeleton")):
+        r.failures.append("bench_skeleton failed its check")
     if r.exe("weft") is None and "weft" in rts:
         r.failures.append("bench_weft not found in %s" % bindir)
 
