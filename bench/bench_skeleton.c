@@ -24,9 +24,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+
+#include "probe.h"
 
 enum { OPS = 4000000, VARS = 1024 };
 
@@ -39,12 +38,6 @@ static _Alignas(64) _Atomic int64_t bottom;
 static _Alignas(64) _Atomic int64_t top;
 static void *_Atomic slots[64];
 static _Alignas(64) _Atomic int64_t wait_counter;
-
-static long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
 
 static inline void lock(_Atomic int *l) {
   /* acquire: pairs with the release in unlock. */
@@ -89,18 +82,14 @@ static inline void *deque_take(void) {
 }
 
 int main(int argc, char **argv) {
-  int rounds = 7;
-  if (argc == 3 && !strcmp(argv[1], "--rounds"))
-    rounds = atoi(argv[2]);
-  if (rounds < 1 || rounds > 1000) {
-    fprintf(stderr, "usage: bench_skeleton [--rounds 1..1000]\n");
+  int rounds = probe_rounds(argc, argv, 7, "bench_skeleton");
+  if (rounds < 0)
     return 2;
-  }
   int ok = 1;
   long ran = 0;
   printf("{\"rt\":\"skeleton\",\"unit\":\"ns\",\"samples\":[");
   for (int r = -1; r < rounds; r++) { /* r = -1: warm-up */
-    long t0 = now_ns();
+    long t0 = probe_now_ns();
     for (long i = 0; i < OPS; i++) {
       _Atomic int *l = &vars[i % VARS].lock;
       lock(l); /* push: append to the var's queue */
@@ -113,7 +102,7 @@ int main(int argc, char **argv) {
       lock(l); /* completion: the var's queue */
       unlock(l);
     }
-    long t1 = now_ns();
+    long t1 = probe_now_ns();
     ran += OPS;
     if (r >= 0)
       printf("%s%.2f", r ? "," : "", (double)(t1 - t0) / OPS);

@@ -17,20 +17,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+
+#include "probe.h"
 
 enum { TURNS = 20000 };
 
 static _Alignas(64) _Atomic long counter;
 static _Atomic int stop;
-
-static long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
 
 /* The other thread: answers every odd value with the next even one. */
 static void *responder(void *arg) {
@@ -45,13 +38,9 @@ static void *responder(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int rounds = 15;
-  if (argc == 3 && !strcmp(argv[1], "--rounds"))
-    rounds = atoi(argv[2]);
-  if (rounds < 1 || rounds > 1000) {
-    fprintf(stderr, "usage: bench_xfer [--rounds 1..1000]\n");
+  int rounds = probe_rounds(argc, argv, 15, "bench_xfer");
+  if (rounds < 0)
     return 2;
-  }
   pthread_t th;
   if (pthread_create(&th, NULL, responder, NULL)) {
     fprintf(stderr, "bench_xfer: pthread_create failed\n");
@@ -61,13 +50,13 @@ int main(int argc, char **argv) {
   printf("{\"rt\":\"xfer\",\"unit\":\"ns\",\"samples\":[");
   for (int r = -1; r < rounds; r++) { /* r = -1: warm-up */
     atomic_store(&counter, 0);
-    long t0 = now_ns();
+    long t0 = probe_now_ns();
     for (long v = 0; v < TURNS; v += 2) {
       atomic_store_explicit(&counter, v + 1, memory_order_release); /* pairs with the responder's acquire */
       while (atomic_load_explicit(&counter, memory_order_acquire) != v + 2) /* pairs with its release */
         ;
     }
-    long t1 = now_ns();
+    long t1 = probe_now_ns();
     if (atomic_load(&counter) != TURNS)
       ok = 0;
     if (r >= 0)
