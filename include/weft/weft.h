@@ -424,7 +424,10 @@ WEFT_API int weft_graph_begin_capture(weft_engine *eng);
  * *out NULL). */
 WEFT_API int weft_graph_end_capture(weft_engine *eng, weft_graph **out);
 /* Runs the graph's operators once more (see above) and returns without
- * waiting for them. WEFT_EBUSY while an earlier launch of it still runs
+ * waiting for them (an earlier launch whose last operator has finished but
+ * whose end is still being recorded, a few dozen instructions on another
+ * thread, is waited out first). WEFT_EBUSY while an earlier launch of it
+ * still runs
  * (nothing happens: wait for it, e.g. with weft_var_wait on a var it
  * writes, or weft_wait_all); WEFT_EINVAL if a var it uses has been deleted
  * (nothing runs; a message names the operator and the var); WEFT_ESHUTDOWN

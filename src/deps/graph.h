@@ -246,8 +246,9 @@ struct weft_graph {
 };
 
 /* weft_graph.running. ENDING: every node has finished, and the thread of
- * the last one is ending the launch, a few dozen instructions with no call
- * out of the engine, after which it clears running. A var's waiter may
+ * the last one is ending the launch, a few dozen instructions that take no
+ * lock and wait for nothing (at most a futex wake, for a pusher waiting at
+ * max_inflight), after which it clears running. A var's waiter may
  * see the var free meanwhile (the launch's gate lets go of it as it turns
  * KEPT: keep.h), so a launch or destroy that finds ENDING waits for
  * IDLE (weft_graph_wait_ended) instead of answering WEFT_EBUSY: weft.h
