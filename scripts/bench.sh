@@ -11,11 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
 builddir=build-bench
-if [ -d "$builddir" ]; then
-  meson setup --reconfigure "$builddir" -Dtests=disabled -Dbench=true -Dmpi=enabled >/dev/null
-else
-  meson setup "$builddir" -Dtests=disabled -Dbench=true -Dmpi=enabled >/dev/null
-fi
+scripts/meson-setup.sh "$builddir" -Dtests=disabled -Dbench=true -Dmpi=enabled >/dev/null
 ninja -C "$builddir" >/dev/null
 rc=0
 python3 bench/run.py --builddir "$builddir" "$@" || rc=$?

@@ -3,14 +3,15 @@
 # 16-core host): build here, carry a bundle there, run it there.
 #
 #   scripts/device.sh pack [BUNDLE]         here: builds build-device (release,
-#       bench on, MPI off), copies its bench executables, libweft, bench/run.py
-#       and every shared library they load that is not glibc's own into BUNDLE
+#       bench on, MPI off), copies its bench executables, libweft and every
+#       shared library they load that is not glibc's own into BUNDLE
 #       (default .dev/bundle, ignored by git), then runs the bundle's check.
 #   scripts/device.sh check [BUNDLE]        either side: every executable of
 #       the bundle loads every library from the bundle, except glibc's own
 #       (ldd, with the bundle's LD_LIBRARY_PATH); exit 1 and the culprit if not.
 #   scripts/device.sh run [BUNDLE] [ARGS]   there: the check, then
-#       bench/run.py --builddir BUNDLE ARGS (default: the dependency lists
+#       bench/run.py --builddir BUNDLE ARGS (the tree's own run.py, which the
+#       device's copy of the working tree has; default: the dependency lists
 #       and the pipeline at 1, 2, 4, 8 and 16 threads, 3 runs a cell, weft,
 #       oneTBB, libgomp and libomp), with bench_xfer's line-move cost first.
 #
@@ -27,8 +28,9 @@ glibc_re='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv)[.-]'
 bins=(bench_weft bench_tbb bench_gomp bench_omp_clang bench_serial bench_xfer bench_skeleton)
 
 check() {
-  local bad=0
+  local bad=0 root
   [ -d "$bundle/bench" ] || { echo "device.sh: no bundle at $bundle (run: scripts/device.sh pack)" >&2; return 1; }
+  root=$(realpath "$bundle")
   for f in "$bundle"/bench/*; do
     [ -x "$f" ] || continue
     local name arrow path
@@ -36,13 +38,13 @@ check() {
       [[ $name =~ $glibc_re ]] && continue
       [ "$arrow" = "=>" ] || continue
       case "$path" in
-      "$(realpath "$bundle")"/*) ;;
+      "$root"/*) ;;
       *)
         echo "device.sh: $f: $name resolves to ${path:-nothing}, outside the bundle" >&2
         bad=1
         ;;
       esac
-    done < <(LD_LIBRARY_PATH="$(realpath "$bundle")/lib" ldd "$f")
+    done < <(LD_LIBRARY_PATH="$root/lib" ldd "$f")
   done
   return $bad
 }
@@ -51,11 +53,7 @@ case "$cmd" in
 pack)
   scripts/deps.sh bench
   builddir=build-device # its own: build-bench keeps the MPI bench on
-  if [ -d "$builddir" ]; then
-    meson setup --reconfigure "$builddir" -Dtests=disabled -Dbench=true -Dmpi=disabled >/dev/null
-  else
-    meson setup "$builddir" -Dtests=disabled -Dbench=true -Dmpi=disabled >/dev/null
-  fi
+  scripts/meson-setup.sh "$builddir" -Dtests=disabled -Dbench=true -Dmpi=disabled >/dev/null
   ninja -C "$builddir" >/dev/null
   rm -rf "$bundle"
   mkdir -p "$bundle/bench" "$bundle/lib"
@@ -74,8 +72,6 @@ pack)
       [[ $path == "$PWD/$builddir/"* ]] && continue # libweft, copied above
       cp -L "$path" "$bundle/lib/$name"
     done
-  mkdir -p "$bundle/src"
-  cp bench/run.py "$bundle/src/"
   check
   echo "device.sh: $bundle: $(du -sh "$bundle" | cut -f1)," \
     "$(ls "$bundle/bench" | wc -l) executables, $(ls "$bundle/lib" | wc -l) libraries"
@@ -89,7 +85,7 @@ run)
   [ $# -gt 0 ] || set -- --only chain,indep,dag,wave,pipeline --threads 1,2,4,8,16 --reps 3 \
     --rt weft,tbb,gomp,omp_clang
   export LD_LIBRARY_PATH="$(realpath "$bundle")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  python3 "$bundle/src/run.py" --builddir "$bundle" "$@"
+  python3 bench/run.py --builddir "$bundle" "$@"
   ;;
 *)
   sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2

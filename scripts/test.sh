@@ -24,11 +24,8 @@ give_up() {
 }
 
 scripts/deps.sh test || give_up "installing the packages failed"
-if [ -d "$builddir" ]; then
-  meson setup --reconfigure "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false -Dmpi=enabled "$@" >/dev/null
-else
-  meson setup "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false -Dmpi=enabled "$@" >/dev/null
-fi || give_up "meson setup failed ($builddir)"
+scripts/meson-setup.sh "$builddir" -Dwerror=true -Dbench=false -Db_ndebug=false -Dmpi=enabled "$@" >/dev/null ||
+  give_up "meson setup failed ($builddir)"
 ninja -C "$builddir" ${WEFT_BUILD_JOBS:+-j "$WEFT_BUILD_JOBS"} >/dev/null || give_up "the build failed ($builddir)"
 
 # The logs of an earlier run must not stand in for this one.
