@@ -19,7 +19,8 @@ Every runtime checks its factor (weft, gomp, libomp: the residual; StarPU:
 its -check; LAPACK: info); a failed check makes the exit status non-zero.
 
 --quick: N 2048, b 256, 5 repetitions. Full: N 2048 and 4096, b 256 and
-512, 7 repetitions. Threads: 1, 2 and 4, 8, 16 up to the CPU count
+512, 7 repetitions. --n N[,N] --b b[,b] --prec float|double --reps R pick
+other cells (every N with every b). Threads: 1, 2 and 4, 8, 16 up to the CPU count
 (--threads N[,N]). Each cell: the median over the repetitions [min-max].
 Targets (issue "Tiled Cholesky"): weft >= the best of StarPU, OpenMP and
 oneTBB in the same precision, >= 80% of the ceiling, >= 1.3x LAPACK's dpotrf.
@@ -86,6 +87,10 @@ def main():
     ap.add_argument("--builddir", default="build-bench")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", action="append")
+    ap.add_argument("--n", help="matrix orders N[,N] (instead of the mode's)")
+    ap.add_argument("--b", help="tile sizes b[,b] (with --n: every N with every b)")
+    ap.add_argument("--prec", default="float,double", help="float, double or both")
+    ap.add_argument("--reps", type=int, help="repetitions (instead of the mode's)")
     a = ap.parse_args()
     bd = a.builddir
     exe = os.path.join(bd, "examples", "cholesky")
@@ -99,10 +104,25 @@ def main():
     default = [1, 2] + [t for t in (4, 8, 16) if t <= (os.cpu_count() or 1)]
     threads = [int(x) for ts in a.threads for x in ts.split(",")] if a.threads else default
     configs = [(2048, 256)] if a.quick else [(2048, 256), (4096, 256), (4096, 512)]
-    reps = 5 if a.quick else 7
+    if a.n or a.b:
+        ns = [int(x) for x in a.n.split(",")] if a.n else sorted({n for n, _ in configs})
+        bs = [int(x) for x in a.b.split(",")] if a.b else sorted({b for _, b in configs})
+        configs = [(n, b) for n in ns for b in bs]
+    bad = [(n, b) for n, b in configs if b <= 0 or n <= 0 or n % b]
+    if bad:
+        print("run_cholesky: N must be a positive multiple of b: %s" % bad, file=sys.stderr)
+        return 2
+    precs = a.prec.split(",")
+    if not precs or any(p not in ("float", "double") for p in precs):
+        print("run_cholesky: --prec takes float, double or float,double", file=sys.stderr)
+        return 2
+    reps = a.reps if a.reps else 5 if a.quick else 7
+    if reps < 1:
+        print("run_cholesky: --reps must be at least 1", file=sys.stderr)
+        return 2
     rows = []
     for n, b in configs:
-        for prec in ("float", "double"):
+        for prec in precs:
             for t in threads:
                 w, lap, gemm = ours(exe, n, b, t, prec, reps)
                 r = {"n": n, "b": b, "prec": prec, "t": t, "weft": w, "ceiling": gemm * t,
