@@ -129,11 +129,17 @@ WEFT_API int weft_mpi_size(const weft_mpi *mpi);
  * rank owner, with count elements of type. buf: on the owner, the var's
  * value (count elements of type; the application's, never freed by weft);
  * elsewhere NULL, and the library allocates a cache buffer when one is first
- * needed (or a buffer of the application's, used as that cache). Any MPI
- * datatype works, committed derived types included: the buffer spans
- * count * extent bytes. WEFT_EINVAL: a bad owner, count <= 0, a datatype
- * of size 0, no buffer on the owner, a var registered already, or more vars
- * than the communicator has tags (MPI_TAG_UB); WEFT_ENOMEM. */
+ * needed (or a buffer of the application's, used as that cache). Any
+ * committed MPI datatype with a positive extent works, derived types
+ * included (vectors, indexed, resized, structs with holes, negative lower
+ * bounds): the buffer spans every byte the count elements touch, from
+ * buf + min(0, true_lb) to buf + true_lb + (count - 1) * extent +
+ * true_extent (MPI_Type_get_true_extent; a matrix column resized to one
+ * element reaches well past count * extent), and a cache weft allocates
+ * covers all of it. WEFT_EINVAL: a bad owner, count <= 0, a datatype of
+ * size 0 or extent <= 0, a span beyond the address space, no buffer on the
+ * owner, a var registered already, or more vars than the communicator has
+ * tags (MPI_TAG_UB); WEFT_ENOMEM. */
 WEFT_API int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, int count,
                                    MPI_Datatype type);
 #endif /* MPI_VERSION */

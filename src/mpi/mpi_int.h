@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "weft/weft_mpi.h"
@@ -32,7 +33,10 @@ typedef struct mpi_dvar {
   int owner;
   int count;
   MPI_Datatype type;
-  size_t bytes;     /* count * extent: the buffer's span */
+  /* Every byte count elements of type may touch lies in [buf + span_lo,
+   * buf + span_lo + bytes) (mpi_type_span); span_lo <= 0. */
+  ptrdiff_t span_lo;
+  size_t bytes;
   size_t type_size; /* bytes of data a transfer carries */
   bool cache_ours;  /* buf is a cache weft allocated (freed with the dvar) */
   /* Written by the submitting thread before the first operator that uses it
@@ -136,6 +140,31 @@ struct weft_mpi {
  * still finds its vars). */
 mpi_dvar *mpi_lookup(const weft_mpi *mpi, const weft_var *var, bool live);
 void mpi_registry_free(weft_mpi *mpi);
+/* The bytes that count elements of a type (extent > 0, count > 0, true
+ * lower bound and true extent as MPI_Type_get_true_extent gives them) may
+ * touch, from a buffer's origin: [*lo, *lo + *bytes), *lo <= 0 (the origin
+ * itself is always inside or at the end). Element i's data lie at
+ * i * extent + [true_lb, true_lb + true_extent); a type whose true extent
+ * exceeds its extent (a matrix column resized to one element) reaches
+ * past count * extent. false: the span does not fit a ptrdiff_t. */
+static inline bool mpi_type_span(int count, MPI_Aint extent, MPI_Aint true_lb,
+                                 MPI_Aint true_extent, ptrdiff_t *lo, size_t *bytes)
+{
+  ptrdiff_t last, hi;
+  if (__builtin_mul_overflow((ptrdiff_t)count - 1, (ptrdiff_t)extent, &last) ||
+      __builtin_add_overflow(last, (ptrdiff_t)true_lb, &hi) ||
+      __builtin_add_overflow(hi, (ptrdiff_t)true_extent, &hi))
+    return false;
+  ptrdiff_t l = true_lb < 0 ? (ptrdiff_t)true_lb : 0;
+  if (hi < 0)
+    hi = 0;
+  ptrdiff_t n;
+  if (__builtin_sub_overflow(hi, l, &n))
+    return false;
+  *lo = l;
+  *bytes = (size_t)n;
+  return true;
+}
 void mpi_dvar_free(mpi_dvar *d);
 /* After a collective wait (nothing runs): forgets every var's failure and,
  * when the wait reported one (on every rank alike), every cached copy: a

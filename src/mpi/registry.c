@@ -76,7 +76,7 @@ static int map_reserve(weft_mpi *mpi)
 void mpi_dvar_free(mpi_dvar *d)
 {
   if (d->cache_ours && !d->abandoned) /* else MPI may still use it: left */
-    free(d->buf);
+    free((char *)d->buf + d->span_lo); /* the block's start (submit.c) */
   free(d->valid);
   free(d);
 }
@@ -128,16 +128,30 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
             mpi->next_id);
     return WEFT_EINVAL;
   }
-  int tsize = 0, size_rc, extent_rc;
-  MPI_Aint lb = 0, extent = 0;
+  int tsize = 0, size_rc, extent_rc, true_rc;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   pthread_mutex_lock(&mpi->call_lock); /* the progress thread calls MPI too */
   size_rc = MPI_Type_size(type, &tsize);
   extent_rc = MPI_Type_get_extent(type, &lb, &extent);
+  true_rc = MPI_Type_get_true_extent(type, &true_lb, &true_extent);
   pthread_mutex_unlock(&mpi->call_lock);
-  if (size_rc != MPI_SUCCESS || tsize <= 0 || extent_rc != MPI_SUCCESS || lb != 0 ||
-      extent <= 0) {
-    mpi_log(mpi, "weft_mpi_var_register: var %u: a datatype of size 0, or with a lower bound "
-                 "other than 0", mpi->next_id);
+  if (size_rc != MPI_SUCCESS || tsize <= 0 || extent_rc != MPI_SUCCESS ||
+      true_rc != MPI_SUCCESS) {
+    mpi_log(mpi, "weft_mpi_var_register: var %u: not a datatype, or one of size 0",
+            mpi->next_id);
+    return WEFT_EINVAL;
+  }
+  if (extent <= 0) {
+    mpi_log(mpi, "weft_mpi_var_register: var %u: a datatype with extent %ld (count elements "
+                 "must follow each other: extent > 0)", mpi->next_id, (long)extent);
+    return WEFT_EINVAL;
+  }
+  ptrdiff_t span_lo = 0;
+  size_t span = 0;
+  if (!mpi_type_span(count, extent, true_lb, true_extent, &span_lo, &span)) {
+    mpi_log(mpi, "weft_mpi_var_register: var %u: %d elements of extent %ld (true extent %ld) "
+                 "span more bytes than this machine can address", mpi->next_id, count,
+            (long)extent, (long)true_extent);
     return WEFT_EINVAL;
   }
   if ((long)mpi->next_id + 1 > (long)mpi->tag_ub) {
@@ -163,7 +177,8 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
   d->owner = owner;
   d->count = count;
   d->type = type;
-  d->bytes = (size_t)count * (size_t)extent;
+  d->span_lo = span_lo;
+  d->bytes = span;
   d->type_size = (size_t)count * (size_t)tsize;
   d->buf = buf;
   d->valid = valid;

@@ -101,11 +101,14 @@ static int transfer(weft_mpi *mpi, mpi_dvar *d, int src, int dst)
   if (!sending && !receiving)
     return 0;
   if (receiving && !d->buf) {
-    /* The first copy to arrive here: its cache, stable until delete. */
+    /* The first copy to arrive here: its cache, stable until delete. The
+     * block covers every byte MPI may touch (registry.c, mpi_type_span);
+     * buf sits span_lo bytes into it, where the datatype's origin is. */
     size_t bytes = (d->bytes + 63) & ~(size_t)63;
-    d->buf = aligned_alloc(64, bytes);
-    if (!d->buf)
+    char *block = aligned_alloc(64, bytes ? bytes : 64);
+    if (!block)
       return WEFT_ENOMEM;
+    d->buf = block - d->span_lo;
     d->cache_ours = true;
   }
   transfer_arg *t = malloc(sizeof *t);
