@@ -402,7 +402,11 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * A graph belongs to the engine it was captured on; destroy it before the
  * engine. If the engine is destroyed first, the graph's operators are gone:
  * weft_graph_launch returns WEFT_ESHUTDOWN, and weft_graph_destroy frees
- * what is left.
+ * what is left. Either may also race weft_engine_destroy on another
+ * thread: a launch that comes too late returns WEFT_ESHUTDOWN (one that
+ * came first runs, and the engine's destroy waits for it), and a graph's
+ * destroy that comes too late waits until the engine's destroy has let go
+ * of the graph, then frees it.
  */
 typedef struct weft_graph weft_graph;
 

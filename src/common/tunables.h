@@ -49,6 +49,10 @@
 /* Lanes of a graph run in lanes (src/deps/lanes.h), at most, lanes: a
  * lane's waiters are the bits of one 64-bit word. */
 #define WEFT_GRAPH_LANES_MAX 64
+/* weft_graph_destroy racing its engine's destroy waits for the engine to let
+ * go of the graph: this many yields, then sleeps of this long, ns. */
+#define WEFT_ORPHAN_WAIT_YIELDS 64
+#define WEFT_ORPHAN_WAIT_SLEEP_NS 100000
 /* The plan of lanes (lane_plan.c) simulates a launch: a node takes its
  * measured time (the first launch of every WEFT_GRAPH_LANE_PERIOD times
  * each node, and the next one plans again), or before any measure

@@ -5,11 +5,14 @@
  * the check that a wait inside a replayed operator would wait for its own
  * launch.
  */
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/fork.h"
+#include "common/tunables.h"
 #include "deps/graph.h"
 #include "deps/lanes.h"
 #include "deps/keep.h"
@@ -116,9 +119,34 @@ void weft_graph_orphan_all(weft_engine *eng)
     weft_dlist_remove(&graphs, n);
     weft_keep_drop(g); /* its vars go with the engine; its gate is put back */
     weft_graph_release_nodes(g);
-    atomic_store_explicit(&g->eng, NULL, memory_order_relaxed);
+    /* seq_cst, store and load: a Dekker pair with graph_enter's
+     * increment then load: either that load sees NULL, or this one sees the
+     * caller inside. The load also acquires graph_enter's release
+     * decrement: its reads of the engine come before the engine's free. */
+    atomic_store_explicit(&g->eng, NULL, memory_order_seq_cst);
+    while (atomic_load_explicit(&g->entering, memory_order_seq_cst))
+      sched_yield(); /* a few instructions: an entry the closed guard refuses */
   }
   pthread_mutex_unlock(&graphs_lock);
+}
+
+void weft_graph_wait_orphaned(struct weft_graph *g)
+{
+  /* The orphaning clears eng under the lock and touches the graph no more
+   * once it lets go of it: NULL read under the lock means done. The
+   * engine's destroy drains its work first, which may take a while: yield,
+   * then sleep. */
+  for (unsigned round = 0;; round++) {
+    pthread_mutex_lock(&graphs_lock);
+    bool orphaned = !atomic_load_explicit(&g->eng, memory_order_relaxed);
+    pthread_mutex_unlock(&graphs_lock);
+    if (orphaned)
+      return;
+    if (round < WEFT_ORPHAN_WAIT_YIELDS)
+      sched_yield();
+    else
+      nanosleep(&(struct timespec){0, WEFT_ORPHAN_WAIT_SLEEP_NS}, NULL);
+  }
 }
 
 void weft_graph_release_nodes(struct weft_graph *g)

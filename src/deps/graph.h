@@ -152,10 +152,15 @@ typedef struct weft_gate {
 } weft_gate;
 
 struct weft_graph {
-  /* atomic, relaxed: the engine; NULL once it was destroyed first (set
-   * under the graphs' lock, graph.c; a launch after that is ordered after
-   * the destroy by the user). */
+  /* atomic: the engine; NULL once it was destroyed first (set under the
+   * graphs' lock, graph.c). A launch or destroy reads it inside the
+   * entering count below (graph_api.c, graph_enter). */
   _Atomic(weft_engine *) eng;
+  /* atomic: launches and destroys between reading eng and entering its
+   * guard. Orphaning (the engine's destroy) clears eng, then waits for
+   * this to be 0 before the engine is freed: a call either sees NULL or
+   * enters a live engine's guard (which refuses it once destroy began). */
+  _Atomic unsigned entering;
   int nnodes, nroots, nvars, ncounters; /* immutable */
   char *nodes;             /* [nnodes] op blocks, stride bytes apart, line aligned */
   size_t stride;           /* immutable */
@@ -245,6 +250,11 @@ struct weft_graph {
   weft_dlist_node link; /* under the graphs' lock (graph.c): the engines' graphs */
 };
 
+/* White-box tests only (NULL otherwise): called by graph_enter (graph_api.c)
+ * between reading the graph's engine and entering it, the window a racing
+ * weft_engine_destroy must not free the engine in. */
+extern void (*weft_graph_window_hook)(struct weft_graph *g);
+
 /* weft_graph.running. ENDING: every node has finished, and the thread of
  * the last one is ending the launch, a few dozen instructions that take no
  * lock and wait for nothing (at most a futex wake, for a pusher waiting at
@@ -288,6 +298,9 @@ void weft_graph_untrack(struct weft_graph *g);
 /* At the engine's destroy (drained): every graph of eng left loses its
  * nodes and its engine (weft_graph_destroy frees the rest). */
 void weft_graph_orphan_all(weft_engine *eng);
+/* Returns once the engine's destroy (which began) has let go of g
+ * (weft_graph_orphan_all): then g is the caller's alone to free. */
+void weft_graph_wait_orphaned(struct weft_graph *g);
 /* Frees what a graph holds of its engine: its nodes and arrays. */
 void weft_graph_release_nodes(struct weft_graph *g);
 

@@ -198,36 +198,82 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
   return rc;
 }
 
+void (*weft_graph_window_hook)(struct weft_graph *g);
+
+/* Enters the graph's engine as WEFT_GUARDED does, from a graph: *eng is the
+ * engine (NULL: destroyed first), and on 0 the caller is its guest until
+ * weft_engine_leave. The engine's destroy may run meanwhile on another
+ * thread: the entering count keeps it from freeing the engine between our
+ * read of g->eng and the guard's answer (graph.c, weft_graph_orphan_all).
+ * fork_stale: a fork child's inherited graph answers WEFT_ESHUTDOWN before
+ * anything else. */
+static int graph_enter(weft_graph *g, weft_engine **eng, int *guest, bool *fork_stale)
+{
+  *guest = 0;
+  *fork_stale = false;
+  /* seq_cst: the increment, then the load below: the Dekker pair with the
+   * orphaning's store of NULL, then its load of the count (graph.c). */
+  atomic_fetch_add_explicit(&g->entering, 1, memory_order_seq_cst);
+  weft_engine *e = atomic_load_explicit(&g->eng, memory_order_seq_cst);
+  int rc = WEFT_ESHUTDOWN;
+  if (e) {
+    if (weft_graph_window_hook)
+      weft_graph_window_hook(g);
+    *fork_stale = weft_fork_stale(e->fork_gen);
+    rc = *fork_stale ? WEFT_ESHUTDOWN : weft_engine_enter(e, guest);
+  }
+  /* release: our reads of the engine come before the orphaning's load of
+   * the count, and so before the engine's free. */
+  atomic_fetch_sub_explicit(&g->entering, 1, memory_order_release);
+  *eng = e;
+  return rc;
+}
+
 int weft_graph_launch(weft_graph *g)
 {
   if (!g)
     return WEFT_EINVAL;
-  weft_engine *eng = atomic_load_explicit(&g->eng, memory_order_relaxed);
-  if (!eng)
-    return WEFT_ESHUTDOWN; /* its engine was destroyed */
-  if (weft_capturing(eng))
-    return WEFT_EBUSY;
-  WEFT_GUARDED(out, launch(eng, g, out));
+  weft_engine *eng;
+  int guest;
+  bool stale;
+  int rc = graph_enter(g, &eng, &guest, &stale);
+  if (rc)
+    return rc; /* its engine was destroyed, or is being destroyed */
+  rc = weft_capturing(eng) ? WEFT_EBUSY : launch(eng, g, guest);
+  weft_engine_leave(eng, guest);
+  return rc;
 }
 
 int weft_graph_destroy(weft_graph *g)
 {
   if (!g)
     return WEFT_EINVAL;
-  weft_engine *eng = atomic_load_explicit(&g->eng, memory_order_relaxed);
-  if (eng && weft_fork_stale(eng->fork_gen))
-    return WEFT_ESHUTDOWN; /* inherited through fork: frees nothing (weft.h) */
+  weft_engine *eng;
+  int guest;
+  bool stale;
+  if (graph_enter(g, &eng, &guest, &stale)) {
+    if (stale)
+      return WEFT_ESHUTDOWN; /* inherited through fork: frees nothing (weft.h) */
+    if (eng) /* its destroy began: it lets go of the graph, then we free it */
+      weft_graph_wait_orphaned(g);
+    eng = NULL; /* an orphan: nothing of an engine left to leave */
+  }
   /* acquire (in the wait): pairs with the release that ends a launch
    * (replay.c): the nodes' last writes come before their memory is freed.
    * A launch that is ending no longer runs: its end is waited for. */
-  if (weft_graph_wait_ended(g) != WEFT_GRAPH_IDLE)
+  if (weft_graph_wait_ended(g) != WEFT_GRAPH_IDLE) {
+    if (eng)
+      weft_engine_leave(eng, guest);
     return WEFT_EBUSY;
+  }
   /* acquire: pairs with weft_gate_put's release; a gate finishing the last
    * launch is done with the graph once the count is back to zero. */
   weft_keep_drop(g); /* the vars it kept since its last launch */
   while (atomic_load_explicit(&g->gates_out, memory_order_acquire))
     sched_yield(); /* a few var releases at most */
-  weft_graph_untrack(g);
+  weft_graph_untrack(g); /* off the engine's list: its destroy won't see it */
+  if (eng)
+    weft_engine_leave(eng, guest);
   weft_graph_release_nodes(g);
   for (weft_gate *gate = g->free_gates; gate;) {
     weft_gate *next = gate->next;
