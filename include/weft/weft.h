@@ -417,7 +417,9 @@ typedef struct weft_graph weft_graph;
  * weft_graph_launch and weft_engine_destroy return WEFT_EBUSY and do
  * nothing; other threads and engines, and operators this thread happens to
  * run meanwhile, are not affected. The thread must end its capture (a
- * capture left open at its exit is lost). WEFT_EBUSY if this thread is
+ * capture left open at its exit is lost: freed, nothing of it runs). An
+ * engine destroyed by another thread while a capture on it is open ends
+ * that capture: its end returns WEFT_ESHUTDOWN. WEFT_EBUSY if this thread is
  * already capturing; WEFT_EINVAL from inside one of eng's operators or on a
  * worker thread of its pool (capture from a thread of your own). */
 WEFT_API int weft_graph_begin_capture(weft_engine *eng);

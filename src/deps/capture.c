@@ -1,25 +1,115 @@
 /*
  * Recording a thread's pushes while it captures (capture.h).
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/error.h"
 #include "deps/capture.h"
+#include "deps/push.h"
 
 _Thread_local weft_capture *weft_tls_capture __attribute__((tls_model("initial-exec")));
+
+/* Every open capture of every engine: for an engine's destroy (which
+ * orphans its own) and a thread's exit (which frees its own). Begin and end
+ * only: not on any push path. */
+static pthread_mutex_t captures_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_dlist captures; /* under captures_lock */
+/* The thread-exit destructor's key: its value is the thread's capture. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static int exit_key_rc;
+
+static void capture_free(weft_capture *c)
+{
+  weft_free(c->recs);
+  weft_free(c->uses);
+  weft_free(c);
+}
+
+/* Takes c off the list unless its engine's destroy already did. */
+static void capture_unlist(weft_capture *c)
+{
+  pthread_mutex_lock(&captures_lock);
+  if (!atomic_load_explicit(&c->orphaned, memory_order_relaxed))
+    weft_dlist_remove(&captures, &c->link);
+  pthread_mutex_unlock(&captures_lock);
+}
+
+/* A thread exits with its capture open (weft.h: "lost"): freed here. */
+static void capture_at_exit(void *arg)
+{
+  weft_capture *c = arg;
+  capture_unlist(c);
+  if (weft_tls_capture == c)
+    weft_tls_capture = NULL;
+  capture_free(c);
+}
+
+static void exit_key_create(void)
+{
+  exit_key_rc = pthread_key_create(&exit_key, capture_at_exit);
+}
 
 int weft_capture_begin(weft_engine *eng)
 {
   if (weft_tls_capture)
     return WEFT_EBUSY;
+  pthread_once(&exit_once, exit_key_create);
+  if (exit_key_rc)
+    return WEFT_ENOMEM; /* no key left: a capture could not be freed at exit */
   weft_capture *c = weft_malloc(sizeof *c);
   if (!c)
     return WEFT_ENOMEM;
   memset(c, 0, sizeof *c);
   c->eng = eng;
   c->opr = weft_tls_opr;
+  atomic_init(&c->orphaned, false);
+  if (pthread_setspecific(exit_key, c)) {
+    weft_free(c);
+    return WEFT_ENOMEM;
+  }
+  pthread_mutex_lock(&captures_lock);
+  weft_dlist_push(&captures, &c->link); /* inside eng (guarded): alive */
+  pthread_mutex_unlock(&captures_lock);
   weft_tls_capture = c;
   return 0;
+}
+
+/* The calling thread's capture is over: off the list, the key and TLS. */
+static void capture_close(weft_capture *c)
+{
+  weft_tls_capture = NULL;
+  pthread_setspecific(exit_key, NULL);
+  capture_unlist(c);
+}
+
+void weft_capture_orphan_all(weft_engine *eng)
+{
+  pthread_mutex_lock(&captures_lock);
+  for (weft_dlist_node *n = captures.head, *next; n; n = next) {
+    next = n->next;
+    weft_capture *c = weft_dlist_entry(n, weft_capture, link);
+    if (c->eng != eng)
+      continue;
+    weft_dlist_remove(&captures, n);
+    /* relaxed: read under this lock (end, exit), or as a hint by
+     * weft_capturing on the capture's own thread, which the user orders
+     * after this destroy before it reuses the address. */
+    atomic_store_explicit(&c->orphaned, true, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&captures_lock);
+}
+
+size_t weft_capture_count_open(void)
+{
+  size_t n = 0;
+  pthread_mutex_lock(&captures_lock);
+  for (weft_dlist_node *i = captures.head; i; i = i->next)
+    n++;
+  pthread_mutex_unlock(&captures_lock);
+  return n;
 }
 
 /* Makes room for n more elements of size elem in *arr (count *len, room
@@ -58,25 +148,28 @@ int weft_capture_push(weft_capture *c, const weft_op_desc *d, const weft_var_use
   return 0;
 }
 
-void weft_capture_drop(void)
-{
-  weft_capture *c = weft_tls_capture;
-  weft_tls_capture = NULL;
-  weft_free(c->recs);
-  weft_free(c->uses);
-  weft_free(c);
-}
-
 int weft_capture_end(weft_engine *eng, struct weft_graph **out)
 {
   weft_capture *c = weft_tls_capture;
-  if (!c || c->eng != eng)
-    return WEFT_EINVAL;
-  weft_tls_capture = NULL;
+  if (!c || c->eng != eng || weft_tls_opr != c->opr)
+    return WEFT_EINVAL; /* none, another engine's, or from an operator run meanwhile */
+  /* Under the lock, eng is alive unless the capture was orphaned (the
+   * orphaning runs before the free and takes this lock). */
+  int guest = 0, rc;
+  pthread_mutex_lock(&captures_lock);
+  rc = atomic_load_explicit(&c->orphaned, memory_order_relaxed) ? WEFT_ESHUTDOWN
+                                                                 : weft_engine_enter(eng, &guest);
+  pthread_mutex_unlock(&captures_lock);
+  capture_close(c);
+  if (rc) { /* its engine is going away: the capture ends with nothing */
+    capture_free(c);
+    return rc;
+  }
   struct weft_graph *g = weft_graph_build(c);
-  weft_free(c->recs);
-  weft_free(c->uses);
-  weft_free(c);
+  capture_free(c);
+  if (g)
+    weft_graph_track(g); /* inside the engine: its destroy waits for us */
+  weft_engine_leave(eng, guest);
   *out = g;
   return g ? 0 : WEFT_ENOMEM;
 }

@@ -27,30 +27,12 @@ int weft_graph_begin_capture(weft_engine *eng)
   WEFT_GUARDED(guest, weft_capture_begin(eng));
 }
 
-static int end_capture(weft_engine *eng, weft_graph **out)
-{
-  int rc = weft_capture_end(eng, out);
-  if (rc == 0)
-    weft_graph_track(*out); /* inside the engine: its destroy waits for us */
-  return rc;
-}
-
 int weft_graph_end_capture(weft_engine *eng, weft_graph **out)
 {
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
-  if (!weft_capturing(eng))
-    return WEFT_EINVAL;
-  int guest;
-  int rc = weft_engine_enter(eng, &guest);
-  if (rc) { /* its engine is going away: the capture ends with nothing */
-    weft_capture_drop();
-    return rc;
-  }
-  rc = end_capture(eng, out);
-  weft_engine_leave(eng, guest);
-  return rc;
+  return weft_capture_end(eng, out); /* orphaned or not, a capture on eng ends here */
 }
 
 static void log_dead_var(const weft_graph *g, int k);

@@ -336,6 +336,7 @@ int weft_engine_destroy(weft_engine *eng)
   }
   int rc = weft_engine_take_failure(eng);
   weft_graph_orphan_all(eng); /* drained: no launch runs */
+  weft_capture_orphan_all(eng); /* captures left open: their end answers ESHUTDOWN */
   free_engine(eng);
   return rc;
 }

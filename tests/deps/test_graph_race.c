@@ -6,13 +6,17 @@
  * not free the engine under the caller (ASan: heap-use-after-free before
  * the fix), the launch must answer WEFT_ESHUTDOWN, the graph's destroy must
  * free the graph once the engine has let go of it, and a stress loop races
- * launches and destroys with engine destroys without the hook.
+ * launches and destroys with engine destroys without the hook. A capture
+ * whose engine is destroyed while it is open ends with WEFT_ESHUTDOWN
+ * without touching the freed engine (ASan: heap-use-after-free before),
+ * and one left open at its thread's exit is freed (LSan: a leak before).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <time.h>
 
+#include "deps/capture.h"
 #include "deps/graph.h"
 #include "engine_util.h"
 
@@ -192,4 +196,89 @@ Test(graph_race, launches_against_engine_destroys, .init = setup, .timeout = TU_
       cr_assert_eq(weft_graph_destroy(s.g[k]), 0);
     tu_destroy(t.pool);
   }
+}
+
+/* A thread captures on an engine that main destroys meanwhile. */
+typedef struct capturer {
+  weft_engine *eng;
+  weft_var *v;
+  sem_t began, destroyed;
+  int end_rc;
+  weft_graph *g;
+  int after_rc;     /* a push to a fresh engine after the orphaned end */
+  atomic_long ran;  /* what that push ran */
+} capturer;
+
+static void *capture_thread(void *arg)
+{
+  capturer *c = arg;
+  cr_assert_eq(weft_graph_begin_capture(c->eng), 0);
+  for (int i = 0; i < 100; i++)
+    cr_assert_eq(te_push(c->eng, add_fn, &c->ran, TE_NONE, TE_V(c->v), 0), 0);
+  sem_post(&c->began);
+  while (sem_wait(&c->destroyed) != 0)
+    ;
+  c->g = (weft_graph *)&c->g; /* must come back NULL */
+  c->end_rc = weft_graph_end_capture(c->eng, &c->g);
+  /* A new engine, perhaps at the old one's address: not captured. */
+  weft_engine *fresh = NULL;
+  cr_assert_eq(weft_engine_create(&fresh, NULL), 0);
+  weft_var *w = te_var(fresh);
+  c->after_rc = te_push(fresh, add_fn, &c->ran, TE_NONE, TE_V(w), 0);
+  cr_assert_eq(weft_wait_all(fresh), 0);
+  cr_assert_eq(weft_engine_destroy(fresh), 0);
+  return NULL;
+}
+
+Test(graph_race, end_capture_after_the_engine_was_destroyed, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  capturer c = {0};
+  cr_assert_eq(weft_engine_create(&c.eng, NULL), 0);
+  c.v = te_var(c.eng);
+  sem_init(&c.began, 0, 0);
+  sem_init(&c.destroyed, 0, 0);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, capture_thread, &c), 0);
+  while (sem_wait(&c.began) != 0)
+    ;
+  cr_assert_eq(weft_capture_count_open(), 1);
+  int rc = weft_engine_destroy(c.eng); /* not this thread's capture: no EBUSY */
+  cr_assert_eq(rc, 0, "engine destroy = %d (%s)", rc, weft_strerror(rc));
+  sem_post(&c.destroyed);
+  te_join(th);
+  cr_assert_eq(c.end_rc, WEFT_ESHUTDOWN, "end_capture after the destroy = %d (%s)", c.end_rc,
+               weft_strerror(c.end_rc));
+  cr_assert_null(c.g, "end_capture made a graph of a destroyed engine");
+  cr_assert_eq(c.after_rc, 0);
+  cr_assert_eq(atomic_load(&c.ran), 1, "the captured pushes ran, or the fresh one did not");
+  cr_assert_eq(weft_capture_count_open(), 0);
+  sem_destroy(&c.began);
+  sem_destroy(&c.destroyed);
+}
+
+static void *capture_and_exit(void *arg)
+{
+  capturer *c = arg;
+  cr_assert_eq(weft_graph_begin_capture(c->eng), 0);
+  for (int i = 0; i < 1000; i++)
+    cr_assert_eq(te_push(c->eng, add_fn, &c->ran, TE_NONE, TE_V(c->v), 0), 0);
+  return NULL; /* the capture is left open */
+}
+
+Test(graph_race, a_capture_left_open_at_thread_exit_is_freed, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  capturer c = {0};
+  cr_assert_eq(weft_engine_create(&c.eng, NULL), 0);
+  c.v = te_var(c.eng);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, capture_and_exit, &c), 0);
+  te_join(th);
+  cr_assert_eq(weft_capture_count_open(), 0, "the exited thread's capture is still open");
+  /* The engine works as before, and ran none of the captured pushes. */
+  cr_assert_eq(te_push(c.eng, add_fn, &c.ran, TE_NONE, TE_V(c.v), 0), 0);
+  cr_assert_eq(weft_wait_all(c.eng), 0);
+  cr_assert_eq(atomic_load(&c.ran), 1);
+  cr_assert_eq(weft_engine_destroy(c.eng), 0);
 }
