@@ -220,6 +220,17 @@
  * stop at this depth (deeper pushes go over the cap at once), levels: the
  * stack stays bounded whatever the operators push. */
 #define WEFT_HELP_DEPTH_MAX 8
+/* A push from a thread outside the engine's operators at max_inflight
+ * waits for a place; once none has freed for this long while an async
+ * operator of the engine waits for its weft_done_signal (which may be
+ * meant to come from an operator not pushed yet, such as the one this
+ * very push carries), it takes one over the cap, nanoseconds. Without such
+ * an operator it waits as long as it takes (what runs finishes by itself),
+ * so the cap holds exactly; an async operator signalled late from
+ * elsewhere costs one operator over the cap per this long. It looks again
+ * every WEFT_CAP_STALL_NS / WEFT_CAP_STALL_LOOKS at least, looks. */
+#define WEFT_CAP_STALL_NS (100 * 1000 * 1000)
+#define WEFT_CAP_STALL_LOOKS 4
 
 /* Device-side waits (predecessors' events on the same device) a GPU
  * operator carries; beyond that it waits for the rest on the host. */

@@ -362,10 +362,24 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
   op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */
   weft_prof_op_end(pm, op->name);
   weft_tls_opr = prev;
+  /* With max_inflight and no signal yet: counted as waiting for its signal
+   * (engine.h, async_waits) before the hold below is given up, after which
+   * the signal may finish it and its engine may go. relaxed (both): which
+   * of the two finishes, and so uncounts, is decided by async_refs' RMWs
+   * alone; a signal made inside the async_fn is seen here (same thread),
+   * so such an operator is never counted. */
+  weft_engine *eng = op->eng;
+  bool counted = eng->max_inflight > 0 &&
+                 atomic_load_explicit(&op->async_refs, memory_order_relaxed) == 2;
+  if (counted)
+    atomic_fetch_add_explicit(&eng->async_waits, 1, memory_order_relaxed);
   /* acq_rel: the second of (signal, return) finishes the op and must see
    * the status the signal stored. */
-  if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1)
+  if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1) {
+    if (counted) /* relaxed: as above */
+      atomic_fetch_sub_explicit(&eng->async_waits, 1, memory_order_relaxed);
     return finish(op, op->status, true, hook);
+  }
   return NULL;
 }
 
@@ -390,6 +404,10 @@ void weft_done_signal(weft_done *done, int status)
   op->status = status;
   /* acq_rel: as in weft_opr_run (the async_fn may not have returned yet). */
   if (atomic_fetch_sub_explicit(&op->async_refs, 1, memory_order_acq_rel) == 1) {
+    /* relaxed: a hint (engine.h). The return came first and saw no signal
+     * (async_refs 2), so it counted the operator. */
+    if (op->eng->max_inflight > 0)
+      atomic_fetch_sub_explicit(&op->eng->async_waits, 1, memory_order_relaxed);
     weft_opr *next = weft_opr_complete(op, status, false);
     (void)next; /* keep_one false: always NULL */
   }

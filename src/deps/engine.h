@@ -84,6 +84,14 @@ struct weft_engine {
   /* atomic: outside pushers asleep at the cap: only then does a finish
    * that makes room wake anyone (not wait_all's waiters at every finish). */
   _Atomic int cap_waiters;
+  /* atomic, relaxed, zeroed at create: with max_inflight, async operators
+   * whose async_fn has returned without their weft_done_signal having come
+   * (raised by the thread that ran the async_fn, if it saw no signal yet,
+   * before it gives up its hold on the operator; lowered by whichever of
+   * that thread and the signal finishes it, before the finish). A hint for an outside
+   * pusher's wait at the cap (push.c): such an operator may wait for an
+   * operator not pushed yet. Touched only when max_inflight is set. */
+  _Atomic int64_t async_waits;
   pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
   struct weft_engine_sync *sync; /* immutable: waiters, idle_seq, tallies */
 

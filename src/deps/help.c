@@ -13,6 +13,12 @@
 
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg)
 {
+  weft_engine_wait_sliced(eng, pred, arg, -1);
+}
+
+void weft_engine_wait_sliced(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg),
+                             void *arg, int64_t slice_ns)
+{
   /* Inside the pool's work (an operator, a task) a wait helps run work; a
    * thread outside sleeps until a completion wakes it. */
   bool help = weft_pool_worker_index(eng->pool) >= 0 || weft_pool_in_task(eng->pool);
@@ -32,7 +38,7 @@ void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg
     /* acquire: pairs with the release bump in weft_engine_sync_notify. */
     uint32_t seq = atomic_load_explicit(&sy->idle_seq, memory_order_acquire);
     if (!pred(eng, arg))
-      weft_futex_wait(&sy->idle_seq, seq, help ? sleep_ns : -1);
+      weft_futex_wait(&sy->idle_seq, seq, help ? sleep_ns : slice_ns);
     atomic_fetch_sub_explicit(&sy->waiters, 1, memory_order_relaxed);
     if (sleep_ns < WEFT_HELP_SLEEP_MAX_NS)
       sleep_ns *= 2;

@@ -10,12 +10,18 @@
 #include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "deps/engine.h"
 
 /* Waits until pred(eng, arg) holds, helping the pool run tasks on a worker
  * (or inside one of the pool's tasks); elsewhere it sleeps. */
 void weft_engine_wait(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg), void *arg);
+/* The same, but a thread that sleeps wakes after slice_ns at most (-1: only
+ * when a completion wakes it) to ask pred again: for a pred that also
+ * watches the clock. */
+void weft_engine_wait_sliced(weft_engine *eng, bool (*pred)(weft_engine *eng, void *arg),
+                             void *arg, int64_t slice_ns);
 
 /* Called by a worker pushing from inside an operator every WEFT_PACE_EVERY
  * pushes: past WEFT_PACE_OPS operators pushed and not finished

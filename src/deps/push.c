@@ -388,31 +388,60 @@ void weft_engine_leave(weft_engine *eng, int guest)
     weft_guard_leave(&eng->guard, guest);
 }
 
-static bool below_cap(weft_engine *eng, void *arg)
+/* An outside pusher's wait for a place under max_inflight (its own stack).
+ * Progress is a place freed: admitted at a new low. */
+typedef struct cap_wait {
+  int64_t low;        /* the fewest admitted seen while waiting */
+  int64_t stalled_at; /* since when no progress while an async op waits; 0: not stalled */
+  bool over;          /* stalled WEFT_CAP_STALL_NS: take a place over the cap */
+} cap_wait;
+
+static bool room_or_stall(weft_engine *eng, void *arg)
 {
-  (void)arg;
+  cap_wait *w = arg;
   /* seq_cst: pairs with the decrement in weft_opr_complete. */
-  return atomic_load_explicit(&eng->admitted, memory_order_seq_cst) < eng->max_inflight;
+  int64_t n = atomic_load_explicit(&eng->admitted, memory_order_seq_cst);
+  if (n < eng->max_inflight)
+    return true;
+  /* relaxed: a hint (engine.h); one read late starts or ends a stall one
+   * look late. No async operator waiting: what holds the places finishes
+   * by itself, so the pusher waits as long as it takes. */
+  if (n < w->low || atomic_load_explicit(&eng->async_waits, memory_order_relaxed) <= 0) {
+    if (n < w->low)
+      w->low = n;
+    w->stalled_at = 0;
+    return false;
+  }
+  int64_t now = weft_now_ns();
+  if (!w->stalled_at)
+    w->stalled_at = now;
+  else if (now - w->stalled_at >= WEFT_CAP_STALL_NS)
+    w->over = true; /* that operator may wait for this very push */
+  return w->over;
 }
 
-/* Takes a place under max_inflight: an outside pusher waits for one; from
- * inside the engine's work it helps run operators while over the cap, and
- * then goes over it rather than block. */
+/* Takes a place under max_inflight: an outside pusher waits for one (and
+ * takes one over the cap after a stall, tunables.h: WEFT_CAP_STALL_NS);
+ * from inside the engine's work it helps run operators while over the cap,
+ * and then goes over it rather than block. */
 void weft_push_admit(weft_engine *eng, bool out)
 {
+  cap_wait w = {INT64_MAX, 0, false};
   for (;;) {
-    /* seq_cst: pairs with below_cap's load and the completion's decrement. */
+    /* seq_cst: pairs with room_or_stall's load and the completion's decrement. */
     if (atomic_fetch_add_explicit(&eng->admitted, 1, memory_order_seq_cst) < eng->max_inflight)
       return;
     if (!out) {
       weft_engine_help_over_cap(eng); /* bounded depth: help.h */
       return; /* keep the place: never block inside the engine's work */
     }
+    if (w.over)
+      return; /* stalled: keep the place, over the cap */
     atomic_fetch_sub_explicit(&eng->admitted, 1, memory_order_seq_cst);
     /* seq_cst: announce, then (in the wait) re-check the cap; pairs with the
      * finish's decrement of admitted and its read of cap_waiters. */
     atomic_fetch_add_explicit(&eng->cap_waiters, 1, memory_order_seq_cst);
-    weft_engine_wait(eng, below_cap, NULL);
+    weft_engine_wait_sliced(eng, room_or_stall, &w, WEFT_CAP_STALL_NS / WEFT_CAP_STALL_LOOKS);
     atomic_fetch_sub_explicit(&eng->cap_waiters, 1, memory_order_relaxed);
   }
 }

@@ -32,9 +32,10 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use
 int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n,
                        bool admitted);
 /* Takes a place under max_inflight (when it is set) before a push: an
- * outside pusher waits for one; inside the engine's work it helps while
- * over the cap, then goes over it. weft_push_unadmit gives it back (a push
- * that failed). */
+ * outside pusher waits for one, or takes one over the cap once none has
+ * freed for WEFT_CAP_STALL_NS while an async operator waits for its signal
+ * (tunables.h); inside the engine's work it helps while over the cap, then
+ * goes over it. weft_push_unadmit gives it back (a push that failed). */
 void weft_push_admit(weft_engine *eng, bool out);
 void weft_push_unadmit(weft_engine *eng);
 /* A user push of normalised uses, with back pressure (or the naive path);

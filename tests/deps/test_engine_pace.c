@@ -5,7 +5,9 @@
  * pool catch up (helping), so the blocks it pushed are still in cache when
  * they run; and never waits for operators that wait for it. A user's own
  * thread pushing does the same past WEFT_PACE_OUTSIDE_OPS, sleeping instead
- * of helping (weft_engine_pace_outside).
+ * of helping (weft_engine_pace_outside). And at max_inflight, a user's
+ * thread waits for a place, but not for good for async operators that wait
+ * for an operator it has yet to push (push.c, weft_push_admit).
  *
  * What is checked is counts, not time: the most operators pushed and not
  * yet run, seen by the pusher after each push (without pacing it reaches
@@ -401,4 +403,206 @@ Test(pace, pushers_pushing_pushers, .init = setup, .timeout = TU_TIMEOUT(120))
     free(n);
     cr_assert_eq(te_free(&t), 0);
   }
+}
+
+/* ------------------------------------ a user's own thread at max_inflight */
+
+/* An async operator A whose signal comes from a CPU operator B pushed after
+ * it: with A (and what waits behind it) filling every place under
+ * max_inflight, B's push must not wait for a place forever: once no place
+ * frees for WEFT_CAP_STALL_NS while an async operator waits for its signal,
+ * the user's thread goes over the cap (push.c, weft_push_admit). A
+ * watchdog signals A itself when the push has not returned by the deadline,
+ * so that a push that waits for good fails the test instead of hanging it. */
+typedef struct late_signal {
+  _Atomic(weft_done *) token; /* A's, once its async_fn ran; taken by its one signaller */
+  atomic_int a_called;        /* A's async_fn calls */
+  atomic_int b_ran, b_signalled, c_ran;
+  atomic_int pushed;  /* the test's pushes returned */
+  atomic_int rescued; /* the watchdog signalled A: B's push waited for good */
+} late_signal;
+
+static void waits_for_b(const weft_run_ctx *rc, void *arg, weft_done *done)
+{
+  (void)rc;
+  late_signal *s = arg;
+  atomic_fetch_add(&s->a_called, 1);
+  atomic_store(&s->token, done);
+}
+
+static int signals_a(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  late_signal *s = arg;
+  atomic_fetch_add(&s->b_ran, 1);
+  /* A's async_fn ran before B's push went over the cap; in any case its
+   * token comes (or the watchdog took it). */
+  TU_WAIT_UNTIL(atomic_load(&s->token) || atomic_load(&s->rescued), TU_DEADLINE_S);
+  weft_done *d = atomic_exchange(&s->token, NULL);
+  if (d) {
+    atomic_store(&s->b_signalled, 1);
+    weft_done_signal(d, 0);
+  }
+  return 0;
+}
+
+static int behind_a(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add(&((late_signal *)arg)->c_ran, 1);
+  return 0;
+}
+
+static void *late_watchdog(void *arg)
+{
+  late_signal *s = arg;
+  if (!TU_WAIT_UNTIL(atomic_load(&s->pushed), TU_DEADLINE_S)) {
+    atomic_store(&s->rescued, 1);
+    weft_done *d = atomic_exchange(&s->token, NULL);
+    if (d)
+      weft_done_signal(d, 0);
+  }
+  return NULL;
+}
+
+enum late_shape {
+  LATE_ALONE,  /* max_inflight 1: A alone fills it */
+  LATE_BEHIND, /* max_inflight 2: A, and C (reads A's var) waiting behind it */
+  LATE_GRAPH,  /* max_inflight 1: a launch of a graph whose one node is A */
+};
+
+static const char *late_name[] = {"A alone", "A and an op behind it", "A in a graph"};
+
+static void late_signal_case(int threads, enum late_shape shape)
+{
+  te t = te_new("threaded", threads, shape == LATE_BEHIND ? 2 : 1);
+  late_signal s;
+  memset(&s, 0, sizeof s);
+  weft_var *va = te_var(t.eng), *vb = te_var(t.eng), *vc = te_var(t.eng);
+  weft_op_desc a = te_adesc(waits_for_b, &s);
+  weft_var *aw[1] = {va};
+  a.writes = aw;
+  a.num_writes = 1;
+  weft_graph *g = NULL;
+  if (shape == LATE_GRAPH) {
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(weft_push(t.eng, &a), 0);
+    cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+  } else {
+    cr_assert_eq(weft_push(t.eng, &a), 0);
+  }
+  if (shape == LATE_BEHIND)
+    cr_assert_eq(te_push(t.eng, behind_a, &s, TE_V(va), TE_V(vc), 0), 0);
+  pthread_t dog;
+  cr_assert_eq(pthread_create(&dog, NULL, late_watchdog, &s), 0);
+  int rc = te_push(t.eng, signals_a, &s, TE_NONE, TE_V(vb), 0);
+  atomic_store(&s.pushed, 1);
+  te_join(dog);
+  cr_assert_eq(rc, 0, "%s, %d threads: B's push = %d", late_name[shape], threads, rc);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&s.rescued), 0,
+               "%s, %d threads: B's push waited at max_inflight for A, which waits for B, "
+               "until the watchdog signalled A",
+               late_name[shape], threads);
+  cr_assert_eq(atomic_load(&s.a_called), 1);
+  cr_assert_eq(atomic_load(&s.b_ran), 1);
+  cr_assert_eq(atomic_load(&s.b_signalled), 1);
+  cr_assert_eq(atomic_load(&s.c_ran), shape == LATE_BEHIND ? 1 : 0);
+  if (g)
+    cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+Test(cap, an_async_op_waiting_for_a_later_push_does_not_hold_it, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  for (int threads = 1; threads <= 2; threads++)
+    for (int shape = LATE_ALONE; shape <= LATE_GRAPH; shape++)
+      late_signal_case(threads, (enum late_shape)shape);
+}
+
+/* The ordinary case: no async operator waits for a signal (CPU operators,
+ * and async ones that signal inside their async_fn), so the cap holds
+ * exactly, also while nothing finishes for longer than WEFT_CAP_STALL_NS
+ * (two operators in a row sleep three times that, holding the workers).
+ * What is checked: the most operators pushed and not finished, seen by the
+ * pusher after each push (an operator counts itself finished at the end of
+ * its fn, before the engine does, so this never exceeds what the engine
+ * holds). */
+typedef struct capped {
+  atomic_long finished;
+  long nap_every; /* ops i with i % nap_every >= nap_every - 2 sleep nap_us */
+  long nap_us;
+} capped;
+
+typedef struct capped_arg {
+  capped *c;
+  long i;
+} capped_arg;
+
+static void capped_nap(capped_arg *a)
+{
+  if (a->i % a->c->nap_every >= a->c->nap_every - 2)
+    tu_sleep_us(a->c->nap_us);
+}
+
+static int capped_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  capped_arg *a = arg;
+  capped_nap(a);
+  atomic_fetch_add(&a->c->finished, 1);
+  return 0;
+}
+
+static void capped_async(const weft_run_ctx *rc, void *arg, weft_done *done)
+{
+  (void)rc;
+  capped_arg *a = arg;
+  capped_nap(a);
+  atomic_fetch_add(&a->c->finished, 1);
+  weft_done_signal(done, 0);
+}
+
+Test(cap, the_cap_bounds_the_ops_in_flight, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  enum { K = 3 };
+  long n = tu_scaled(3000, 600);
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new("threaded", threads, K);
+    capped c = {.nap_every = n / 3, .nap_us = 3 * WEFT_CAP_STALL_NS / 1000};
+    atomic_init(&c.finished, 0);
+    capped_arg *args_ = calloc((size_t)n, sizeof *args_);
+    cr_assert_not_null(args_);
+    weft_var *v[NV];
+    for (int i = 0; i < NV; i++)
+      v[i] = te_var(t.eng);
+    long most = 0;
+    uint64_t rs = 7;
+    for (long i = 0; i < n; i++) {
+      args_[i] = (capped_arg){&c, i};
+      uint64_t x = tu_rand(&rs);
+      weft_op_desc d =
+          x % 4 == 0 ? te_adesc(capped_async, &args_[i]) : te_desc(capped_fn, &args_[i]);
+      weft_var *r[1] = {v[(x >> 8) % NV]}, *w[1] = {v[(x >> 16) % NV]};
+      d.reads = r;
+      d.num_reads = (x >> 24) % 2;
+      d.writes = w;
+      d.num_writes = 1;
+      cr_assert_eq(weft_push(t.eng, &d), 0);
+      long in_flight = (i + 1) - atomic_load(&c.finished);
+      if (in_flight > most)
+        most = in_flight;
+    }
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&c.finished), n);
+    cr_log_info("%d threads, max_inflight %d: at most %ld ops in flight", threads, K, most);
+    cr_assert_leq(most, K, "%d threads: %ld ops pushed and not finished, max_inflight %d",
+                  threads, most, K);
+    free(args_);
+    cr_assert_eq(te_free(&t), 0);
+  }
+  tu_assert_no_errors();
 }
