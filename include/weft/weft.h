@@ -295,7 +295,17 @@ typedef struct weft_engine_config {
                         an async op's push returns once it is signalled, so
                         its signal must come from another thread) */
   int max_inflight;  /* -1: automatic (WEFT_MAX_INFLIGHT, default 0 = unbounded);
-                        the most operators pushed but not finished */
+                        the most operators pushed but not finished. At the
+                        cap, a push from inside an operator helps run others,
+                        then goes over it; a push from any other thread waits
+                        for a place. The stall rule: once no place has freed
+                        for 100 ms while an async operator waits for its
+                        weft_done_signal (it may be waiting for the very
+                        operator being pushed), that push takes a place over
+                        the cap, one per 100 ms stalled. So the cap holds
+                        exactly while no async operator waits for a signal;
+                        one signalled late costs an operator over it per
+                        100 ms. */
   /* Room to grow without breaking binaries: must be zero, as
    * weft_engine_config_default leaves it (WEFT_EINVAL otherwise). */
   void *reserved[8];
