@@ -291,9 +291,11 @@ typedef struct weft_op_desc {
 typedef struct weft_engine_config {
   weft_pool *pool;   /* NULL: the engine creates and owns a pool (environment) */
   const char *kind;  /* NULL: automatic (WEFT_ENGINE, default "threaded");
-                        "threaded" | "naive" (every push runs synchronously;
-                        an async op's push returns once it is signalled, so
-                        its signal must come from another thread) */
+                        "threaded" | "naive" (every push runs synchronously,
+                        holding the engine: an async op's push returns once
+                        it is signalled, so its signal must come from another
+                        thread, one that calls nothing on this engine before
+                        it signals: such a call would wait for that push) */
   int max_inflight;  /* -1: automatic (WEFT_MAX_INFLIGHT, default 0 = unbounded);
                         the most operators pushed but not finished. At the
                         cap, a push from inside an operator helps run others,
