@@ -38,7 +38,9 @@
  * "sequence" must be made by every rank of the communicator in the same
  * order with the same arguments (buffers and the execution of operators
  * aside). Ranks that submit different sequences are detected at the next
- * collective wait (WEFT_EMISMATCH on every rank), not left hanging.
+ * collective wait (WEFT_EMISMATCH on every rank), not left hanging, also
+ * when the difference broke a transfer first (a count that differs
+ * truncates a receive).
  *
  * Engines with max_inflight (WEFT_MAX_INFLIGHT) must not be attached: a
  * rank blocked at its cap can wait for a transfer that another rank, blocked
@@ -163,8 +165,9 @@ WEFT_API int weft_mpi_var_delete(weft_mpi *mpi, weft_var *var);
  * desc is copied; on other ranks its fn and arg are not used, but every
  * rank passes the same vars in the same order. WEFT_EINVAL: a bad
  * descriptor (as weft_push), async_fn, a GPU ctx, an unregistered var (the
- * message names it), a bad exec_rank; WEFT_ENOMEM; WEFT_ETIMEDOUT once an
- * earlier wait timed out (nothing is pushed from then on). */
+ * message names it), a bad exec_rank; WEFT_ENOMEM; WEFT_ETIMEDOUT,
+ * WEFT_EMISMATCH or WEFT_ECOMM once an earlier wait returned it (nothing
+ * is pushed from then on). */
 WEFT_API int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_rank);
 
 /* Sequence, collective. Waits until every operator and transfer pushed so
@@ -177,11 +180,21 @@ WEFT_API int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_ran
  *                     gives each rank's count); the transfers left waiting
  *                     for a partner are cancelled;
  *   WEFT_ETIMEDOUT    a rank stopped answering (it is named);
- *   WEFT_ECOMM        an MPI call failed (the message gives MPI's error).
+ *   WEFT_ECOMM        an MPI call failed on some rank (the message there
+ *                     gives MPI's error; the others name that rank).
  * After the last three the attachment is unusable: every later call
- * returns the same code at once (detach too, after freeing what it can),
- * and its heartbeats stop, so ranks still waiting on it end with
- * WEFT_ETIMEDOUT; the application should then MPI_Abort. A wait that reports an operator's
+ * returns the same code at once (detach too, after freeing what it can);
+ * the application should then MPI_Abort. A transfer that fails in MPI on
+ * one rank (a truncated receive, say) breaks the attachment there and, by
+ * a message, on every other rank, whose transfers then fail at once, so
+ * that no wait is left hanging, whatever the timeout; every rank reports
+ * the break in the same wait (the next one to compare the ranks' states
+ * after it), with WEFT_EMISMATCH if the sequences differ, else WEFT_ECOMM.
+ * Until then the other calls go on, their transfers failing at once. A
+ * rank that timed out, or where MPI failed outside a transfer (in the
+ * wait's own collectives, say), falls silent instead (its heartbeats stop),
+ * so ranks still waiting on it end with WEFT_ETIMEDOUT.
+ * A wait that reports an operator's
  * failure also drops every cached copy (a copy that received a failure kept
  * its old bytes), so the next reads fetch again. 
  * WEFT_EINVAL for NULL. */

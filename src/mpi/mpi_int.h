@@ -123,11 +123,20 @@ struct weft_mpi {
   pthread_mutex_t call_lock;
   pthread_t thread;
   struct progress *progress; /* the progress thread's own state */
-  /* 0, or WEFT_ETIMEDOUT / WEFT_EMISMATCH once the attachment broke:
-   * set by the progress thread (timeout) or the submitting thread
-   * (mismatch); read by the submitting thread. Relaxed: it is a flag
-   * checked again under lock where it matters. */
+  /* 0, or the code the attachment broke with on this rank: WEFT_ECOMM (an
+   * MPI call failed here, or another rank's notice said one failed there)
+   * or WEFT_ETIMEDOUT, set by the progress thread; the code a wait ended
+   * the attachment with, set by the submitting thread. Read by both.
+   * Relaxed: a flag; what it stands for reaches the submitting thread
+   * through the next wait's collectives, not through this word. */
   _Atomic int broken;
+  /* Set by the progress thread when the attachment broke by this rank's
+   * own doing (an MPI call failed here, a timeout), not by another rank's
+   * notice: the wait names such a rank. Relaxed: read for a message only. */
+  _Atomic bool broke_here;
+  /* Submitting thread only: 0, or the code a wait returned when it ended
+   * the attachment (every later call returns it at once). */
+  int ended;
 
   /* Counters (relaxed: statistics). */
   _Atomic uint64_t n_ops, n_sends, n_recvs, n_bytes_sent, n_bytes_recv, n_cache_hits;

@@ -15,10 +15,23 @@
  * work_cv until a job comes (or a heartbeat is due): no CPU is spent.
  *
  * Liveness: with a timeout T, every progress thread sends an empty message
- * (tag 0) to every other rank each T / WEFT_MPI_HEARTBEATS_PER_TIMEOUT, and
- * keeps a receive for them posted. A job pending for longer than T on a
- * rank heard from last more than T ago means that rank is dead, stopped or
- * hung: the attachment breaks (WEFT_ETIMEDOUT) and every pending job fails.
+ * (tag 0) to every other rank each T / WEFT_MPI_HEARTBEATS_PER_TIMEOUT. A
+ * job pending for longer than T on a rank heard from last more than T ago
+ * means that rank is dead, stopped or hung: the attachment breaks
+ * (WEFT_ETIMEDOUT) and every pending job fails.
+ *
+ * Breaking: an attachment breaks on a rank when an MPI call fails there
+ * (WEFT_ECOMM) or a rank times out. Every pending transfer fails and none
+ * is posted from then on. The rank goes on taking part in the wait's
+ * collectives, which report the break on every rank alike (wait.c), unless
+ * it fell silent: after a timeout, or a failure of the collectives or of
+ * tag 0's receive themselves, it posts no collective and sends no
+ * heartbeat any more, so ranks waiting on it time out. A transfer's own
+ * MPI failure also sends every other rank a notice (a one-int message on
+ * tag 0): their transfers with this rank would never end, so theirs break
+ * too (WEFT_ECOMM), and their waits end, whatever the timeout. Each
+ * progress thread keeps a receive posted on tag 0 (with more than one
+ * rank) for heartbeats and notices.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -32,16 +45,29 @@
 
 #define HEARTBEAT_TAG 0
 
+/* A notice's one int (a heartbeat has none): the code this rank's
+ * attachment broke with. Static: MPI may read it after the call returned. */
+static const int notice_ecomm = WEFT_ECOMM;
+
+/* How an attachment breaks (break_attachment), mildest first. */
+typedef enum {
+  BREAK_TOLD = 1, /* another rank's notice: keep talking */
+  BREAK_NOTIFY,   /* a transfer's MPI failure here: keep talking, tell the others */
+  BREAK_SILENT,   /* a timeout, or collectives or tag 0 failing: fall silent */
+} break_how;
+
+/* The progress thread's own (no lock), freed after its join. */
 struct progress {
   weft_mpi *mpi;
-  /* The posted jobs and their requests, [0, n); the heartbeat receive is
-   * one of them when there is one. */
+  /* The posted jobs and their requests, [0, n); the tag 0 receive is one
+   * of them when there is one. */
   MPI_Request *reqs;
   mpi_job **jobs;
   int n, cap;
-  int work; /* posted jobs other than the heartbeat receive */
-  mpi_job heartbeat;
-  char hb_byte;
+  int work; /* posted jobs other than the tag 0 receive */
+  mpi_job heartbeat; /* the tag 0 receive's job */
+  int ctl_word;      /* its buffer: a notice's code */
+  bool silent;       /* broken and silent: no collective, no heartbeat */
   double *last_heard; /* per rank, seconds */
   double next_beat;
   int *idx;
@@ -109,13 +135,16 @@ static void mpi_error(weft_mpi *mpi, const char *call, int err)
   mpi_log(mpi, "%s failed: %s", call, s);
 }
 
-/* Fails every posted job but the heartbeat receive with status: receives
- * are cancelled, sends and collectives abandoned (their requests are left to
- * MPI, and their buffers too: detach does not free a buffer MPI may still
- * use). The attachment is broken by then, so nothing new is posted. */
+/* Fails every posted transfer with status, and every posted collective
+ * too when the attachment fell silent (else they stay posted: every rank
+ * still takes part in them): receives are cancelled, sends and collectives
+ * abandoned (their requests are left to MPI, and their buffers too: detach
+ * does not free a buffer MPI may still use). The attachment is broken by
+ * then, so no transfer is posted any more. */
 static void abort_all(progress *p, int status)
 {
   int keep = 0;
+  p->work = 0;
   for (int i = 0; i < p->n; i++) {
     mpi_job *job = p->jobs[i];
     switch (job->kind) {
@@ -140,6 +169,12 @@ static void abort_all(progress *p, int status)
       finish_transfer(p->mpi, job, status);
       break;
     default: /* a collective: MPI offers no way to cancel one */
+      if (!p->silent) {
+        p->reqs[keep] = p->reqs[i];
+        p->jobs[keep++] = job;
+        p->work++;
+        continue;
+      }
       pthread_mutex_lock(&p->mpi->lock);
       job->abandoned = true; /* its buffers stay MPI's */
       pthread_mutex_unlock(&p->mpi->lock);
@@ -148,56 +183,83 @@ static void abort_all(progress *p, int status)
     }
   }
   p->n = keep;
-  p->work = 0;
 }
 
-/* An MPI failure or a dead rank: the attachment is unusable from now on
- * (its partners' transfers would never match), every pending job fails. */
-static void break_attachment(progress *p, int code)
+/* Tells every other rank that this rank's attachment broke (a transfer's
+ * MPI failure): their transfers with this one would never end. */
+static void send_notices(progress *p)
+{
+  weft_mpi *mpi = p->mpi;
+  for (int r = 0; r < mpi->size; r++) {
+    MPI_Request req;
+    if (r != mpi->rank && MPI_Isend(&notice_ecomm, 1, MPI_INT, r, HEARTBEAT_TAG, mpi->comm,
+                                    &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+/* An MPI failure, another rank's notice or a dead rank: the attachment is
+ * unusable from now on (its partners' transfers would never match), every
+ * pending transfer fails (see the top of the file). */
+static void break_attachment(progress *p, int code, break_how how)
 {
   int expected = 0;
-  atomic_compare_exchange_strong_explicit(&p->mpi->broken, &expected, code,
-                                          memory_order_relaxed, memory_order_relaxed);
+  bool first = atomic_compare_exchange_strong_explicit(&p->mpi->broken, &expected, code,
+                                                       memory_order_relaxed,
+                                                       memory_order_relaxed);
+  if (how != BREAK_TOLD)
+    atomic_store_explicit(&p->mpi->broke_here, true, memory_order_relaxed);
+  if (how == BREAK_SILENT)
+    p->silent = true;
+  else if (how == BREAK_NOTIFY && first && !p->silent)
+    send_notices(p);
   abort_all(p, atomic_load_explicit(&p->mpi->broken, memory_order_relaxed));
 }
 
 static void post_heartbeat_recv(progress *p)
 {
   if (grow(p) ||
-      MPI_Irecv(&p->hb_byte, 1, MPI_BYTE, MPI_ANY_SOURCE, HEARTBEAT_TAG, p->mpi->comm,
+      MPI_Irecv(&p->ctl_word, 1, MPI_INT, MPI_ANY_SOURCE, HEARTBEAT_TAG, p->mpi->comm,
                 &p->reqs[p->n]) != MPI_SUCCESS) {
-    mpi_log(p->mpi, "cannot post the heartbeat receive: ranks may be declared dead");
+    mpi_log(p->mpi, "cannot post the receive of tag 0: ranks may be declared dead, and "
+                    "other ranks' MPI errors go unheard");
     return;
   }
   p->jobs[p->n++] = &p->heartbeat;
 }
 
-/* Posts one job; a job that cannot be posted ends at once. */
+/* Posts one job; a job that cannot be posted ends at once: a transfer
+ * once the attachment broke, a collective once it fell silent. */
 static void post(progress *p, mpi_job *job)
 {
   weft_mpi *mpi = p->mpi;
-  int broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
   if (job->kind == JOB_ABORT) {
+    /* The wait ended the attachment: nothing is posted from now on. */
+    p->silent = true;
     abort_all(p, job->status);
     finish_waited(mpi, job, 0);
     return;
   }
+  bool collective = job->kind == JOB_ALLGATHER;
+  int broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
   int err = MPI_SUCCESS;
   const char *call = "";
-  if (!broken && grow(p)) {
+  if (!(collective ? p->silent : broken) && grow(p)) {
     mpi_log(mpi, "out of memory for the progress thread's table of requests");
-    break_attachment(p, WEFT_ECOMM);
-    broken = WEFT_ECOMM;
+    break_attachment(p, WEFT_ECOMM, BREAK_SILENT);
   }
+  broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
+  /* Why this job is not posted (0: it is). */
+  int refused = collective ? (p->silent ? broken : 0) : broken;
   if (job->posted) { /* a send its operator's thread posted (mpi_send_now) */
-    if (broken) {
+    if (refused) {
       MPI_Request_free(&job->req); /* MPI may still read the buffer */
       job->d->abandoned = true;
-      finish_transfer(mpi, job, broken);
+      finish_transfer(mpi, job, refused);
       return;
     }
     p->reqs[p->n] = job->req;
-  } else if (!broken) {
+  } else if (!refused) {
     MPI_Request *r = &p->reqs[p->n];
     mpi_dvar *d = job->d;
     switch (job->kind) {
@@ -218,15 +280,15 @@ static void post(progress *p, mpi_job *job)
     }
     if (err != MPI_SUCCESS) {
       mpi_error(mpi, call, err);
-      break_attachment(p, WEFT_ECOMM);
-      broken = WEFT_ECOMM;
+      break_attachment(p, WEFT_ECOMM, collective ? BREAK_SILENT : BREAK_NOTIFY);
+      refused = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
     }
   }
-  if (broken) {
-    if (job->kind == JOB_ALLGATHER)
-      finish_waited(mpi, job, broken);
+  if (refused) {
+    if (collective)
+      finish_waited(mpi, job, refused);
     else
-      finish_transfer(p->mpi, job, broken);
+      finish_transfer(p->mpi, job, refused);
     return;
   }
   job->posted_s = mpi_now_s();
@@ -234,24 +296,35 @@ static void post(progress *p, mpi_job *job)
   p->work++;
 }
 
-/* Ends one completed job; returns false if MPI reported an error for it
- * (the caller then breaks the attachment). */
-static bool complete(progress *p, mpi_job *job, MPI_Status *st, double now)
+/* Ends one completed job; returns how it breaks the attachment (0: it
+ * does not; the caller breaks it, and reposts tag 0's receive). */
+static int complete(progress *p, mpi_job *job, MPI_Status *st, double now)
 {
   weft_mpi *mpi = p->mpi;
   int status = 0;
   bool mpi_ok = st->MPI_ERROR == MPI_SUCCESS;
   if (!mpi_ok) {
-    mpi_error(mpi, job->kind == JOB_SEND ? "a send" : job->kind == JOB_RECV ? "a receive"
-                                                                           : "a collective",
+    mpi_error(mpi, job->kind == JOB_SEND        ? "a send"
+                   : job->kind == JOB_RECV      ? "a receive"
+                   : job->kind == JOB_HEARTBEAT ? "the receive of tag 0"
+                                                : "a collective",
               st->MPI_ERROR);
     status = WEFT_ECOMM;
   }
   switch (job->kind) {
-  case JOB_HEARTBEAT:
-    if (mpi_ok)
-      p->last_heard[st->MPI_SOURCE] = now;
-    return mpi_ok; /* reposted by the caller */
+  case JOB_HEARTBEAT: {
+    if (!mpi_ok)
+      return BREAK_SILENT;
+    p->last_heard[st->MPI_SOURCE] = now;
+    int n = 0;
+    if (MPI_Get_count(st, MPI_INT, &n) != MPI_SUCCESS || n == 0)
+      return 0; /* a heartbeat */
+    if (!atomic_load_explicit(&mpi->broken, memory_order_relaxed))
+      mpi_log(mpi, "rank %d's attachment broke (an MPI call failed there): this rank's "
+                   "transfers fail too; the next weft_mpi_wait_all reports it on every rank",
+              st->MPI_SOURCE);
+    return BREAK_TOLD;
+  }
   case JOB_RECV:
     p->last_heard[job->peer] = now;
     if (!status) {
@@ -267,10 +340,11 @@ static bool complete(progress *p, mpi_job *job, MPI_Status *st, double now)
     break;
   default:
     finish_waited(mpi, job, status);
-    break;
+    p->work--;
+    return mpi_ok ? 0 : BREAK_SILENT;
   }
   p->work--;
-  return mpi_ok;
+  return mpi_ok ? 0 : BREAK_NOTIFY;
 }
 
 /* Tests every posted job once; returns how many completed. */
@@ -282,7 +356,7 @@ static int test_all(progress *p)
   int err = MPI_Testsome(p->n, p->reqs, &out, p->idx, p->st);
   if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
     mpi_error(p->mpi, "MPI_Testsome", err);
-    break_attachment(p, WEFT_ECOMM);
+    break_attachment(p, WEFT_ECOMM, BREAK_SILENT);
     return 1;
   }
   if (out == MPI_UNDEFINED || out <= 0)
@@ -291,11 +365,13 @@ static int test_all(progress *p)
     for (int i = 0; i < out; i++)
       p->st[i].MPI_ERROR = MPI_SUCCESS; /* only set by MPI with ERR_IN_STATUS */
   double now = mpi_now_s();
-  bool beat = false, failed = false;
+  bool beat = false;
+  int how = 0; /* the worst break_how the completions ask for */
   for (int i = 0; i < out; i++) {
     mpi_job *job = p->jobs[p->idx[i]];
     beat |= job == &p->heartbeat;
-    failed |= !complete(p, job, &p->st[i], now);
+    int h = complete(p, job, &p->st[i], now);
+    how = h > how ? h : how;
     p->jobs[p->idx[i]] = NULL;
   }
   /* Compact: completed requests are MPI_REQUEST_NULL, their jobs NULL. */
@@ -306,9 +382,9 @@ static int test_all(progress *p)
       p->jobs[keep++] = p->jobs[i];
     }
   p->n = keep;
-  if (failed)
-    break_attachment(p, WEFT_ECOMM);
-  else if (beat)
+  if (how)
+    break_attachment(p, WEFT_ECOMM, (break_how)how);
+  if (beat && !p->silent) /* tag 0's receive completed fine: the next one */
     post_heartbeat_recv(p);
   return out;
 }
@@ -317,15 +393,15 @@ static void send_heartbeats(progress *p, double now)
 {
   weft_mpi *mpi = p->mpi;
   p->next_beat = now + mpi->timeout_ms * 1e-3 / WEFT_MPI_HEARTBEATS_PER_TIMEOUT;
-  /* A broken attachment takes part in nothing any more: falling silent lets
-   * the other ranks' waits end with WEFT_ETIMEDOUT instead of hanging. */
-  if (atomic_load_explicit(&mpi->broken, memory_order_relaxed))
+  /* A silent attachment takes part in nothing any more: the other ranks'
+   * waits end with WEFT_ETIMEDOUT instead of hanging. */
+  if (p->silent)
     return;
   for (int r = 0; r < mpi->size; r++) {
     if (r == mpi->rank)
       continue;
     MPI_Request req;
-    if (MPI_Isend(&p->hb_byte, 0, MPI_BYTE, r, HEARTBEAT_TAG, mpi->comm, &req) == MPI_SUCCESS)
+    if (MPI_Isend(&notice_ecomm, 0, MPI_INT, r, HEARTBEAT_TAG, mpi->comm, &req) == MPI_SUCCESS)
       MPI_Request_free(&req);
   }
 }
@@ -357,7 +433,7 @@ static void check_timeouts(progress *p, double now)
     mpi_log(p->mpi, "rank %d has not answered for %.1f s (timeout %d ms, WEFT_MPI_TIMEOUT_MS): "
                     "it is dead, stopped or hung; pending transfers fail with WEFT_ETIMEDOUT",
             dead, now - p->last_heard[dead], p->mpi->timeout_ms);
-    break_attachment(p, WEFT_ETIMEDOUT);
+    break_attachment(p, WEFT_ETIMEDOUT, BREAK_SILENT);
     return;
   }
 }
@@ -403,10 +479,11 @@ static void *progress_main(void *arg)
   for (int r = 0; r < mpi->size; r++)
     p->last_heard[r] = now;
   p->heartbeat.kind = JOB_HEARTBEAT;
-  if (beats) {
+  if (mpi->size > 1) { /* heartbeats and notices: also without a timeout */
     pthread_mutex_lock(&mpi->call_lock);
     post_heartbeat_recv(p);
-    send_heartbeats(p, now);
+    if (beats)
+      send_heartbeats(p, now);
     pthread_mutex_unlock(&mpi->call_lock);
   }
 

@@ -112,8 +112,8 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
 {
   if (!mpi || !var)
     return WEFT_EINVAL;
-  if (atomic_load_explicit(&mpi->broken, memory_order_relaxed))
-    return atomic_load_explicit(&mpi->broken, memory_order_relaxed);
+  if (mpi->ended)
+    return mpi->ended;
   if (owner < 0 || owner >= mpi->size) {
     mpi_log(mpi, "weft_mpi_var_register: owner %d is not a rank of the communicator (size %d)",
             owner, mpi->size);
@@ -243,9 +243,8 @@ int weft_mpi_var_delete(weft_mpi *mpi, weft_var *var)
 {
   if (!mpi || !var)
     return WEFT_EINVAL;
-  int broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
-  if (broken)
-    return broken;
+  if (mpi->ended)
+    return mpi->ended;
   mpi_dvar *d = mpi_lookup(mpi, var, true);
   if (!d) {
     mpi_log(mpi, "weft_mpi_var_delete: the var is not registered");

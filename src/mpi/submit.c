@@ -202,9 +202,8 @@ int weft_mpi_push(weft_mpi *mpi, const weft_op_desc *desc, int exec_rank)
 {
   if (!mpi || !desc)
     return WEFT_EINVAL;
-  int broken = atomic_load_explicit(&mpi->broken, memory_order_relaxed);
-  if (broken)
-    return broken;
+  if (mpi->ended)
+    return mpi->ended;
   int rc = check_desc(mpi, desc);
   if (rc)
     return rc;
