@@ -338,9 +338,32 @@ WEFT_API int weft_op_push(weft_engine *eng, weft_op *op);
 WEFT_API int weft_op_delete(weft_engine *eng, weft_op *op);
 
 /* Waits until every operator pushed before on var has finished. Returns the
- * var's failure status (and clears it), else 0. From inside an operator that
- * reads or writes var: WEFT_EDEADLK; other waits inside operators run other
- * work meanwhile. */
+ * var's failure status (and clears it), else 0.
+ *
+ * Inside an operator X, the wait runs other work meanwhile; it returns
+ * WEFT_EDEADLK at once, waiting for nothing and clearing nothing, when it
+ * would wait for X itself (X cannot finish before it returns):
+ *   - X reads or writes var (inside a replayed operator: X's graph does,
+ *     see "graphs");
+ *   - or an operator on var that cannot finish before X does: one queued
+ *     behind X on a var X uses, or behind such an operator on another var,
+ *     and so on (X writes a, pushes Y that reads a and writes b, waits on
+ *     b: WEFT_EDEADLK). Queued behind: a write waits for every earlier
+ *     operator on its var, a read for the earlier writes and for what they
+ *     wait for; a read does not wait for an earlier read (X reads a and
+ *     pushes Y that reads a and writes b: a wait on b waits for Y). Who
+ *     pushed them makes no difference, and a graph launch counts as one
+ *     operator on all of the graph's vars.
+ * X here is also each operator that this thread runs X inside (X ran in
+ * their weft_var_wait meanwhile), and an operator waiting in its own
+ * weft_var_wait counts as queued behind what that wait waits for. The check
+ * sees the operators pushed before the call; a loop that another thread
+ * closes at the same moment (a push or a wait racing with this one) may go
+ * unseen, and then the wait never returns. The check locks and reads the
+ * queue of each var X uses (a replayed operator: each var of its graph) and
+ * of each operator queued behind X: its cost grows with those, not with the
+ * rest of the engine's work. The naive engine runs each push at once, so no
+ * such loop forms there. */
 WEFT_API int weft_var_wait(weft_engine *eng, weft_var *var);
 /* Waits until every operator pushed so far has finished. Returns the first
  * failure recorded since the previous weft_wait_all, and clears it and every

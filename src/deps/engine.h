@@ -16,6 +16,7 @@
  *   dispatch.h    the release policy: where a ready op runs; running it
  *   help.h        waiting by helping; pacing
  *   executor.h    the executor interface; device.c, its engine side
+ *   loopback.h    a wait inside an operator that would wait for it
  *   push.h        registering an operator on its vars; the shutdown gate
  *   var_api.c, op_api.c, lifecycle.c: the public calls
  */

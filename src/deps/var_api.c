@@ -5,6 +5,7 @@
 #include "deps/engine.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
+#include "deps/loopback.h"
 #include "deps/push.h"
 #include "deps/var.h"
 
@@ -93,16 +94,10 @@ static int var_delete(weft_engine *eng, weft_var *var)
   return weft_push_opr(eng, &d, &use, 1, WEFT_OPR_DELETE, NULL, false);
 }
 
-typedef struct var_waiter {
-  weft_var_impl *v;
-  int status;
-  _Atomic int done; /* atomic: set once status is written */
-} var_waiter;
-
 static int wait_fn(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
-  var_waiter *w = arg;
+  weft_var_waiter *w = arg;
   weft_engine *eng = weft_tls_opr->eng;
   weft_spin_lock(&w->v->q.lock);
   w->status = weft_var_failed(w->v); /* reported once: */
@@ -119,7 +114,7 @@ static bool waiter_done(weft_engine *eng, void *arg)
 {
   (void)eng;
   /* seq_cst: pairs with the store in wait_fn. */
-  return atomic_load_explicit(&((var_waiter *)arg)->done, memory_order_seq_cst) != 0;
+  return atomic_load_explicit(&((weft_var_waiter *)arg)->done, memory_order_seq_cst) != 0;
 }
 
 static int var_wait(weft_engine *eng, weft_var *var)
@@ -145,7 +140,17 @@ static int var_wait(weft_engine *eng, weft_var *var)
     pthread_mutex_unlock(&eng->naive_lock);
     return status;
   }
-  var_waiter w = {v, 0, 0};
+  /* Inside an operator (or inside a wait inside one): a wait for what
+   * cannot finish before that operator does is answered at once
+   * (loopback.h). */
+  weft_opr *caller = cur && cur->eng == eng ? cur : NULL;
+  const weft_var_waiter *up = weft_tls_wait;
+  if (caller || up) {
+    int rc = weft_wait_loops(eng, v);
+    if (rc)
+      return rc;
+  }
+  weft_var_waiter w = {v, caller, up, 0, 0};
   weft_op_desc d = {0};
   d.fn = wait_fn;
   d.arg = &w;
@@ -156,6 +161,8 @@ static int var_wait(weft_engine *eng, weft_var *var)
   int rc = weft_push_opr(eng, &d, &use, 1, WEFT_OPR_WAIT, NULL, false);
   if (rc)
     return rc;
+  weft_tls_wait = &w; /* an operator run here meanwhile runs inside caller */
   weft_engine_wait(eng, waiter_done, &w);
+  weft_tls_wait = up;
   return w.status;
 }

@@ -1,0 +1,268 @@
+/*
+ * Waits that loop back (loopback.h): the check a weft_var_wait inside an
+ * operator makes before it waits.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/spinlock.h"
+#include "deps/graph.h"
+#include "deps/loopback.h"
+
+_Thread_local const weft_var_waiter *weft_tls_wait __attribute__((tls_model("initial-exec")));
+
+/* A check's state (on the stack of the thread that checks; its arrays grow
+ * onto the heap past the inline ones). */
+#define LB_INLINE_SLOTS 128 /* a check over some 60 operators and vars allocates nothing */
+#define LB_INLINE_WORK 64
+
+/* Map values: an operator found held is mapped to the request it was found
+ * at (the walk that found it covered everything after it on that var), or
+ * LB_ROOT for a root (it runs: every request of it is granted); a var whose
+ * whole queue was found held, to LB_FULL. */
+#define LB_ROOT ((const void *)1)
+#define LB_FULL ((const void *)2)
+
+typedef struct lb_check {
+  const weft_engine *eng;
+  const weft_var_impl *target; /* the var waited on */
+  /* Open addressing, linear probing, cap a power of two, at most half full:
+   * keys are operators and vars (0: empty). */
+  uintptr_t *keys;
+  const void **vals;
+  size_t cap, n;
+  weft_opr **work; /* held operators whose vars are still to walk */
+  size_t nwork, capwork;
+  uintptr_t ikeys[LB_INLINE_SLOTS];
+  const void *ivals[LB_INLINE_SLOTS];
+  weft_opr *iwork[LB_INLINE_WORK];
+} lb_check;
+
+enum { LB_GO = 0, LB_STOP = 1 }; /* a walk's result, besides an error code (< 0) */
+
+static size_t lb_hash(uintptr_t k, size_t cap)
+{
+  return (size_t)((k >> 6) * 0x9E3779B97F4A7C15ull) & (cap - 1);
+}
+
+static bool lb_get(const lb_check *c, const void *key, const void **val)
+{
+  uintptr_t k = (uintptr_t)key;
+  for (size_t i = lb_hash(k, c->cap);; i = (i + 1) & (c->cap - 1)) {
+    if (c->keys[i] == k) {
+      *val = c->vals[i];
+      return true;
+    }
+    if (c->keys[i] == 0)
+      return false;
+  }
+}
+
+static void lb_insert(uintptr_t *keys, const void **vals, size_t cap, uintptr_t k, const void *val)
+{
+  size_t i = lb_hash(k, cap);
+  while (keys[i] != 0 && keys[i] != k)
+    i = (i + 1) & (cap - 1);
+  keys[i] = k;
+  vals[i] = val;
+}
+
+/* Maps key (not yet in the map) to val. */
+static int lb_put(lb_check *c, const void *key, const void *val)
+{
+  if (2 * (c->n + 1) > c->cap) {
+    size_t cap = 2 * c->cap;
+    uintptr_t *keys = weft_calloc(cap, sizeof *keys);
+    const void **vals = weft_malloc(cap * sizeof *vals);
+    if (!keys || !vals) {
+      weft_free(keys);
+      weft_free((void *)vals);
+      return WEFT_ENOMEM;
+    }
+    for (size_t i = 0; i < c->cap; i++)
+      if (c->keys[i])
+        lb_insert(keys, vals, cap, c->keys[i], c->vals[i]);
+    if (c->keys != c->ikeys) {
+      weft_free(c->keys);
+      weft_free((void *)c->vals);
+    }
+    c->keys = keys;
+    c->vals = vals;
+    c->cap = cap;
+  }
+  lb_insert(c->keys, c->vals, c->cap, (uintptr_t)key, val);
+  c->n++;
+  return 0;
+}
+
+/* op is held (found at request at, or LB_ROOT): its vars are to walk. */
+static int lb_hold(lb_check *c, weft_opr *op, const void *at)
+{
+  if (c->nwork == c->capwork) {
+    size_t cap = 2 * c->capwork;
+    weft_opr **work = weft_malloc(cap * sizeof *work);
+    if (!work)
+      return WEFT_ENOMEM;
+    memcpy(work, c->work, c->nwork * sizeof *work);
+    if (c->work != c->iwork)
+      weft_free(c->work);
+    c->work = work;
+    c->capwork = cap;
+  }
+  int rc = lb_put(c, op, at);
+  if (rc)
+    return rc;
+  c->work[c->nwork++] = op;
+  return 0;
+}
+
+/* A running operator of the engine (the caller of a wait), held for good
+ * while the wait lasts: a root. A graph node's requests are its launch's
+ * gate's, which holds every var of the graph until the node is done. */
+static int lb_root(lb_check *c, weft_opr *op)
+{
+  if (!op || op->eng != c->eng)
+    return 0;
+  const weft_gnode *n = weft_opr_gnode(op);
+  if (n)
+    op = &n->graph->cur->op; /* the launch running op: stable while op runs */
+  const void *at;
+  if (lb_get(c, op, &at))
+    return 0;
+  return lb_hold(c, op, LB_ROOT);
+}
+
+/* The callers of a wait and of the waits it runs inside. */
+static int lb_root_waits(lb_check *c, const weft_var_waiter *w)
+{
+  for (; w; w = w->up) {
+    int rc = lb_root(c, w->caller);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* Under var's lock, the requests from x on (linked through next): each
+ * one a held request makes wait (blocked: from x on already, or from the
+ * first write on) is held, and so is its operator. LB_STOP where the rest
+ * was covered before: a write of an operator already held (its own walk
+ * covers what follows it), or the request an operator was found at. */
+static int lb_walk(lb_check *c, const weft_var_impl *var, const weft_var_req *x, bool *blocked)
+{
+  for (; x; x = x->next) {
+    if (x->write)
+      *blocked = true;
+    if (!*blocked)
+      continue; /* a read granted with the held read before it */
+    weft_opr *o = x->op;
+    const void *at;
+    if (lb_get(c, o, &at)) {
+      if (x->write || at == x)
+        return LB_STOP;
+      continue;
+    }
+    if (var == c->target)
+      return WEFT_EDEADLK; /* the wait would queue behind o */
+    int rc = lb_hold(c, o, x);
+    if (rc)
+      return rc;
+  }
+  return LB_GO;
+}
+
+/* Op, held, has request r on var: holds what r makes wait there. */
+static int lb_walk_var(lb_check *c, weft_var_impl *var, const weft_var_req *r, bool root)
+{
+  weft_varq *q = &var->q;
+  weft_spin_lock(&q->lock);
+  const weft_var_req *x = NULL;
+  if (!root) /* waiting in the queue? */
+    for (x = q->head; x && x != r; x = x->next) {
+    }
+  int rc;
+  bool blocked = r->write;
+  bool full = false;
+  if (x) { /* waiting in the queue: what follows it */
+    rc = lb_walk(c, var, r->next, &blocked);
+  } else if (!r->write && !q->writer) {
+    /* A granted read (a claimed segment needs a granted write): every
+     * request waiting on var waits for it (a read waits for the write
+     * ahead of it, which waits for this read). Its next is no queue link
+     * (the grant list's). */
+    blocked = full = true;
+    rc = lb_walk(c, var, q->head, &blocked);
+  } else {
+    /* A granted write (then next is NULL, or the claimed segment it holds:
+     * var_queue.h), or a request waiting in a segment that another
+     * request holds (then next links the segment's rest, which no hand-over
+     * rewrites before op's own finish). The segment goes first, then the
+     * queue. */
+    full = root && r->write;
+    rc = lb_walk(c, var, r->next, &blocked);
+    if (rc == LB_GO)
+      rc = lb_walk(c, var, q->head, &blocked);
+  }
+  weft_spin_unlock(&q->lock);
+  if (rc < 0)
+    return rc;
+  return full ? lb_put(c, var, LB_FULL) : 0;
+}
+
+/* Op is held: so is what waits for it on each of its vars. */
+static int lb_visit(lb_check *c, weft_opr *op)
+{
+  const void *at = NULL;
+  bool found = lb_get(c, op, &at);
+  WEFT_ASSERT(found);
+  (void)found;
+  bool root = at == LB_ROOT;
+  if (!root && op->internal == WEFT_OPR_WAIT) { /* an operator waits in it */
+    int rc = lb_root_waits(c, (const weft_var_waiter *)op->arg);
+    if (rc)
+      return rc;
+  }
+  for (int k = 0; k < op->nvars; k++) {
+    weft_var_impl *var = op->var[k];
+    if (var == c->target)
+      return WEFT_EDEADLK; /* the wait would queue behind op */
+    const weft_var_req *r = &op->req[k];
+    const void *full;
+    if (r == at || lb_get(c, var, &full))
+      continue; /* covered by the walk that found op, or var is held whole */
+    int rc = lb_walk_var(c, var, r, root);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+int weft_wait_loops(weft_engine *eng, const weft_var_impl *v)
+{
+  lb_check c;
+  c.eng = eng;
+  c.target = v;
+  c.keys = c.ikeys;
+  c.vals = c.ivals;
+  c.cap = LB_INLINE_SLOTS;
+  c.n = 0;
+  memset(c.ikeys, 0, sizeof c.ikeys);
+  c.work = c.iwork;
+  c.nwork = 0;
+  c.capwork = LB_INLINE_WORK;
+  int rc = lb_root(&c, weft_tls_opr);
+  if (!rc)
+    rc = lb_root_waits(&c, weft_tls_wait);
+  while (!rc && c.nwork > 0)
+    rc = lb_visit(&c, c.work[--c.nwork]);
+  if (c.keys != c.ikeys) {
+    weft_free(c.keys);
+    weft_free((void *)c.vals);
+  }
+  if (c.work != c.iwork)
+    weft_free(c.work);
+  return rc;
+}
