@@ -29,9 +29,13 @@
  * it holds while it calls MPI, so no two calls ever overlap. MPI must
  * therefore be initialized with at least
  * MPI_THREAD_SERIALIZED (weft_mpi_attach checks: WEFT_EINVAL with a
- * message otherwise). With MPI_THREAD_SERIALIZED the application must not
- * make MPI calls of its own while an attachment is live; with
- * MPI_THREAD_MULTIPLE it may.
+ * message otherwise). Under MPI_THREAD_SERIALIZED that lock is one for the
+ * whole process, shared by every attachment and by attach and detach's own
+ * calls, so several engines may be attached at once (attach's collectives
+ * let the other attachments' threads call MPI while they wait for the other
+ * ranks); under MPI_THREAD_MULTIPLE each attachment has its own. With
+ * MPI_THREAD_SERIALIZED the application must not make MPI calls of its own
+ * while an attachment is live; with MPI_THREAD_MULTIPLE it may.
  *
  * Every call below is made by one application thread of each rank (the
  * submitting thread), never from inside an operator, and the calls marked

@@ -11,7 +11,8 @@
  *     hand transfers to the progress thread;
  *   - the progress thread (progress.c): the thread that calls MPI between
  *     attach and detach (others only under call_lock: a send operator's
- *     own MPI_Isend, a datatype query; see there).
+ *     own MPI_Isend, a datatype query, attach and detach's own calls; see
+ *     there).
  */
 #ifndef WEFT_MPI_INT_H
 #define WEFT_MPI_INT_H
@@ -118,9 +119,13 @@ struct weft_mpi {
   bool stop;              /* under lock */
   /* Held by whoever calls MPI on the attachment's behalf: the progress
    * thread while it posts and polls, an operator thread posting a send
-   * (trylock), the submitting thread for a local call
-   * (MPI_THREAD_SERIALIZED: never two MPI calls at once). */
-  pthread_mutex_t call_lock;
+   * (trylock), the submitting thread for a local call. Under
+   * MPI_THREAD_SERIALIZED it is mpi_serial_lock, the one lock of the
+   * process, which every attachment and attach itself share (never two MPI
+   * calls of the library at once); under MPI_THREAD_MULTIPLE own_call_lock.
+   * Immutable after attach. */
+  pthread_mutex_t *call_lock;
+  pthread_mutex_t own_call_lock;
   pthread_t thread;
   struct progress *progress; /* the progress thread's own state */
   /* 0, or the code the attachment broke with on this rank: WEFT_ECOMM (an
@@ -199,6 +204,10 @@ void mpi_send_now(weft_mpi *mpi, mpi_job *job);
 /* Enqueues a collective or abort job and waits until it finished; returns its
  * status. Submitting thread only. */
 int mpi_run_job(weft_mpi *mpi, mpi_job *job);
+
+/* --- attach.c: the lock of every MPI call of the library under
+ * MPI_THREAD_SERIALIZED (see weft_mpi.call_lock). */
+extern pthread_mutex_t mpi_serial_lock;
 
 /* --- messages: "weft_mpi: rank R: <msg>" on stderr. */
 void mpi_log(const weft_mpi *mpi, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,7 +6,9 @@
  * on a transfer. Other threads call MPI only under call_lock, which the
  * progress thread holds while it posts and polls: a send operator posting
  * its own MPI_Isend when the lock is free (mpi_send_now), the submitting
- * thread asking a datatype's size.
+ * thread asking a datatype's size, attach and detach. Under
+ * MPI_THREAD_SERIALIZED every attachment's call_lock is the process's one
+ * mpi_serial_lock, so two attachments' threads never call MPI at once.
  *
  * Polling: right after a completion it polls without pause (a transfer's
  * successor is often the next transfer), for WEFT_MPI_POLL_SPIN_NS; then it
@@ -480,11 +482,11 @@ static void *progress_main(void *arg)
     p->last_heard[r] = now;
   p->heartbeat.kind = JOB_HEARTBEAT;
   if (mpi->size > 1) { /* heartbeats and notices: also without a timeout */
-    pthread_mutex_lock(&mpi->call_lock);
+    pthread_mutex_lock(mpi->call_lock);
     post_heartbeat_recv(p);
     if (beats)
       send_heartbeats(p, now);
-    pthread_mutex_unlock(&mpi->call_lock);
+    pthread_mutex_unlock(mpi->call_lock);
   }
 
   for (;;) {
@@ -510,7 +512,7 @@ static void *progress_main(void *arg)
     bool stop = mpi->stop;
     pthread_mutex_unlock(&mpi->lock);
 
-    pthread_mutex_lock(&mpi->call_lock);
+    pthread_mutex_lock(mpi->call_lock);
     bool posted = jobs != NULL;
     while (jobs) {
       mpi_job *next = jobs->next;
@@ -523,7 +525,7 @@ static void *progress_main(void *arg)
           MPI_Cancel(&p->reqs[i]);
           MPI_Wait(&p->reqs[i], MPI_STATUS_IGNORE);
         }
-      pthread_mutex_unlock(&mpi->call_lock);
+      pthread_mutex_unlock(mpi->call_lock);
       return NULL;
     }
     now = mpi_now_s();
@@ -536,7 +538,7 @@ static void *progress_main(void *arg)
     int done = test_all(p);
     if (beats && p->work)
       check_timeouts(p, now);
-    pthread_mutex_unlock(&mpi->call_lock);
+    pthread_mutex_unlock(mpi->call_lock);
 
     if (done) {
       last_done = now;
@@ -607,7 +609,7 @@ void mpi_send_now(weft_mpi *mpi, mpi_job *job)
   /* Only when the progress thread is not calling MPI itself; a broken
    * attachment's sends go through the progress thread, which fails them. */
   if (atomic_load_explicit(&mpi->broken, memory_order_relaxed) ||
-      pthread_mutex_trylock(&mpi->call_lock)) {
+      pthread_mutex_trylock(mpi->call_lock)) {
     mpi_enqueue(mpi, job);
     return;
   }
@@ -617,7 +619,7 @@ void mpi_send_now(weft_mpi *mpi, mpi_job *job)
                        (int)d->id + 1, mpi->comm, &job->req);
   if (sent == MPI_SUCCESS)
     tested = MPI_Test(&job->req, &done, MPI_STATUS_IGNORE);
-  pthread_mutex_unlock(&mpi->call_lock);
+  pthread_mutex_unlock(mpi->call_lock);
   if (sent == MPI_SUCCESS && tested == MPI_SUCCESS && done) {
     finish_transfer(mpi, job, 0); /* an eager send: over already */
     return;

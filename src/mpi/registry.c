@@ -130,11 +130,11 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
   }
   int tsize = 0, size_rc, extent_rc, true_rc;
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-  pthread_mutex_lock(&mpi->call_lock); /* the progress thread calls MPI too */
+  pthread_mutex_lock(mpi->call_lock); /* the progress thread calls MPI too */
   size_rc = MPI_Type_size(type, &tsize);
   extent_rc = MPI_Type_get_extent(type, &lb, &extent);
   true_rc = MPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  pthread_mutex_unlock(&mpi->call_lock);
+  pthread_mutex_unlock(mpi->call_lock);
   if (size_rc != MPI_SUCCESS || tsize <= 0 || extent_rc != MPI_SUCCESS ||
       true_rc != MPI_SUCCESS) {
     mpi_log(mpi, "weft_mpi_var_register: var %u: not a datatype, or one of size 0",
