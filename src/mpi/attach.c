@@ -10,7 +10,6 @@
  * between polls without it: a blocking collective would hold the lock, and
  * so stop every other attachment's transfers, until every rank reached it.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/env.h"
 #include "common/tunables.h"
 #include "mpi/mpi_int.h"
 
@@ -51,21 +51,18 @@ void weft_mpi_config_default(weft_mpi_config *cfg)
   cfg->timeout_ms = -1;
 }
 
-/* WEFT_MPI_TIMEOUT_MS: unset -> the default; malformed -> WEFT_EINVAL. */
+/* WEFT_MPI_TIMEOUT_MS: unset or empty -> the default; malformed -> WEFT_EINVAL
+ * (the library's one integer reader, common/env.h: the engine's rules and
+ * message). */
 static int timeout_from_env(int *out)
 {
-  const char *s = getenv("WEFT_MPI_TIMEOUT_MS");
-  if (!s || !*s) {
-    *out = WEFT_MPI_TIMEOUT_MS_DEFAULT;
-    return 0;
-  }
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || end == s || v < 0 || v > WEFT_MPI_TIMEOUT_MS_MAX) {
-    mpi_log(NULL, "WEFT_MPI_TIMEOUT_MS=\"%s\": expected milliseconds in [0, %d]", s,
-            WEFT_MPI_TIMEOUT_MS_MAX);
-    return WEFT_EINVAL;
+  char msg[WEFT_ENV_MSG_MAX];
+  long v = WEFT_MPI_TIMEOUT_MS_DEFAULT;
+  int rc =
+      weft_env_int_read("WEFT_MPI_TIMEOUT_MS", 0, WEFT_MPI_TIMEOUT_MS_MAX, &v, msg, sizeof msg);
+  if (rc < 0) {
+    mpi_log(NULL, "%s", msg);
+    return rc;
   }
   *out = (int)v;
   return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi_tap.h"
 #include <weft/weft_mpi.h>
@@ -47,6 +48,41 @@ static void nop_async(const weft_run_ctx *rc, void *arg, weft_done *done)
   weft_done_signal(done, 0);
 }
 
+/* With WEFT_MPI_TIMEOUT_MS=value (on every rank) attach fails with
+ * WEFT_EINVAL, leaves no attachment, and prints a line naming the variable
+ * and the value. */
+static void attach_env_einval(mt_ctx *t, weft_engine *eng, const char *value)
+{
+  setenv("WEFT_MPI_TIMEOUT_MS", value, 1);
+  fflush(stderr);
+  char path[] = "/tmp/weft-mpi-env-XXXXXX";
+  int file = mkstemp(path), saved = dup(2);
+  MT_CHECK(t, file >= 0 && saved >= 0, "mkstemp/dup");
+  unlink(path);
+  dup2(file, 2); /* stderr to a file (not a pipe: nothing can block on it) */
+  weft_mpi *mpi = (weft_mpi *)&mpi;
+  int rc = weft_mpi_attach(eng, MPI_COMM_WORLD, NULL, &mpi);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char err[2048];
+  ssize_t n = pread(file, err, sizeof err - 1, 0);
+  err[n > 0 ? (size_t)n : 0] = '\0';
+  close(file);
+  unsetenv("WEFT_MPI_TIMEOUT_MS");
+  MT_CHECK(t, rc == WEFT_EINVAL, "WEFT_MPI_TIMEOUT_MS=\"%s\": attach = %d, not WEFT_EINVAL",
+           value, rc);
+  MT_CHECK(t, mpi == NULL, "WEFT_MPI_TIMEOUT_MS=\"%s\": out not cleared on failure", value);
+  if (rc == 0 && mpi)
+    weft_mpi_detach(mpi);
+  char named[64];
+  snprintf(named, sizeof named, "malformed WEFT_MPI_TIMEOUT_MS=\"%s\"", value);
+  MT_CHECK(t, strstr(err, named) != NULL,
+           "WEFT_MPI_TIMEOUT_MS=\"%s\": no line naming the variable and the value; stderr "
+           "was \"%s\"",
+           value, err);
+}
+
 static void bad_input(mt_ctx *t)
 {
   env e;
@@ -58,10 +94,12 @@ static void bad_input(mt_ctx *t)
   weft_mpi_config_default(&cfg);
   cfg.timeout_ms = -5;
   MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, &cfg, &e.mpi) == WEFT_EINVAL, "timeout");
-  setenv("WEFT_MPI_TIMEOUT_MS", "12x", 1);
-  MT_CHECK(t, weft_mpi_attach(e.eng, MPI_COMM_WORLD, NULL, &e.mpi) == WEFT_EINVAL, "env");
-  MT_CHECK(t, e.mpi == NULL, "out cleared on failure");
-  unsetenv("WEFT_MPI_TIMEOUT_MS");
+  /* Read by the library's one integer reader (src/common/env.h), with the
+   * rules and the message of WEFT_NUM_THREADS and the rest: spaces around
+   * the number are malformed too (a raw strtol once took " 5"). */
+  const char *bad[] = {"12x", " 5", "\t5", "\n5", "5 ", "0x10", "1e3", "-1", "86400001", "+"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    attach_env_einval(t, e.eng, bad[i]);
   /* A bad value on one rank only: every rank's attach fails, none hangs. */
   if (t->rank == t->size - 1)
     setenv("WEFT_MPI_TIMEOUT_MS", "-3", 1);
