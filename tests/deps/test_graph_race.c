@@ -177,7 +177,7 @@ static void *stress_launcher(void *arg)
 
 Test(graph_race, launches_against_engine_destroys, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  int rounds = (int)(40 * tu_scale());
+  int rounds = (int)(24 * tu_scale());
   for (int r = 0; r < rounds; r++) {
     te t = te_new(NULL, 2, 0);
     atomic_long ran = 0;
