@@ -1043,6 +1043,500 @@ Test(waits, nested_waits_on_a_1_thread_pool, .init = setup, .timeout = TU_TIMEOU
   cr_assert_eq(te_free(&t), 0);
 }
 
+/* ------------------------------------------------- waits that loop back */
+
+/*
+ * A wait inside an operator X on a var whose pending operators wait, in
+ * turn, for X (X writes a, pushes Y that reads a and writes b, then waits
+ * on b: Y waits for X, X for Y) can never be satisfied: it returns
+ * WEFT_EDEADLK at once (weft.h), instead of hanging the engine for good.
+ * A wait whose pending work does not depend on X must still succeed.
+ *
+ * X reports on a flag; the test thread gives it TU_DEADLINE_S, so that a
+ * hang (the engine's, for good) fails the test instead of the suite.
+ */
+enum {
+  LB_PUSH,       /* Y reads a, writes b; X waits on b: EDEADLK */
+  LB_PUSH_WRITE, /* Y writes a and b */
+  LB_PUSH_READ,  /* Y reads a and b (X waits behind a reader of b) */
+  LB_CHAIN,      /* Y0 reads a, writes u0; Yi reads u(i-1), writes ui; X waits on u4, u2 */
+  LB_GRANDCHILD, /* Y (independent, writes d) pushes Z (reads a, writes b) when it runs */
+  LB_FREE,       /* Y writes b only: X's wait on b succeeds */
+  LB_READERS,    /* X reads a; Y reads a, writes b: readers together, it succeeds */
+  LB_BESIDE,     /* Y depends on X (reads a, writes c), Z does not (writes b): b succeeds */
+  LB_SHAPES
+};
+
+static const char *const lb_names[LB_SHAPES] = {
+    "push", "push_write", "push_read", "chain", "grandchild", "free", "readers", "beside"};
+
+typedef struct lb_x lb_x;
+
+/* An operator pushed by X (or by one of those): records that it ran, and
+ * whether X had returned by then. */
+typedef struct lb_op {
+  lb_x *x;
+  atomic_int ran;
+  atomic_int after_x; /* X had returned when it ran */
+} lb_op;
+
+struct lb_x {
+  weft_engine *eng;
+  int shape;
+  weft_var *a, *b, *c, *d, *u[5];
+  lb_op y[5], z;
+  int rc[3];           /* X's waits, in order */
+  atomic_int waited;   /* X's waits returned */
+  atomic_int returned; /* X returned */
+};
+
+static int lb_op_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_op *o = arg;
+  atomic_store(&o->after_x, atomic_load(&o->x->returned));
+  atomic_fetch_add(&o->ran, 1);
+  return 0;
+}
+
+/* LB_GRANDCHILD's Y: independent of X, pushes Z, which depends on X. */
+static int lb_grandchild_fn(const weft_run_ctx *rc, void *arg)
+{
+  lb_op *o = arg;
+  lb_x *x = o->x;
+  int r = te_push(x->eng, lb_op_fn, &x->z, TE_V(x->a), TE_V(x->b), 0);
+  TU_CHECK(r == 0, "push of Z from Y = %d", r);
+  return lb_op_fn(rc, arg);
+}
+
+static int lb_x_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_x *x = arg;
+  weft_engine *E = x->eng;
+  int p = 0;
+  switch (x->shape) {
+  case LB_PUSH:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_V(x->a), TE_V(x->b), 0);
+    x->rc[0] = weft_var_wait(E, x->b);
+    break;
+  case LB_PUSH_WRITE:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_NONE, TE_V(x->a, x->b), 0);
+    x->rc[0] = weft_var_wait(E, x->b);
+    break;
+  case LB_PUSH_READ:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_V(x->a, x->b), TE_NONE, 0);
+    x->rc[0] = weft_var_wait(E, x->b);
+    break;
+  case LB_CHAIN:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_V(x->a), TE_V(x->u[0]), 0);
+    for (int i = 1; i < 5; i++)
+      p |= te_push(E, lb_op_fn, &x->y[i], TE_V(x->u[i - 1]), TE_V(x->u[i]), 0);
+    x->rc[0] = weft_var_wait(E, x->u[4]);
+    x->rc[1] = weft_var_wait(E, x->u[2]);
+    break;
+  case LB_GRANDCHILD:
+    p |= te_push(E, lb_grandchild_fn, &x->y[0], TE_NONE, TE_V(x->d), 0);
+    x->rc[0] = weft_var_wait(E, x->d); /* Y ran: Z is pushed */
+    x->rc[1] = weft_var_wait(E, x->b);
+    break;
+  case LB_FREE:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_NONE, TE_V(x->b), 0);
+    x->rc[0] = weft_var_wait(E, x->b);
+    break;
+  case LB_READERS:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_V(x->a), TE_V(x->b), 0);
+    x->rc[0] = weft_var_wait(E, x->b);
+    break;
+  case LB_BESIDE:
+    p |= te_push(E, lb_op_fn, &x->y[0], TE_V(x->a), TE_V(x->c), 0);
+    p |= te_push(E, lb_op_fn, &x->y[1], TE_NONE, TE_V(x->b), 0);
+    x->rc[0] = weft_var_wait(E, x->b);
+    /* ... and its own var a, as always: */
+    x->rc[1] = weft_var_wait(E, x->a);
+    break;
+  }
+  TU_CHECK(p == 0, "a push from inside X failed");
+  atomic_store(&x->waited, 1);
+  atomic_store(&x->returned, 1);
+  return 0;
+}
+
+/* Runs shape on a fresh engine; returns 0 (asserts on the test thread). */
+static int lb_run(int shape, int threads, int max_inflight)
+{
+  te t = te_new("threaded", threads, max_inflight);
+  weft_engine *E = t.eng;
+  lb_x *x = calloc(1, sizeof *x); /* leaked on a hang: its operators may still read it */
+  cr_assert_not_null(x);
+  x->eng = E;
+  x->shape = shape;
+  x->a = te_var(E);
+  x->b = te_var(E);
+  x->c = te_var(E);
+  x->d = te_var(E);
+  for (int i = 0; i < 5; i++)
+    x->u[i] = te_var(E);
+  for (int i = 0; i < 5; i++)
+    x->y[i].x = x;
+  x->z.x = x;
+  for (int i = 0; i < 3; i++)
+    x->rc[i] = 12345;
+  const char *s = lb_names[shape];
+  if (shape == LB_READERS)
+    cr_assert_eq(te_push(E, lb_x_fn, x, TE_V(x->a), TE_NONE, 0), 0);
+  else
+    cr_assert_eq(te_push(E, lb_x_fn, x, TE_NONE, TE_V(x->a), 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&x->waited), TU_DEADLINE_S),
+            "%s (%d threads, max_inflight %d): the wait inside the operator hung", s, threads,
+            max_inflight);
+  cr_assert_eq(weft_wait_all(E), 0, "%s", s);
+  tu_assert_no_errors();
+  int want0 = shape == LB_FREE || shape == LB_READERS || shape == LB_BESIDE ? 0 : WEFT_EDEADLK;
+  if (shape == LB_GRANDCHILD) {
+    cr_assert_eq(x->rc[0], 0, "%s: X's wait on Y's own var = %d (%s)", s, x->rc[0],
+                 weft_strerror(x->rc[0]));
+    cr_assert_eq(x->rc[1], WEFT_EDEADLK,
+                 "%s (%d threads, max_inflight %d): X's wait on Z's var = %d (%s)", s, threads,
+                 max_inflight, x->rc[1], weft_strerror(x->rc[1]));
+    cr_assert_eq(atomic_load(&x->z.ran), 1);
+    cr_assert_eq(atomic_load(&x->z.after_x), 1, "%s: Z ran before X returned", s);
+  } else {
+    cr_assert_eq(x->rc[0], want0, "%s (%d threads, max_inflight %d): X's wait = %d (%s), want %d",
+                 s, threads, max_inflight, x->rc[0], weft_strerror(x->rc[0]), want0);
+  }
+  if (shape == LB_CHAIN) {
+    cr_assert_eq(x->rc[1], WEFT_EDEADLK, "%s: X's wait on the chain's middle = %d", s, x->rc[1]);
+    for (int i = 0; i < 5; i++) {
+      cr_assert_eq(atomic_load(&x->y[i].ran), 1, "%s: Y%d ran %d times", s, i,
+                   atomic_load(&x->y[i].ran));
+      cr_assert_eq(atomic_load(&x->y[i].after_x), 1, "%s: Y%d ran before X returned", s, i);
+    }
+  } else {
+    cr_assert_eq(atomic_load(&x->y[0].ran), 1, "%s: Y ran %d times", s,
+                 atomic_load(&x->y[0].ran));
+  }
+  if (want0 == WEFT_EDEADLK && shape != LB_GRANDCHILD)
+    cr_assert_eq(atomic_load(&x->y[0].after_x), 1, "%s: Y ran before X returned", s);
+  if (shape == LB_GRANDCHILD)
+    cr_assert_eq(atomic_load(&x->y[0].after_x), 0, "%s: X's wait did not wait for Y", s);
+  if (shape == LB_FREE || shape == LB_READERS)
+    cr_assert_eq(atomic_load(&x->y[0].after_x), 0, "%s: X's wait did not wait for Y", s);
+  if (shape == LB_BESIDE) {
+    cr_assert_eq(x->rc[1], WEFT_EDEADLK, "%s: X's wait on its own var = %d", s, x->rc[1]);
+    cr_assert_eq(atomic_load(&x->y[1].ran), 1);
+    cr_assert_eq(atomic_load(&x->y[1].after_x), 0, "%s: X's wait did not wait for Z", s);
+    cr_assert_eq(atomic_load(&x->y[0].after_x), 1, "%s: Y ran before X returned", s);
+  }
+  free(x);
+  return te_free(&t);
+}
+
+static void lb_all(int shape)
+{
+  static const int threads[] = {1, 2};
+  static const int caps[] = {0, 2};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      cr_assert_eq(lb_run(shape, threads[i], caps[j]), 0);
+}
+
+Test(loops, push_then_wait_on_what_it_writes_is_edeadlk, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  lb_all(LB_PUSH);
+  lb_all(LB_PUSH_WRITE);
+  lb_all(LB_PUSH_READ);
+}
+
+Test(loops, a_chain_pushed_behind_the_caller_is_edeadlk, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  lb_all(LB_CHAIN);
+}
+
+Test(loops, pushed_by_what_the_caller_pushed_is_edeadlk, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  lb_all(LB_GRANDCHILD);
+}
+
+Test(loops, work_that_does_not_wait_for_the_caller_is_waited_for, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  lb_all(LB_FREE);
+  lb_all(LB_READERS);
+  lb_all(LB_BESIDE);
+}
+
+/*
+ * The read rule, on 2 workers: K writes c and holds its worker (a gate the
+ * test opens). X writes a, pushes P (reads a and c: behind K on c, and
+ * behind X on a) and R (reads c, writes b): R's read of c waits for K, not
+ * for P (reads run together), so X's wait on b succeeds once K is done. With
+ * R writing c instead, R waits for P, which waits for X: WEFT_EDEADLK.
+ */
+typedef struct lb_reads {
+  weft_engine *eng;
+  weft_var *a, *b, *c;
+  bool r_writes_c;
+  lb_x x; /* for its lb_ops: only returned is used */
+  int rc;
+  atomic_int waiting, waited;
+} lb_reads;
+
+static int lb_reads_x_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_reads *r = arg;
+  int p = te_push(r->eng, lb_op_fn, &r->x.y[0], TE_V(r->a, r->c), TE_NONE, 0);
+  if (r->r_writes_c)
+    p |= te_push(r->eng, lb_op_fn, &r->x.y[1], TE_NONE, TE_V(r->c, r->b), 0);
+  else
+    p |= te_push(r->eng, lb_op_fn, &r->x.y[1], TE_V(r->c), TE_V(r->b), 0);
+  TU_CHECK(p == 0, "a push from inside X failed");
+  atomic_store(&r->waiting, 1);
+  r->rc = weft_var_wait(r->eng, r->b);
+  atomic_store(&r->waited, 1);
+  atomic_store(&r->x.returned, 1);
+  return 0;
+}
+
+static int lb_reads_run(bool r_writes_c, int max_inflight)
+{
+  te t = te_new("threaded", 2, max_inflight);
+  weft_engine *E = t.eng;
+  lb_reads *r = calloc(1, sizeof *r); /* leaked on a hang */
+  cr_assert_not_null(r);
+  te_gate *k = calloc(1, sizeof *k);
+  cr_assert_not_null(k);
+  *r = (lb_reads){.eng = E, .a = te_var(E), .b = te_var(E), .c = te_var(E),
+                  .r_writes_c = r_writes_c, .rc = 12345};
+  r->x.y[0].x = r->x.y[1].x = &r->x;
+  cr_assert_eq(te_push(E, te_gate_fn, k, TE_NONE, TE_V(r->c), 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&k->started), TU_DEADLINE_S));
+  cr_assert_eq(te_push(E, lb_reads_x_fn, r, TE_NONE, TE_V(r->a), 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&r->waiting), TU_DEADLINE_S));
+  if (r_writes_c) /* answered at once, K still running */
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&r->waited), TU_DEADLINE_S),
+              "X's wait on b (R writes c, max_inflight %d) hung", max_inflight);
+  else /* most likely in the wait by now (not a condition of the test) */
+    tu_sleep_us(20000);
+  atomic_store(&k->open, 1);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&r->waited), TU_DEADLINE_S),
+            "X's wait on b (R %s c, max_inflight %d) hung", r_writes_c ? "writes" : "reads",
+            max_inflight);
+  cr_assert_eq(weft_wait_all(E), 0);
+  tu_assert_no_errors();
+  cr_assert_eq(atomic_load(&k->timed_out), 0);
+  int want = r_writes_c ? WEFT_EDEADLK : 0;
+  cr_assert_eq(r->rc, want, "X's wait on b (R %s c, max_inflight %d) = %d (%s), want %d",
+               r_writes_c ? "writes" : "reads", max_inflight, r->rc, weft_strerror(r->rc), want);
+  cr_assert_eq(atomic_load(&r->x.y[0].ran), 1);
+  cr_assert_eq(atomic_load(&r->x.y[1].ran), 1);
+  cr_assert_eq(atomic_load(&r->x.y[0].after_x), 1, "P ran before X returned");
+  cr_assert_eq(atomic_load(&r->x.y[1].after_x), r_writes_c ? 1 : 0,
+               "R ran %s X returned", r_writes_c ? "before" : "after");
+  free(r);
+  free(k);
+  return te_free(&t);
+}
+
+/*
+ * Many operators behind X (more than a check holds without allocating):
+ * X writes a and pushes LB_MANY operators that read a and write c, and Z
+ * that writes b. A wait on b succeeds (Z does not wait for X), one on c is
+ * WEFT_EDEADLK.
+ */
+enum { LB_MANY = 500 };
+
+typedef struct lb_many {
+  weft_engine *eng;
+  weft_var *a, *b, *c;
+  lb_x x; /* for its lb_ops: only returned is used */
+  lb_op ops[LB_MANY];
+  int rc_b, rc_c;
+  atomic_int waited;
+} lb_many;
+
+static int lb_many_x_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_many *m = arg;
+  int p = 0;
+  for (int i = 0; i < LB_MANY; i++)
+    p |= te_push(m->eng, lb_op_fn, &m->ops[i], TE_V(m->a), TE_V(m->c), 0);
+  p |= te_push(m->eng, lb_op_fn, &m->x.z, TE_NONE, TE_V(m->b), 0);
+  TU_CHECK(p == 0, "a push from inside X failed");
+  m->rc_b = weft_var_wait(m->eng, m->b);
+  m->rc_c = weft_var_wait(m->eng, m->c);
+  atomic_store(&m->waited, 1);
+  atomic_store(&m->x.returned, 1);
+  return 0;
+}
+
+Test(loops, many_operators_behind_the_caller, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  for (int threads = 1; threads <= 2; threads++) {
+    te t = te_new("threaded", threads, 0);
+    lb_many *m = calloc(1, sizeof *m); /* leaked on a hang */
+    cr_assert_not_null(m);
+    m->eng = t.eng;
+    m->a = te_var(t.eng);
+    m->b = te_var(t.eng);
+    m->c = te_var(t.eng);
+    m->rc_b = m->rc_c = 12345;
+    m->x.z.x = &m->x;
+    for (int i = 0; i < LB_MANY; i++)
+      m->ops[i].x = &m->x;
+    cr_assert_eq(te_push(t.eng, lb_many_x_fn, m, TE_NONE, TE_V(m->a), 0), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&m->waited), TU_DEADLINE_S),
+              "%d threads: a wait inside X hung", threads);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    tu_assert_no_errors();
+    cr_assert_eq(m->rc_b, 0, "%d threads: X's wait on b = %d (%s)", threads, m->rc_b,
+                 weft_strerror(m->rc_b));
+    cr_assert_eq(m->rc_c, WEFT_EDEADLK, "%d threads: X's wait on c = %d (%s)", threads, m->rc_c,
+                 weft_strerror(m->rc_c));
+    cr_assert_eq(atomic_load(&m->x.z.ran), 1);
+    cr_assert_eq(atomic_load(&m->x.z.after_x), 0, "X's wait did not wait for Z");
+    for (int i = 0; i < LB_MANY; i++) {
+      cr_assert_eq(atomic_load(&m->ops[i].ran), 1);
+      cr_assert_eq(atomic_load(&m->ops[i].after_x), 1, "operator %d ran before X returned", i);
+    }
+    free(m);
+    cr_assert_eq(te_free(&t), 0);
+  }
+}
+
+Test(loops, reads_together_do_not_wait_for_each_other, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  for (int cap = 0; cap <= 2; cap += 2) {
+    cr_assert_eq(lb_reads_run(false, cap), 0);
+    cr_assert_eq(lb_reads_run(true, cap), 0);
+  }
+}
+
+/*
+ * Nested on one thread (1 worker): X writes a, pushes Z (writes u) and
+ * waits on u, which runs Z on this very thread, inside X's wait; Z waits
+ * on a, which waits for X, which waits for Z to return: WEFT_EDEADLK for
+ * Z, and then X's wait succeeds.
+ */
+typedef struct lb_nest {
+  weft_engine *eng;
+  weft_var *a, *u;
+  int rc_x, rc_z;
+  atomic_int z_ran, done;
+} lb_nest;
+
+static int lb_nest_z_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_nest *n = arg;
+  n->rc_z = weft_var_wait(n->eng, n->a);
+  atomic_fetch_add(&n->z_ran, 1);
+  return 0;
+}
+
+static int lb_nest_x_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_nest *n = arg;
+  int p = te_push(n->eng, lb_nest_z_fn, n, TE_NONE, TE_V(n->u), 0);
+  TU_CHECK(p == 0, "push of Z = %d", p);
+  n->rc_x = weft_var_wait(n->eng, n->u);
+  atomic_store(&n->done, 1);
+  return 0;
+}
+
+Test(loops, a_wait_nested_in_the_callers_own_wait_is_edeadlk, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  for (int cap = 0; cap <= 2; cap += 2) {
+    te t = te_new("threaded", 1, cap);
+    lb_nest *n = calloc(1, sizeof *n); /* leaked on a hang */
+    cr_assert_not_null(n);
+    *n = (lb_nest){.eng = t.eng, .a = te_var(t.eng), .u = te_var(t.eng), .rc_x = 12345,
+                   .rc_z = 12345};
+    cr_assert_eq(te_push(t.eng, lb_nest_x_fn, n, TE_NONE, TE_V(n->a), 0), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&n->done), TU_DEADLINE_S),
+              "max_inflight %d: the waits nested on one thread hung", cap);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    tu_assert_no_errors();
+    cr_assert_eq(n->rc_z, WEFT_EDEADLK, "max_inflight %d: Z's wait on X's var = %d (%s)", cap,
+                 n->rc_z, weft_strerror(n->rc_z));
+    cr_assert_eq(n->rc_x, 0, "max_inflight %d: X's wait on Z's var = %d", cap, n->rc_x);
+    cr_assert_eq(atomic_load(&n->z_ran), 1);
+    free(n);
+    cr_assert_eq(te_free(&t), 0);
+  }
+}
+
+/*
+ * Across two threads (2 workers): X writes a and runs on one worker, Q
+ * writes c and runs on the other. Q waits on a (for X: a wait like any
+ * other); X then waits on c, which waits for Q, which waits for X:
+ * WEFT_EDEADLK for X, and Q's wait succeeds once X returns. X starts its
+ * wait only once Q is inside its own: Q pushes T, which lands on Q's own
+ * worker (the other is held by X), and only Q's wait runs it (helping).
+ */
+typedef struct lb_pair {
+  weft_engine *eng;
+  weft_var *a, *c;
+  int rc_x, rc_q;
+  atomic_int x_started, q_waiting, x_done, q_done;
+} lb_pair;
+
+static int lb_pair_t_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_store(&((lb_pair *)arg)->q_waiting, 1);
+  return 0;
+}
+
+static int lb_pair_q_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_pair *p = arg;
+  int r = te_push(p->eng, lb_pair_t_fn, p, TE_NONE, TE_NONE, 0);
+  TU_CHECK(r == 0, "push of T = %d", r);
+  p->rc_q = weft_var_wait(p->eng, p->a);
+  atomic_store(&p->q_done, 1);
+  return 0;
+}
+
+static int lb_pair_x_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  lb_pair *p = arg;
+  atomic_store(&p->x_started, 1);
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&p->q_waiting), TU_DEADLINE_S), "Q never waited");
+  p->rc_x = weft_var_wait(p->eng, p->c);
+  atomic_store(&p->x_done, 1);
+  return 0;
+}
+
+Test(loops, a_wait_of_another_operator_that_waits_for_the_caller_is_edeadlk, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  lb_pair *p = calloc(1, sizeof *p); /* leaked on a hang */
+  cr_assert_not_null(p);
+  *p = (lb_pair){.eng = t.eng, .a = te_var(t.eng), .c = te_var(t.eng), .rc_x = 12345,
+                 .rc_q = 12345};
+  cr_assert_eq(te_push(t.eng, lb_pair_x_fn, p, TE_NONE, TE_V(p->a), 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&p->x_started), TU_DEADLINE_S));
+  cr_assert_eq(te_push(t.eng, lb_pair_q_fn, p, TE_NONE, TE_V(p->c), 0), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&p->x_done) && atomic_load(&p->q_done), TU_DEADLINE_S),
+            "the two waits hung (X returned: %d, Q returned: %d)", atomic_load(&p->x_done),
+            atomic_load(&p->q_done));
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  tu_assert_no_errors();
+  cr_assert_eq(p->rc_x, WEFT_EDEADLK, "X's wait on Q's var = %d (%s)", p->rc_x,
+               weft_strerror(p->rc_x));
+  cr_assert_eq(p->rc_q, 0, "Q's wait on X's var = %d", p->rc_q);
+  free(p);
+  cr_assert_eq(te_free(&t), 0);
+}
+
 /* ----------------------------------------------------------------- GPU */
 
 static int gpu_without_devices(const char *kind)

@@ -657,6 +657,121 @@ Test(graph, operators_run_by_the_capturing_thread_are_not_captured, .init = setu
   tu_assert_no_errors();
 }
 
+/* ----------------------------------------------- waits that loop back */
+
+/*
+ * An operator X writes a, launches a graph that reads a (and, through a
+ * chain of two operators, writes b), then waits on b: the launch waits for
+ * X, X for the launch. The wait returns WEFT_EDEADLK at once (weft.h), as
+ * it does for pushed operators, whether X is a pushed operator or a node of
+ * another graph's launch. A launch that does not read a is waited for.
+ * X reports on a flag with a deadline: a hang fails the test, not the
+ * suite.
+ */
+typedef struct gl_x {
+  weft_engine *eng;
+  weft_graph *g;      /* launched by X */
+  weft_var *wait_on;  /* what X waits on after the launch */
+  int launch_rc, rc;
+  atomic_int waited, returned;
+  atomic_int runs, runs_after; /* the launched graph's operators: run, run after X returned */
+} gl_x;
+
+static int gl_x_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  gl_x *x = arg;
+  x->launch_rc = weft_graph_launch(x->g);
+  x->rc = weft_var_wait(x->eng, x->wait_on);
+  atomic_store(&x->waited, 1);
+  atomic_store(&x->returned, 1);
+  return 0;
+}
+
+static int gl_node_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  gl_x *x = arg;
+  if (atomic_load(&x->returned))
+    atomic_fetch_add(&x->runs_after, 1);
+  atomic_fetch_add(&x->runs, 1);
+  return 0;
+}
+
+/* X a pushed operator (node false) or a graph's node; loops: the launched
+ * graph reads X's var a (else it uses other vars only). */
+static int gl_run(bool node, bool loops, int threads, int max_inflight)
+{
+  te t = te_new("threaded", threads, max_inflight);
+  weft_engine *E = t.eng;
+  weft_var *a = te_var(E), *b = te_var(E), *c = te_var(E), *d = te_var(E);
+  gl_x *x = calloc(1, sizeof *x); /* leaked on a hang: operators may still read it */
+  cr_assert_not_null(x);
+  x->eng = E;
+  x->rc = x->launch_rc = 12345;
+  x->wait_on = b;
+  cr_assert_eq(weft_graph_begin_capture(E), 0);
+  cr_assert_eq(te_push(E, gl_node_fn, x, TE_V(loops ? a : d), TE_V(c), 0), 0);
+  cr_assert_eq(te_push(E, gl_node_fn, x, TE_V(c), TE_V(b), 0), 0);
+  x->g = capture_end(E);
+  weft_graph *outer = NULL;
+  if (node) {
+    cr_assert_eq(weft_graph_begin_capture(E), 0);
+    cr_assert_eq(te_push(E, gl_x_fn, x, TE_NONE, TE_V(a), 0), 0);
+    outer = capture_end(E);
+    cr_assert_eq(weft_graph_launch(outer), 0);
+  } else {
+    cr_assert_eq(te_push(E, gl_x_fn, x, TE_NONE, TE_V(a), 0), 0);
+  }
+  const char *what = node ? "a graph's node" : "an operator";
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&x->waited), TU_DEADLINE_S),
+            "%s (%d threads, max_inflight %d): its wait on what its launch writes hung", what,
+            threads, max_inflight);
+  cr_assert_eq(weft_wait_all(E), 0);
+  tu_assert_no_errors();
+  cr_assert_eq(x->launch_rc, 0, "%s: launch = %d", what, x->launch_rc);
+  int want = loops ? WEFT_EDEADLK : 0;
+  cr_assert_eq(x->rc, want,
+               "%s (%d threads, max_inflight %d), launch %s a: wait = %d (%s), want %d", what,
+               threads, max_inflight, loops ? "reads" : "does not read", x->rc,
+               weft_strerror(x->rc), want);
+  cr_assert_eq(atomic_load(&x->runs), 2);
+  cr_assert_eq(atomic_load(&x->runs_after), loops ? 2 : 0,
+               "%s: %d of the launch's 2 operators ran after X returned", what,
+               atomic_load(&x->runs_after));
+  if (outer)
+    cr_assert_eq(weft_graph_destroy(outer), 0);
+  cr_assert_eq(weft_graph_destroy(x->g), 0);
+  free(x);
+  return te_free(&t);
+}
+
+Test(graph, a_wait_on_what_a_launch_behind_the_caller_writes_is_edeadlk, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  for (int threads = 1; threads <= 2; threads++)
+    for (int cap = 0; cap <= 2; cap += 2)
+      cr_assert_eq(gl_run(false, true, threads, cap), 0);
+}
+
+Test(graph, a_node_waiting_on_what_its_launch_behind_it_writes_is_edeadlk, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  for (int threads = 1; threads <= 2; threads++)
+    for (int cap = 0; cap <= 2; cap += 2)
+      cr_assert_eq(gl_run(true, true, threads, cap), 0);
+}
+
+Test(graph, a_wait_on_what_an_independent_launch_writes_is_waited_for, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  for (int threads = 1; threads <= 2; threads++)
+    for (int cap = 0; cap <= 2; cap += 2) {
+      cr_assert_eq(gl_run(false, false, threads, cap), 0);
+      cr_assert_eq(gl_run(true, false, threads, cap), 0);
+    }
+}
+
 /* --------------------------------------------------------- fairness */
 
 /* A replayed chain runs on one worker, each node keeping the next (the
