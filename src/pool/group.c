@@ -21,6 +21,9 @@
 
 _Static_assert(sizeof(weft_group_impl) <= sizeof(weft_group), "weft_group too small");
 _Static_assert(_Alignof(weft_group_impl) <= _Alignof(weft_group), "weft_group misaligned");
+_Static_assert(_Alignof(weft_worker) >= 2, "bit 0 of a worker's address must be free");
+
+_Thread_local char weft_group_thread_tag WEFT_TLS;
 
 void weft_group_fail(weft_group_impl *g, int rc)
 {
@@ -35,17 +38,18 @@ void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc)
 {
   if (rc)
     weft_group_fail(g, rc);
-  if (w && w == g->owner) {
+  if (weft_group_is_owner(g, w)) {
     g->local--;
     return;
   }
   weft_pool *pool = g->pool; /* g may be gone after the fetch_sub */
-  bool owned = g->owner != NULL;
+  bool owned = weft_group_worker_owned(g);
   /* release: publishes the task's effects and status to the waiter; pairs
    * with the acquire loads of state in wait. acquire: the waiter's arming. */
   uint32_t old = atomic_fetch_sub_explicit(&g->state, WEFT_GROUP_ONE, memory_order_acq_rel);
-  /* Without an owner every spawn counts in state, so this task was counted
-   * there (with one, state alone may go below zero: see weft_group_impl). */
+  /* Without a worker owner every spawn counts in state, so this task was
+   * counted there (with one, state alone may go below zero: see
+   * weft_group_impl). */
   WEFT_ASSERT(owned || weft_group_state_count(old) >= 1);
   if (weft_group_state_count(old) != 1)
     return;
@@ -61,7 +65,7 @@ void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc)
 
 bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag)
 {
-  if (w && w == g->owner && g->local) {
+  if (weft_group_is_owner(g, w) && g->local) {
     /* relaxed: only the count matters; the CAS below orders it. */
     atomic_fetch_add_explicit(&g->state, (uint32_t)g->local * WEFT_GROUP_ONE,
                               memory_order_relaxed);
@@ -69,8 +73,8 @@ bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag)
   }
   /* acquire: pairs with the finishers' release (a count of zero means done). */
   uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-  /* The armer is the owner (its count is now in state) or g has none:
-   * state holds every pending task, never fewer than zero. */
+  /* The armer is the owner (its count is now in state) or g has no worker
+   * owner: state holds every pending task, never fewer than zero. */
   WEFT_ASSERT(weft_group_state_count(s) >= 0);
   for (;;) {
     if (weft_group_state_count(s) == 0)
@@ -91,7 +95,7 @@ void weft_group_init(weft_group *pub, weft_pool *pool)
     return;
   weft_group_impl *g = (weft_group_impl *)pub;
   g->pool = pool;
-  g->owner = pool ? weft_worker_of(pool) : NULL;
+  g->owner = pool ? weft_group_thread_id(weft_worker_of(pool)) : 0;
   g->local = 0;
   atomic_init(&g->state, 0);
   atomic_init(&g->status, 0);
@@ -100,7 +104,7 @@ void weft_group_init(weft_group *pub, weft_pool *pool)
 
 void weft_group_count_spawn(weft_group_impl *g, weft_worker *w)
 {
-  if (w && w == g->owner)
+  if (weft_group_is_owner(g, w))
     g->local++;
   else /* relaxed: the spawner is the waiter or a running member of g, so the
         * count cannot reach zero meanwhile; the queue publishes the task. */

@@ -22,7 +22,11 @@
  * as the owner sees it (weft_group_pending), is never below zero. */
 typedef struct weft_group_impl {
   weft_pool *pool;      /* immutable after init */
-  weft_worker *owner;   /* immutable after init: the initialising worker, or NULL */
+  /* immutable after init: the initialising thread (weft_group_thread_id):
+   * its worker when it is one of pool's (the group then counts that
+   * worker's spawns in `local`), else the address of its
+   * weft_group_thread_tag with bit 0 set. Only that thread may wait. */
+  uintptr_t owner;
   int32_t local;        /* owner only: spawns minus finishes on the owner's thread */
   /* atomic: others' spawns minus finishes << 2 | WEFT_GROUP_* waiter bits. */
   _Atomic uint32_t state;
@@ -38,6 +42,32 @@ typedef struct weft_group_impl {
 
 /* w: the calling thread's worker in g->pool, or NULL. */
 
+/* Defined in group.c: a byte per thread whose address names the thread
+ * (unique among live threads) where no worker does. */
+extern _Thread_local char weft_group_thread_tag WEFT_TLS;
+
+/* The calling thread as weft_group_impl.owner names it (w: its worker in
+ * the group's pool, or NULL). A worker is word-aligned, so bit 0 tells the
+ * two kinds apart. */
+static inline uintptr_t weft_group_thread_id(const weft_worker *w)
+{
+  return w ? (uintptr_t)w : (uintptr_t)&weft_group_thread_tag | 1u;
+}
+
+/* Whether w (the calling thread's worker in g's pool, or NULL) initialised
+ * g: its spawns and finishes are then counted in `local`. */
+static inline bool weft_group_is_owner(const weft_group_impl *g, const weft_worker *w)
+{
+  return w && (uintptr_t)w == g->owner;
+}
+
+/* Whether g was initialised by a worker of its pool (some spawns may then
+ * be counted in `local`, and `state` alone may go below zero). */
+static inline bool weft_group_worker_owned(const weft_group_impl *g)
+{
+  return g->owner && !(g->owner & 1u);
+}
+
 /* The signed count held in a group's state word. */
 static inline int32_t weft_group_state_count(uint32_t s)
 {
@@ -49,11 +79,11 @@ static inline int32_t weft_group_state_count(uint32_t s)
 static inline int32_t weft_group_pending(weft_group_impl *g, weft_worker *w)
 {
   int32_t n = weft_group_state_count(atomic_load_explicit(&g->state, memory_order_acquire));
-  if (w && w == g->owner)
+  if (weft_group_is_owner(g, w))
     n += g->local;
-  /* The waiter's view (the owner's, or anyone's in a group without one)
-   * counts every pending task exactly once: never below zero. */
-  WEFT_ASSERT(n >= 0 || (g->owner && w != g->owner));
+  /* The waiter's view (the owner's, or anyone's in a group without a worker
+   * owner) counts every pending task exactly once: never below zero. */
+  WEFT_ASSERT(n >= 0 || (weft_group_worker_owned(g) && !weft_group_is_owner(g, w)));
   return n;
 }
 

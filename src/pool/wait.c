@@ -120,6 +120,9 @@ static void wait_as_worker(weft_group_impl *g, weft_pool *pool, weft_worker *w)
 int weft_group_wait_impl(weft_group_impl *g, weft_worker *w)
 {
   weft_pool *pool = g->pool;
+  /* Only the initialising thread waits (weft_group_wait refuses others):
+   * two waiters would both reset the group below, and one lose its status. */
+  WEFT_ASSERT(g->owner == weft_group_thread_id(w));
   if (w)
     wait_as_worker(g, pool, w);
   else
@@ -138,9 +141,11 @@ int weft_group_wait(weft_group *pub)
   weft_group_impl *g = (weft_group_impl *)pub;
   if (!g || g->magic != WEFT_GROUP_MAGIC || !g->pool)
     return WEFT_EINVAL;
-  /* The owner's spawns are counted on its thread alone (weft_group_impl). */
+  /* Only the initialising thread may wait: a worker owner's spawns are
+   * counted on its thread alone, and the wait resets the group for reuse
+   * with plain stores (weft_group_wait_impl). */
   weft_worker *w = weft_worker_of(g->pool);
-  if (g->owner && w != g->owner)
+  if (g->owner != weft_group_thread_id(w))
     return WEFT_EINVAL;
   if (w)
     return weft_group_wait_impl(g, w);
