@@ -74,7 +74,8 @@ typedef struct weft_gpu_backend_ops {
   /* Waits for every item enqueued so far, then frees the stream. */
   int (*stream_destroy)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* What an operator receives in weft_run_ctx.stream: the cudaStream_t for
-   * cuda, the stream pointer weft_gpu_host_enqueue takes for host. */
+   * cuda, for host the stream's handle that weft_gpu_host_enqueue takes (not
+   * its address: see host.h). */
   void *(*stream_native)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* Blocks until every item enqueued so far ran (teardown, tests). Returns
    * WEFT_EDEVICE if the stream is in error. */

@@ -51,7 +51,7 @@ static int host_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *s)
 static void *host_stream_native(weft_gpu_backend *b, weft_gpu_stream *s)
 {
   (void)b;
-  return HS(s);
+  return weft_host_stream_handle(HS(s));
 }
 
 static int host_stream_sync(weft_gpu_backend *b, weft_gpu_stream *s)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "common/fifo.h"
+#include "common/tunables.h"
 #include "gpu/backend.h"
 
 /* A marker's state. */
@@ -62,35 +63,66 @@ typedef struct weft_host_item {
   weft_host_marker *marker; /* RECORD, WAIT: a reference the item owns */
 } weft_host_item;
 
-#define WEFT_HOST_STREAM_MAGIC 0x7765667468737472ull /* "wefthstr" */
-
+/*
+ * A stream lives in a slot of a process-wide registry (host_stream.c) whose
+ * memory is never freed: slots are made in chunks, and a destroyed stream's
+ * slot is reused by a later create. The handle operators receive (the
+ * "native" stream, weft_run_ctx.stream) is not the slot's address but its
+ * index and its generation, so weft_gpu_host_enqueue checks a handle
+ * against the registry without reading through the caller's pointer, and a
+ * stale handle (its stream destroyed, the slot perhaps reused) is refused.
+ */
 typedef struct weft_host_stream {
-  /* WEFT_HOST_STREAM_MAGIC from create until destroy (then 0): how
-   * weft_gpu_host_enqueue tells a host stream. Written before the stream is
-   * handed out, read by enqueuers. */
-  uint64_t magic;
-  int device;         /* immutable */
-  unsigned jitter_us; /* immutable: random sleep before each item, microseconds */
-  uint64_t rng;       /* the stream thread only: jitter's random state */
-  pthread_t thread;   /* immutable after create; joined by destroy */
+  /* The registry's: 1 while the slot belongs to a stream, from create until
+   * destroy returns. An acquire CAS takes it (create), a release store gives
+   * it back (destroy): the next user of the slot sees the last one done.
+   * Aligned: slots are neighbours in a chunk, and each stream's lock is
+   * busy on its own. */
+  _Alignas(WEFT_CACHE_LINE) _Atomic uint32_t taken;
+  uint32_t index; /* immutable: the slot's place in the registry */
 
+  /* Written by create before the stream is handed out, immutable until
+   * destroy returns. */
+  int device;
+  unsigned jitter_us; /* random sleep before each item, microseconds */
+  pthread_t thread;   /* joined by destroy */
+  void *handle;       /* what weft_gpu_host_stream_handle returns: index and gen */
+  uint64_t rng;       /* the stream thread only: jitter's random state */
+
+  /* Initialised once with the slot's chunk and never destroyed, so that an
+   * enqueue with a stale handle may still take it. */
   pthread_mutex_t mu;      /* guards everything below */
   pthread_cond_t work_cv;  /* the thread sleeps here while the FIFO is empty */
   pthread_cond_t idle_cv;  /* stream_sync sleeps here until executed catches up */
+  /* Odd while the stream takes enqueues (create made it odd, and the
+   * stream's thread makes it even as it exits, closing with its FIFO
+   * drained); a handle names the odd value of its stream. Written under mu;
+   * atomic so that an enqueue may pre-check it (relaxed) before it
+   * allocates, deciding under mu. */
+  _Atomic uint32_t gen;
   weft_fifo items;         /* weft_host_item (node): enqueuers push, the thread pops */
-  uint64_t enqueued;       /* items ever enqueued */
+  uint64_t enqueued;       /* items ever enqueued in this stream's life */
   uint64_t executed;       /* items the thread finished (run or skipped) */
   int sync_waiters;        /* threads in stream_sync */
-  bool closing;            /* destroy began: the thread exits once the FIFO is empty */
+  bool closing;            /* destroy began: the thread exits once the FIFO is empty;
+                              only the stream's own items may enqueue meanwhile */
   bool failed;             /* a device error: later FN/COPY items are skipped,
                               later records complete as failed (written by the thread) */
 } weft_host_stream;
 
 /* host_stream.c */
+/* WEFT_ENOMEM, WEFT_EAGAIN (no thread, or the registry is full). */
 int weft_host_stream_create(int device, unsigned jitter_us, weft_host_stream **out);
-/* Drains, joins and frees. */
+/* Drains, joins and gives the slot back. Meanwhile only the stream's own
+ * items may enqueue on it; once it returns the handle is refused. */
 void weft_host_stream_destroy(weft_host_stream *s);
-/* Appends an item (ownership passes to the stream). */
+/* The stream's handle for operators (weft_gpu_host_enqueue takes it). */
+static inline void *weft_host_stream_handle(const weft_host_stream *s)
+{
+  return s->handle;
+}
+/* Appends an item (ownership passes to the stream); s is live: the caller
+ * owns it (a device worker, a test), so no check is made. */
 void weft_host_stream_push(weft_host_stream *s, weft_host_item *it);
 /* Waits until every item enqueued before the call ran; WEFT_EDEVICE if the
  * stream failed, else 0. */

@@ -1,8 +1,9 @@
 /*
  * Host backend streams: a FIFO of items served by one thread, which sleeps
  * on a condition variable while the FIFO is empty; the markers' reference
- * counting (their holders are items and events). Also the public
- * weft_gpu_host_enqueue and the device-error test hook.
+ * counting (their holders are items and events); the registry of stream
+ * slots that the handles operators receive name (see host.h). Also the
+ * public weft_gpu_host_enqueue and the device-error test hook.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +17,117 @@
 #include "common/sync.h"
 #include "gpu/host.h"
 #include "weft/weft.h"
+
+/* ------------------------------------------------------------ registry */
+
+/*
+ * A handle is gen << 32 | index << 8 | HANDLE_TAG. The tag is odd, so no
+ * aligned address (a cudaStream_t, any object) and none of CUDA's special
+ * streams (0, 1, 2) is ever taken for a handle; the generation is odd while
+ * its stream lives, and moves on when the stream stops taking enqueues, so
+ * a stale handle is refused even once its slot is reused (until the slot's
+ * generation wraps, after 2^31 streams in that slot).
+ *
+ * Slots are taken and given back with atomics alone (no process-wide lock),
+ * so a child of fork() finds the registry consistent: the slots its
+ * parent's streams held stay taken there, the others are free.
+ */
+#define HANDLE_TAG 0xb5u
+#define SLOTS_PER_CHUNK 64
+#define MAX_CHUNKS 1024 /* 65,536 streams at once (each one a thread) */
+
+_Static_assert(UINTPTR_MAX >= UINT64_MAX, "a handle needs 64 bits");
+_Static_assert((uint64_t)MAX_CHUNKS * SLOTS_PER_CHUNK <= (1u << 24), "index: 24 bits");
+
+/* atomic: each set once, NULL to a chunk of SLOTS_PER_CHUNK slots, never
+ * freed (release CAS in chunk_make: publishes the slots' initialisation;
+ * pairs with the acquire loads in slot_take and slot_of). */
+static _Atomic(weft_host_stream *) chunks[MAX_CHUNKS];
+
+/* Makes chunk c (or finds the one another thread made first); NULL: no
+ * memory. */
+static weft_host_stream *chunk_make(size_t c)
+{
+  size_t bytes = SLOTS_PER_CHUNK * sizeof(weft_host_stream);
+  weft_host_stream *chunk = weft_aligned_alloc(_Alignof(weft_host_stream), bytes);
+  if (!chunk)
+    return NULL;
+  memset(chunk, 0, bytes);
+  for (size_t i = 0; i < SLOTS_PER_CHUNK; i++) {
+    weft_host_stream *s = &chunk[i];
+    atomic_init(&s->taken, 0);
+    atomic_init(&s->gen, 0);
+    s->index = (uint32_t)(c * SLOTS_PER_CHUNK + i);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->idle_cv, NULL);
+  }
+  weft_host_stream *found = NULL;
+  /* release: publishes the slots above; pairs with the acquire loads of
+   * chunks[]. acquire (on failure, the only use of acq_rel's): another
+   * thread's chunk, read as those loads read it. */
+  if (atomic_compare_exchange_strong_explicit(&chunks[c], &found, chunk, memory_order_acq_rel,
+                                              memory_order_acquire))
+    return chunk;
+  for (size_t i = 0; i < SLOTS_PER_CHUNK; i++) {
+    pthread_cond_destroy(&chunk[i].idle_cv);
+    pthread_cond_destroy(&chunk[i].work_cv);
+    pthread_mutex_destroy(&chunk[i].mu);
+  }
+  weft_free(chunk);
+  return found;
+}
+
+/* Takes a free slot, making a chunk when all so far are taken: 0,
+ * WEFT_ENOMEM, or WEFT_EAGAIN (the registry is full). */
+static int slot_take(weft_host_stream **out)
+{
+  for (size_t c = 0; c < MAX_CHUNKS; c++) {
+    /* acquire: pairs with chunk_make's release CAS (the slots' init). */
+    weft_host_stream *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+    if (!chunk && !(chunk = chunk_make(c)))
+      return WEFT_ENOMEM;
+    for (size_t i = 0; i < SLOTS_PER_CHUNK; i++) {
+      weft_host_stream *s = &chunk[i];
+      uint32_t free_slot = 0;
+      /* relaxed: a glance that skips taken slots; the CAS decides. acquire
+       * CAS: pairs with slot_give's release store, so the slot's last
+       * stream is done with it before this one writes it. */
+      if (atomic_load_explicit(&s->taken, memory_order_relaxed) == 0 &&
+          atomic_compare_exchange_strong_explicit(&s->taken, &free_slot, 1, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+        *out = s;
+        return 0;
+      }
+    }
+  }
+  return WEFT_EAGAIN;
+}
+
+static void slot_give(weft_host_stream *s)
+{
+  /* release: this stream's last use of the slot happens before the next
+   * taker's; pairs with the acquire CAS in slot_take. */
+  atomic_store_explicit(&s->taken, 0, memory_order_release);
+}
+
+/* The slot a handle names and the generation it carries; NULL when it
+ * cannot be a handle (nothing is read through the caller's pointer). */
+static weft_host_stream *slot_of(void *handle, uint32_t *gen)
+{
+  uint64_t h = (uint64_t)(uintptr_t)handle;
+  uint64_t index = (h >> 8) & 0xffffffu;
+  *gen = (uint32_t)(h >> 32);
+  if ((h & 0xffu) != HANDLE_TAG || !(*gen & 1u) ||
+      index >= (uint64_t)MAX_CHUNKS * SLOTS_PER_CHUNK)
+    return NULL;
+  /* acquire: pairs with chunk_make's release CAS (the slots' init). */
+  weft_host_stream *chunk =
+    atomic_load_explicit(&chunks[index / SLOTS_PER_CHUNK], memory_order_acquire);
+  return chunk ? &chunk[index % SLOTS_PER_CHUNK] : NULL;
+}
+
+/* ------------------------------------------------------------ streams */
 
 void weft_host_marker_unref(weft_host_marker *m)
 {
@@ -105,8 +217,13 @@ static void *stream_main(void *arg)
     while (weft_fifo_empty(&s->items) && !s->closing)
       pthread_cond_wait(&s->work_cv, &s->mu);
     weft_fifo_node *node = weft_fifo_pop(&s->items);
-    if (!node)
-      break; /* closing and drained */
+    if (!node) {
+      /* Closing and drained: from now on the stream takes no enqueue (its
+       * handle is stale). relaxed: gen is written and read under mu. */
+      atomic_store_explicit(&s->gen, atomic_load_explicit(&s->gen, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
+      break;
+    }
     weft_host_item *it = weft_fifo_entry(node, weft_host_item, node);
     pthread_mutex_unlock(&s->mu);
 
@@ -124,39 +241,83 @@ static void *stream_main(void *arg)
 
 int weft_host_stream_create(int device, unsigned jitter_us, weft_host_stream **out)
 {
-  weft_host_stream *s = weft_calloc(1, sizeof *s);
-  if (!s)
-    return WEFT_ENOMEM;
+  weft_host_stream *s = NULL;
+  int rc = slot_take(&s);
+  if (rc)
+    return rc;
   s->device = device;
   s->jitter_us = jitter_us;
   s->rng = ((uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull) ^ (uint64_t)weft_now_ns();
   if (!s->rng)
     s->rng = 1;
-  s->magic = WEFT_HOST_STREAM_MAGIC;
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->work_cv, NULL);
-  pthread_cond_init(&s->idle_cv, NULL);
+  /* An enqueue with a stale handle may take mu at any time (and finds gen
+   * even): what mu guards is reset under it. */
+  pthread_mutex_lock(&s->mu);
+  weft_fifo_init(&s->items);
+  s->enqueued = 0;
+  s->executed = 0;
+  s->sync_waiters = 0;
+  s->closing = false;
+  s->failed = false;
+  pthread_mutex_unlock(&s->mu);
   if (weft_thread_create(&s->thread, NULL, stream_main, s) != 0) {
-    pthread_cond_destroy(&s->idle_cv);
-    pthread_cond_destroy(&s->work_cv);
-    pthread_mutex_destroy(&s->mu);
-    weft_free(s);
+    slot_give(s);
     return WEFT_EAGAIN;
   }
   char name[16];
   snprintf(name, sizeof name, "weft-hgpu%u", (unsigned)device % 1000u);
   pthread_setname_np(s->thread, name);
+  pthread_mutex_lock(&s->mu);
+  /* relaxed: under mu (odd: the stream takes enqueues from now on). */
+  uint32_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&s->gen, gen, memory_order_relaxed);
+  pthread_mutex_unlock(&s->mu);
+  s->handle = (void *)(uintptr_t)((uint64_t)gen << 32 | (uint64_t)s->index << 8 | HANDLE_TAG);
   *out = s;
   return 0;
+}
+
+static void push_locked(weft_host_stream *s, weft_host_item *it)
+{
+  weft_fifo_push(&s->items, &it->node);
+  s->enqueued++;
+  pthread_cond_signal(&s->work_cv);
 }
 
 void weft_host_stream_push(weft_host_stream *s, weft_host_item *it)
 {
   pthread_mutex_lock(&s->mu);
-  weft_fifo_push(&s->items, &it->node);
-  s->enqueued++;
-  pthread_cond_signal(&s->work_cv);
+  /* relaxed: under mu. The owner pushes only while the stream lives. */
+  WEFT_ASSERT(atomic_load_explicit(&s->gen, memory_order_relaxed) & 1u);
+  push_locked(s, it);
   pthread_mutex_unlock(&s->mu);
+}
+
+/* Appends it if the stream in s is the one of generation gen and takes
+ * enqueues from the calling thread: until destroy began, from any thread;
+ * then only from the stream's own items, until its thread exits. Returns
+ * whether it did. Decided under mu, as the thread decides to exit, so an
+ * item accepted here runs before destroy returns, and a destroy waits for
+ * an enqueue that found the stream live (holding mu) to finish. */
+static bool push_live(weft_host_stream *s, uint32_t gen, weft_host_item *it)
+{
+  pthread_mutex_lock(&s->mu);
+  /* relaxed: gen is written under mu. s->thread is this generation's when
+   * gen matches (written before gen was made odd, under mu). */
+  bool live = atomic_load_explicit(&s->gen, memory_order_relaxed) == gen &&
+              (!s->closing || pthread_equal(pthread_self(), s->thread));
+  if (live)
+    push_locked(s, it);
+  pthread_mutex_unlock(&s->mu);
+  return live;
+}
+
+/* A first look, without mu: whether s may be the live stream of generation
+ * gen (push_live decides). relaxed: a stale answer only costs an allocation
+ * or returns what a call a moment earlier would have. */
+static bool maybe_live(weft_host_stream *s, uint32_t gen)
+{
+  return atomic_load_explicit(&s->gen, memory_order_relaxed) == gen;
 }
 
 int weft_host_stream_sync(weft_host_stream *s)
@@ -179,46 +340,44 @@ void weft_host_stream_destroy(weft_host_stream *s)
   pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->thread, NULL);
-  WEFT_ASSERT(weft_fifo_empty(&s->items) && s->executed == s->enqueued); /* drained */
-  s->magic = 0;
-  pthread_cond_destroy(&s->idle_cv);
-  pthread_cond_destroy(&s->work_cv);
-  pthread_mutex_destroy(&s->mu);
-  weft_free(s);
+  /* Drained, and the thread made gen even as it exited. relaxed: the join
+   * orders the thread's writes before these reads. */
+  WEFT_ASSERT(weft_fifo_empty(&s->items) && s->executed == s->enqueued);
+  WEFT_ASSERT(!(atomic_load_explicit(&s->gen, memory_order_relaxed) & 1u));
+  slot_give(s);
 }
 
 /* ------------------------------------------------------------ public */
 
-static weft_host_stream *as_host_stream(void *stream)
+/* Appends a new item of kind (fn, arg) to the live stream the handle
+ * names; WEFT_EINVAL when there is none. */
+static int enqueue_item(void *stream, weft_host_item_kind kind, void (*fn)(void *arg), void *arg)
 {
-  weft_host_stream *s = stream;
-  return (s && s->magic == WEFT_HOST_STREAM_MAGIC) ? s : NULL;
+  uint32_t gen;
+  weft_host_stream *s = slot_of(stream, &gen);
+  if (!s || !maybe_live(s, gen))
+    return WEFT_EINVAL;
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!it)
+    return WEFT_ENOMEM;
+  it->kind = kind;
+  it->fn = fn;
+  it->arg = arg;
+  if (!push_live(s, gen, it)) {
+    weft_free(it);
+    return WEFT_EINVAL;
+  }
+  return 0;
 }
 
 int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *arg)
 {
-  weft_host_stream *s = as_host_stream(stream);
-  if (!s || !fn)
+  if (!fn)
     return WEFT_EINVAL;
-  weft_host_item *it = weft_calloc(1, sizeof *it);
-  if (!it)
-    return WEFT_ENOMEM;
-  it->kind = WEFT_HOST_ITEM_FN;
-  it->fn = fn;
-  it->arg = arg;
-  weft_host_stream_push(s, it);
-  return 0;
+  return enqueue_item(stream, WEFT_HOST_ITEM_FN, fn, arg);
 }
 
 int weft_gpu_host_test_inject_error(void *stream)
 {
-  weft_host_stream *s = as_host_stream(stream);
-  if (!s)
-    return WEFT_EINVAL;
-  weft_host_item *it = weft_calloc(1, sizeof *it);
-  if (!it)
-    return WEFT_ENOMEM;
-  it->kind = WEFT_HOST_ITEM_ERROR;
-  weft_host_stream_push(s, it);
-  return 0;
+  return enqueue_item(stream, WEFT_HOST_ITEM_ERROR, NULL, NULL);
 }

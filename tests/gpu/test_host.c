@@ -228,11 +228,16 @@ Test(host, creation_fault_hook, .init = setup, .timeout = TU_TIMEOUT(30))
   int rc_rec = weft_gpu_event_record(b, e, s);
   int rc_wait = weft_gpu_stream_wait_event(b, s, e);
   weft_test_fail_alloc_at(0);
-  cr_assert_eq(rc, WEFT_ENOMEM);
+  /* A stream takes a slot of the registry (host.h), allocating only when
+   * every slot made so far is taken (test_host_handles.c fails that one). */
+  cr_assert(rc == WEFT_ENOMEM || rc == 0, "stream_create with allocation failing: %d", rc);
   cr_assert_eq(rc_ev, WEFT_ENOMEM);
   cr_assert_eq(rc_rec, WEFT_ENOMEM);
   cr_assert_eq(rc_wait, WEFT_ENOMEM);
-  cr_assert_null(s2);
+  if (rc)
+    cr_assert_null(s2);
+  else
+    gt_ok(weft_gpu_stream_destroy(b, s2), "stream_destroy");
   cr_assert_null(e2);
   /* Everything still works afterwards. */
   gt_ok(weft_gpu_event_record(b, e, s), "record");
