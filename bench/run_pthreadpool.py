@@ -37,11 +37,12 @@ from runutil import print_table, run_main
 SMALL_US = 100.0  # an operator under this at one thread (stock) is "small"
 
 
-def run_once(exe, threads, quick, libdir):
+def run_once(exe, threads, quick, libdir, stock_libdir=None):
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
-    if libdir:
-        env["LD_LIBRARY_PATH"] = libdir
+    path = [d for d in (libdir, stock_libdir) if d]
+    if path:
+        env["LD_LIBRARY_PATH"] = ":".join(path)
     cmd = [exe, "--threads", str(threads)] + (["--quick"] if quick else [])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
@@ -71,6 +72,9 @@ def main():
     ap.add_argument("--threads", action="append")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--stock-libdir",
+                    help="where the stock libpthreadpool.so.0 and XNNPACK's libraries are, "
+                         "when not installed (a carried bundle: scripts/device.sh)")
     a = ap.parse_args()
     exe = os.path.join(a.builddir, "bench", "bench_xnnpack")
     libdir = os.path.abspath(os.path.join(a.builddir, "src", "compat", "pthreadpool"))
@@ -86,7 +90,8 @@ def main():
         for rnd in range(a.rounds):
             order = [None, libdir] if rnd % 2 == 0 else [libdir, None]
             for lib in order:
-                for r in run_once(exe, t, a.quick, lib):
+                stock = os.path.abspath(a.stock_libdir) if a.stock_libdir else None
+                for r in run_once(exe, t, a.quick, lib, stock):
                     u = r["unit"]
                     unit[r["case"]] = u
                     key = (r["case"], t, "weft" if lib else "stock")

@@ -19,10 +19,14 @@
 #   scripts/device.sh cpu [BUNDLE]          there: the machine (lscpu), the
 #       line-move floor, the engine and pool sweep at 1-16 threads (the op
 #       lists with their replays, the pipeline, fib, pfor_fine, pfor_imb;
-#       weft, oneTBB, libgomp, libomp), then tiled Cholesky N 8192 b 256,
-#       double, 1 and 16 threads, against the same peers and OpenBLAS's
-#       dpotrf. One report on stdout, ~6 minutes on 16 cores. With --dry
-#       (after BUNDLE): every section once, small, at 1 thread (a check here).
+#       weft, oneTBB, libgomp, libomp; 312 s on the 16-core device), XNNPACK
+#       over the stock libpthreadpool and over weft's drop-in at 1-16
+#       threads, then tiled Cholesky N 8192 b 256, double, 1 and 16 threads,
+#       against the same peers and OpenBLAS's dpotrf. One report on stdout.
+#       With --dry (after BUNDLE): every section once, small, at 1 thread (a
+#       check here: 18 s on the 2-vCPU VM).
+#   The bundle is carried packed (pack writes BUNDLE.tar.xz, ~14 MB):
+#       carry .dev/bundle.tar.xz; there: tar xJf .dev/bundle.tar.xz -C .dev
 #   scripts/device.sh gpu [BUNDLE]          there: nvidia-smi's view of the
 #       device, then the cuda backend's conformance suite on it.
 #
@@ -37,13 +41,15 @@ bundle=${2:-.dev/bundle}
 # glibc's own libraries: present on any Linux machine that runs our binaries
 glibc_re='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv)[.-]'
 bins=(bench_weft bench_tbb bench_gomp bench_omp_clang bench_serial bench_xfer bench_skeleton
-  bench_cholesky_gomp bench_cholesky_omp_clang bench_cholesky_tbb)
+  bench_cholesky_gomp bench_cholesky_omp_clang bench_cholesky_tbb bench_xnnpack)
+# weft's pthreadpool drop-in, beside bench_xnnpack (run_pthreadpool.py finds it here)
+dropin=src/compat/pthreadpool/libpthreadpool.so.0
 
 check() {
   local bad=0 root
   [ -d "$bundle/bench" ] || { echo "device.sh: no bundle at $bundle (run: scripts/device.sh pack)" >&2; return 1; }
   root=$(realpath "$bundle")
-  for f in "$bundle"/bench/* "$bundle"/examples/* "$bundle"/tests/*; do
+  for f in "$bundle"/bench/* "$bundle"/examples/* "$bundle"/tests/* "$bundle/$dropin"; do
     [ -x "$f" ] || continue
     local name arrow path
     while read -r name arrow path _; do
@@ -69,7 +75,7 @@ pack)
   scripts/meson-setup.sh "$builddir" -Dtests=enabled -Dbench=true -Dmpi=disabled >/dev/null
   targets=()
   for b in "${bins[@]}"; do targets+=("bench/$b"); done
-  targets+=(examples/cholesky tests/test_gpu_cuda)
+  targets+=(examples/cholesky tests/test_gpu_cuda "$dropin")
   known=$(ninja -C "$builddir" -t targets all | cut -d: -f1)
   want=()
   for t in "${targets[@]}"; do
@@ -77,7 +83,7 @@ pack)
   done
   ninja -C "$builddir" "${want[@]}" >/dev/null
   rm -rf "$bundle"
-  mkdir -p "$bundle/bench" "$bundle/lib" "$bundle/examples" "$bundle/tests"
+  mkdir -p "$bundle/bench" "$bundle/lib" "$bundle/examples" "$bundle/tests" "$bundle/${dropin%/*}"
   found=()
   for t in "${want[@]}"; do
     cp "$builddir/$t" "$bundle/$t"
@@ -95,6 +101,10 @@ pack)
       cp -L "$path" "$bundle/lib/$name"
     done
   check
+  # the carry limit is 64 MiB: the bundle travels packed (unpack it there with
+  # tar xJf BUNDLE.tar.xz -C "$(dirname BUNDLE)")
+  tar -C "$(dirname "$bundle")" -cJf "$bundle.tar.xz" "$(basename "$bundle")"
+  echo "device.sh: $bundle.tar.xz: $(du -sh "$bundle.tar.xz" | cut -f1) to carry"
   echo "device.sh: $bundle: $(du -sh "$bundle" | cut -f1)," \
     "$(cat <(ls "$bundle/bench") <(ls "$bundle/examples") <(ls "$bundle/tests") | wc -l) executables," \
     "$(ls "$bundle/lib" | wc -l) libraries"
@@ -125,6 +135,14 @@ cpu)
   fi
   python3 bench/run.py --builddir "$bundle" --only chain,indep,dag,wave,pipeline,fib,pfor_fine,pfor_imb \
     --rt weft,tbb,gomp,omp_clang "${sweep[@]}" || echo "== the sweep: exit $?"
+  echo "== XNNPACK over the stock libpthreadpool and over weft's drop-in"
+  if [ -x "$bundle/bench/bench_xnnpack" ] && [ -e "$bundle/$dropin" ]; then
+    if [ "${1:-}" = --dry ]; then xnn=(--quick --threads 1 --rounds 1); else xnn=(--threads 1,2,4,8,16); fi
+    python3 bench/run_pthreadpool.py --builddir "$bundle" --stock-libdir "$bundle/lib" "${xnn[@]}" ||
+      echo "== XNNPACK: exit $?"
+  else
+    echo "no bench_xnnpack or drop-in in the bundle (libxnnpack-dev was not found at pack time)"
+  fi
   echo "== tiled Cholesky"
   if [ -x "$bundle/examples/cholesky" ]; then
     python3 bench/run_cholesky.py --builddir "$bundle" --prec double "${chol[@]}" ||
@@ -142,7 +160,7 @@ gpu)
   "$bundle/tests/test_gpu_cuda" --verbose -j4
   ;;
 *)
-  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
+  awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac
