@@ -1232,38 +1232,42 @@ static int lb_run(int shape, int threads, int max_inflight)
   return te_free(&t);
 }
 
-static void lb_all(int shape)
+/* Runs the shape at 1 and 2 workers, max_inflight 0 and 2; returns how
+ * many of those 4 runs passed (the test bodies check: all of them). */
+static int lb_all(int shape)
 {
   static const int threads[] = {1, 2};
   static const int caps[] = {0, 2};
+  int passed = 0;
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++)
-      cr_assert_eq(lb_run(shape, threads[i], caps[j]), 0);
+      passed += lb_run(shape, threads[i], caps[j]) == 0;
+  return passed;
 }
 
 Test(loops, push_then_wait_on_what_it_writes_is_edeadlk, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  lb_all(LB_PUSH);
-  lb_all(LB_PUSH_WRITE);
-  lb_all(LB_PUSH_READ);
+  cr_assert_eq(lb_all(LB_PUSH), 4, "LB_PUSH: not every run passed");
+  cr_assert_eq(lb_all(LB_PUSH_WRITE), 4, "LB_PUSH_WRITE: not every run passed");
+  cr_assert_eq(lb_all(LB_PUSH_READ), 4, "LB_PUSH_READ: not every run passed");
 }
 
 Test(loops, a_chain_pushed_behind_the_caller_is_edeadlk, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  lb_all(LB_CHAIN);
+  cr_assert_eq(lb_all(LB_CHAIN), 4, "LB_CHAIN: not every run passed");
 }
 
 Test(loops, pushed_by_what_the_caller_pushed_is_edeadlk, .init = setup, .timeout = TU_TIMEOUT(120))
 {
-  lb_all(LB_GRANDCHILD);
+  cr_assert_eq(lb_all(LB_GRANDCHILD), 4, "LB_GRANDCHILD: not every run passed");
 }
 
 Test(loops, work_that_does_not_wait_for_the_caller_is_waited_for, .init = setup,
      .timeout = TU_TIMEOUT(120))
 {
-  lb_all(LB_FREE);
-  lb_all(LB_READERS);
-  lb_all(LB_BESIDE);
+  cr_assert_eq(lb_all(LB_FREE), 4, "LB_FREE: not every run passed");
+  cr_assert_eq(lb_all(LB_READERS), 4, "LB_READERS: not every run passed");
+  cr_assert_eq(lb_all(LB_BESIDE), 4, "LB_BESIDE: not every run passed");
 }
 
 /*

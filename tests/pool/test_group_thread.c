@@ -189,30 +189,45 @@ static int wait_task(void *arg)
   return 0;
 }
 
-static void init_on_worker(weft_pool *group_pool, weft_pool *worker_pool)
+/* What the waits of a group inited on a worker of worker_pool returned. */
+typedef struct worker_init_result {
+  int test_thread_wait; /* the test thread's (refused) */
+  int worker_wait;      /* the initialising worker's */
+  long ran;             /* the group's tasks that ran */
+} worker_init_result;
+
+static worker_init_result init_on_worker(weft_pool *group_pool, weft_pool *worker_pool)
 {
   atomic_store(&g_ran, 0);
   inner in = {group_pool, {{0}}, 12345};
+  worker_init_result r;
   /* worker_pool has one thread: the same worker inits, then (after the
    * test thread's refused wait) waits. */
   run_on_worker(worker_pool, init_task, &in);
-  cr_assert_eq(weft_group_wait(&in.g), WEFT_EINVAL, "the test thread's wait was taken");
+  r.test_thread_wait = weft_group_wait(&in.g);
   run_on_worker(worker_pool, wait_task, &in);
-  cr_assert_eq(in.rc, 5, "the initialising worker's wait returned %d", in.rc);
-  cr_assert_eq(atomic_load(&g_ran), 10);
+  r.worker_wait = in.rc;
+  r.ran = atomic_load(&g_ran);
+  return r;
 }
 
 Test(group_thread, worker_init, .init = setup, .timeout = TU_TIMEOUT(60))
 {
   weft_pool *p = tu_pool(1, -1);
-  init_on_worker(p, p);
+  worker_init_result r = init_on_worker(p, p);
+  cr_assert_eq(r.test_thread_wait, WEFT_EINVAL, "the test thread's wait was taken");
+  cr_assert_eq(r.worker_wait, 5, "the initialising worker's wait returned %d", r.worker_wait);
+  cr_assert_eq(r.ran, 10);
   tu_destroy(p);
 }
 
 Test(group_thread, other_pool_worker_init, .init = setup, .timeout = TU_TIMEOUT(60))
 {
   weft_pool *p = tu_pool(2, -1), *q = tu_pool(1, -1);
-  init_on_worker(p, q);
+  worker_init_result r = init_on_worker(p, q);
+  cr_assert_eq(r.test_thread_wait, WEFT_EINVAL, "the test thread's wait was taken");
+  cr_assert_eq(r.worker_wait, 5, "the initialising worker's wait returned %d", r.worker_wait);
+  cr_assert_eq(r.ran, 10);
   tu_destroy(q);
   tu_destroy(p);
 }
