@@ -11,8 +11,6 @@
  * so stop every other attachment's transfers, until every rank reached it.
  */
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,28 +18,6 @@
 #include "common/env.h"
 #include "common/tunables.h"
 #include "mpi/mpi_int.h"
-
-pthread_mutex_t mpi_serial_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void mpi_log(const weft_mpi *mpi, const char *fmt, ...)
-{
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (mpi)
-    fprintf(stderr, "weft_mpi: rank %d: %s\n", mpi->rank, msg);
-  else
-    fprintf(stderr, "weft_mpi: %s\n", msg);
-}
-
-double mpi_now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void weft_mpi_config_default(weft_mpi_config *cfg)
 {

@@ -185,9 +185,6 @@ void mpi_dvar_free(mpi_dvar *d);
  * copy that received a failure kept its old bytes. */
 void mpi_registry_after_wait(weft_mpi *mpi, bool failed);
 
-/* --- submit.c: the sequence hash, folded by every sequence call. */
-void mpi_seq_fold(weft_mpi *mpi, uint64_t v);
-
 /* --- progress.c */
 /* Starts the progress thread, held until mpi_progress_go (no MPI call). */
 int mpi_progress_start(weft_mpi *mpi);
@@ -205,13 +202,15 @@ void mpi_send_now(weft_mpi *mpi, mpi_job *job);
  * status. Submitting thread only. */
 int mpi_run_job(weft_mpi *mpi, mpi_job *job);
 
-/* --- attach.c: the lock of every MPI call of the library under
- * MPI_THREAD_SERIALIZED (see weft_mpi.call_lock). */
+/* --- base.c, the bottom file (calls nothing else here). */
+/* The lock of every MPI call of the library under MPI_THREAD_SERIALIZED
+ * (see weft_mpi.call_lock). */
 extern pthread_mutex_t mpi_serial_lock;
-
-/* --- messages: "weft_mpi: rank R: <msg>" on stderr. */
+/* The sequence hash, folded by every sequence call. */
+void mpi_seq_fold(weft_mpi *mpi, uint64_t v);
+/* Messages: "weft_mpi: rank R: <msg>" on stderr. */
 void mpi_log(const weft_mpi *mpi, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
+/* CLOCK_MONOTONIC, seconds. */
 double mpi_now_s(void);
 
 #endif /* WEFT_MPI_INT_H */

@@ -20,17 +20,6 @@
 
 #include "mpi/mpi_int.h"
 
-void mpi_seq_fold(weft_mpi *mpi, uint64_t v)
-{
-  /* FNV-1a over the 8 bytes, then a multiply-xorshift round. */
-  uint64_t h = mpi->seq_hash ^ 0xcbf29ce484222325ull;
-  for (int i = 0; i < 8; i++, v >>= 8)
-    h = (h ^ (v & 0xff)) * 0x100000001b3ull;
-  h ^= h >> 29;
-  mpi->seq_hash = h * 0xbf58476d1ce4e5b9ull;
-  mpi->seq_calls++;
-}
-
 static bool is_valid(const mpi_dvar *d, int rank)
 {
   return d->valid[rank / 64] >> (rank % 64) & 1;
