@@ -10,7 +10,7 @@
  *  - no thread is left running that should not be (/proc/self/task);
  *  - the object still works once the fault is cleared, and is destroyed;
  *  - nothing leaks (the ASan build's LeakSanitizer, tu_assert_no_leaks).
- * Each sweep logs how many failure points it exercised (README states them).
+ * Each sweep logs how many failure points it exercised (docs/reliability.md states them).
  */
 #include <sys/resource.h>
 #include <sys/wait.h>
