@@ -3,20 +3,23 @@
 # order in a relacy harness, a re-check removed or moved in the Promela
 # model) must make its checker FAIL. Passes only if every mutant is caught;
 # prints which check caught each one.
-# Usage: mutants.sh SPIN_CHECK MODEL MUTANT_EXE...
-#   each MUTANT_EXE is a harness built with -DWEFT_MUTANT=n: it exits 0 when
-#   relacy found an error (caught), 1 when every run passed (not caught).
+# Usage: mutants.sh SPIN_CHECK MODEL [HARNESS_EXE N...]
+#   HARNESS_EXE N runs the relacy harness's mutant n (rl_common.hpp): it
+#   exits 0 when relacy found an error (caught), 1 when every run passed
+#   (not caught), 2 when it has no mutant n.
 #   SPIN_CHECK and MODEL empty (''): the relacy mutants only (meson runs one
-#   such test per harness, and the Promela mutants as a test of their own,
+#   such test per mutant, and the Promela mutants as a test of their own,
 #   so that each finishes well within its limit on a busy machine).
 set -uo pipefail
 spin_check=$1 model=$2
 shift 2
-[ -n "$spin_check" ] || [ $# -gt 0 ] || { echo "mutants.sh: nothing to check" >&2; exit 2; }
+[ -n "$spin_check" ] || [ $# -gt 1 ] || { echo "mutants.sh: nothing to check" >&2; exit 2; }
 caught=0 total=0 missed=()
-for exe in "$@"; do
+exe=${1:-}
+[ $# -eq 0 ] || shift
+for n in "$@"; do
   total=$((total + 1))
-  out=$("$exe" 2>&1)
+  out=$("$exe" "$n" 2>&1)
   rc=$?
   line=$(grep -E "^MUTANT (NOT )?CAUGHT" <<<"$out" | tail -1)
   how=$(grep -m1 "FAILED at" <<<"$out" | sed 's/  */ /g')
@@ -24,8 +27,9 @@ for exe in "$@"; do
     caught=$((caught + 1))
     echo "caught: ${line#MUTANT CAUGHT: } by:${how#relacy}"
   else
-    missed+=("$(basename "$exe")")
-    echo "NOT caught: $(basename "$exe") (rc $rc): ${line:-no verdict}"
+    missed+=("$(basename "$exe") $n")
+    echo "NOT caught: $(basename "$exe") $n (rc $rc): ${line:-no verdict}"
+    [ $rc -ne 2 ] || echo "$out"
   fi
 done
 for def in ${spin_check:+NO_RECHECK RECHECK_FIRST}; do

@@ -15,10 +15,13 @@
  * harnesses use relacy.hpp and the rl:: names. relacy runs threads as fibres
  * in one process; it does not work under ASan/TSan (see meson.build).
  *
- * Mutants: a harness built with -DWEFT_MUTANT=<n> (see each harness's list)
- * weakens one order; main() then exits 0 only if a checker FAILED, printing
- * which check caught it, so that tests/reliability/mutants.sh can prove
- * the checkers have teeth.
+ * Mutants: a harness run as `rl_NAME <n>` (see each harness's list) weakens
+ * one order; main() then exits 0 only if a checker FAILED, printing which
+ * check caught it, so that tests/reliability/mutants.sh can prove the
+ * checkers have teeth. The mutant is chosen at run time (WEFT_MUTANT reads
+ * weft_rl::mutant), so one executable holds a harness and all its mutants:
+ * relacy's templates cost seconds of compiler time per build, and one build
+ * per mutant once made the suite's build four times longer.
  */
 #ifndef WEFT_TESTS_RL_COMMON_HPP
 #define WEFT_TESTS_RL_COMMON_HPP
@@ -34,9 +37,36 @@
 
 #include <relacy/relacy.hpp>
 
-#ifndef WEFT_MUTANT
-#define WEFT_MUTANT 0
-#endif
+namespace weft_rl {
+
+/* The mutant this run checks: 0 for none (the harness proper). Written once
+ * by pick_mutant() before any scenario runs; read by the scenarios. */
+inline int mutant = 0;
+
+/* `rl_NAME` runs the harness, `rl_NAME <n>` its mutant n (1..count). Any
+ * other argument is refused (exit 2), so that a typo cannot pass for a
+ * harness run. */
+inline void pick_mutant(int argc, char **argv, int count)
+{
+  if (argc == 1)
+    return;
+  char *end = nullptr;
+  long n = argc == 2 ? std::strtol(argv[1], &end, 10) : 0;
+  if (argc != 2 || end == argv[1] || *end != '\0' || n < 1 || n > count) {
+    std::fprintf(stderr, "usage: %s [MUTANT]  (MUTANT: 1..%d)\n", argv[0], count);
+    std::exit(2);
+  }
+  mutant = (int)n;
+}
+
+} // namespace weft_rl
+
+#define WEFT_MUTANT (weft_rl::mutant)
+
+/* A memory order that mutant `mutated` weakens: rl::mo_WEAK when it runs,
+ * rl::mo_STRONG otherwise (with relacy's `$`, as rl::memory_order_X
+ * expands to). */
+#define WEFT_RL_MO(mutated, weak, strong) ((mutated) ? rl::mo_##weak : rl::mo_##strong), $
 
 namespace weft_rl {
 

@@ -30,16 +30,10 @@
 
 namespace {
 
-#if WEFT_MUTANT == 1 /* the production pair (relaxed), without the waiter's membarrier */
-#define K_OWNED rl::memory_order_relaxed
-#else
-#define K_OWNED rl::memory_order_seq_cst
-#endif
-#if WEFT_MUTANT == 3 /* a finish counted without publishing the operator's work */
-#define K_DONE rl::memory_order_relaxed
-#else
-#define K_DONE rl::memory_order_seq_cst
-#endif
+/* mutant 1: the production pair (relaxed), without the waiter's membarrier */
+#define K_OWNED WEFT_RL_MO(WEFT_MUTANT == 1, relaxed, seq_cst)
+/* mutant 3: a finish counted without publishing the operator's work */
+#define K_DONE WEFT_RL_MO(WEFT_MUTANT == 3, relaxed, seq_cst)
 
 enum { OWNED = 0, SHARED = 1, WORKER = 2, NTALLY = 3, NOPS = 2 };
 
@@ -84,9 +78,8 @@ struct count_test : rl::test_suite<count_test, 4> {
       } else {
         pushed[SHARED][e & 1].fetch_add(1, rl::memory_order_seq_cst);
       }
-#if WEFT_MUTANT == 2 /* no re-read: the count may land in a slot already read */
-      return e;
-#endif
+      if (WEFT_MUTANT == 2) /* no re-read: the count may land in a slot already read */
+        return e;
       if (read_epoch(owned) == e)
         return e;
       done[SHARED][e & 1].fetch_add(1, rl::memory_order_seq_cst); /* flipped: count again */
@@ -154,12 +147,13 @@ struct count_test : rl::test_suite<count_test, 4> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
-  weft_rl::outcome out;
-  weft_rl::run_both<count_test>("count owned + shared pusher, worker, waiter", 200000, 3, out);
   static const char *const names[] = {"none", "the relaxed owned count without a membarrier",
                                       "a push that does not read the epoch again",
                                       "a finish counted with relaxed"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
+  weft_rl::outcome out;
+  weft_rl::run_both<count_test>("count owned + shared pusher, worker, waiter", 200000, 3, out);
   return weft_rl::finish("count", names[WEFT_MUTANT], out);
 }

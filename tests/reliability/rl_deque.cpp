@@ -10,7 +10,7 @@
  * visible to a thief that loads the new array (a data race on mask, or a
  * read of an uninitialised slot, otherwise).
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_deque n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  take's seq_cst fence weakened to acq_rel       (deque.c, take)
  *   2  steal's seq_cst fence weakened to acq_rel      (deque.c, steal)
  *   3  grow publishes the new array relaxed, not release (deque.c, grow)
@@ -77,11 +77,8 @@ struct deque {
     for (long i = t; i < b; i++)
       na->slot[i & na->mask($)].store(a->slot[i & a->mask($)].load(rl::memory_order_relaxed),
                                       rl::memory_order_relaxed);
-#if WEFT_MUTANT == 3
-    array.store(na, rl::memory_order_relaxed); /* MUTANT: no release */
-#else
-    array.store(na, rl::memory_order_release);
-#endif
+    /* mutant 3: no release */
+    array.store(na, WEFT_RL_MO(WEFT_MUTANT == 3, relaxed, release));
     a->retired = retired;
     retired = a;
     return na;
@@ -215,8 +212,12 @@ using grow_reuse = deque_test<1, 2, 4, 1, 1>;
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
+  static const char *const names[] = {"none", "take fence seq_cst->acq_rel",
+                                      "steal fence seq_cst->acq_rel",
+                                      "grow publishes the array relaxed"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
   weft_rl::outcome out;
   weft_rl::run_both<race_last>("deque race_last", 200000, 3, out);
   if (!(WEFT_MUTANT && out.failed))
@@ -225,8 +226,5 @@ int main()
     weft_rl::run_both<grow_steal>("deque grow_steal", 200000, 2, out);
   if (!(WEFT_MUTANT && out.failed))
     weft_rl::run_both<grow_reuse>("deque grow_reuse", 100000, 2, out);
-  static const char *const names[] = {"none", "take fence seq_cst->acq_rel",
-                                      "steal fence seq_cst->acq_rel",
-                                      "grow publishes the array relaxed"};
   return weft_rl::finish("deque", names[WEFT_MUTANT], out);
 }

@@ -16,7 +16,7 @@
  * does); two workers run ready nodes from a shared stack under a spinlock
  * (the pool's hand-off: release/acquire).
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_graph n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  the sink counters taken off relaxed   (replay.c, count_off)
  *   2  a successor's count taken off relaxed (replay.c, weft_gnode_finish)
  *   3  running cleared relaxed               (replay.c, the launch's end)
@@ -84,11 +84,9 @@ struct graph_test : rl::test_suite<graph_test, 3> {
       if (e < 0)
         continue;
       if (!(e & SOLE)) {
-#if WEFT_MUTANT == 2 /* the successor's count taken off relaxed */
-        int was = pending[e].fetch_sub(1, rl::memory_order_relaxed);
-#else
-        int was = pending[e].fetch_sub(1, rl::memory_order_acq_rel);
-#endif
+        /* mutant 2: the successor's count taken off relaxed */
+        int was = pending[e].fetch_sub(
+            1, WEFT_RL_MO(WEFT_MUTANT == 2, relaxed, acq_rel));
         RL_ASSERT(was >= 1);
         if (was != 1)
           continue;
@@ -97,11 +95,8 @@ struct graph_test : rl::test_suite<graph_test, 3> {
     }
     /* mutant 1: the sink counts relaxed: resets do not reach the next launch */
     if (counter_of[i] >= 0 && counters.count_off(counter_of[i], WEFT_MUTANT == 1)) {
-#if WEFT_MUTANT == 3 /* the launch's end published relaxed */
-      running.store(0, rl::memory_order_relaxed);
-#else
-      running.store(0, rl::memory_order_release);
-#endif
+      /* mutant 3: the launch's end published relaxed */
+      running.store(0, WEFT_RL_MO(WEFT_MUTANT == 3, relaxed, release));
     }
   }
 
@@ -140,8 +135,12 @@ struct graph_test : rl::test_suite<graph_test, 3> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
+  static const char *const names[] = {"none", "the sink counts relaxed",
+                                      "a successor's count taken off relaxed",
+                                      "the launch's end published relaxed"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
   weft_rl::outcome out;
   /* The random scheduler only: the launcher and the idle workers wait in
    * spin loops (WEFT_EBUSY retries, an empty queue), which relacy's
@@ -149,8 +148,5 @@ int main()
    * spent; blocking primitives instead (a mutex and a condition variable)
    * would order the launches themselves and hide the orders under test. */
   weft_rl::run_one<graph_test>("graph replay, 3 launches", rl::sched_random, 200000, 0, out);
-  static const char *const names[] = {"none", "the sink counts relaxed",
-                                      "a successor's count taken off relaxed",
-                                      "the launch's end published relaxed"};
   return weft_rl::finish("graph", names[WEFT_MUTANT], out);
 }

@@ -23,16 +23,10 @@
 
 namespace {
 
-#if WEFT_MUTANT == 1 /* the fast path's relaxed pair, without the closer's membarrier */
-#define K_ENTRY rl::memory_order_relaxed
-#else
-#define K_ENTRY rl::memory_order_seq_cst
-#endif
-#if WEFT_MUTANT == 2 /* a leave that does not publish what was done inside */
-#define K_LEAVE rl::memory_order_relaxed
-#else
-#define K_LEAVE rl::memory_order_release
-#endif
+/* mutant 1: the fast path's relaxed pair, without the closer's membarrier */
+#define K_ENTRY WEFT_RL_MO(WEFT_MUTANT == 1, relaxed, seq_cst)
+/* mutant 2: a leave that does not publish what was done inside */
+#define K_LEAVE WEFT_RL_MO(WEFT_MUTANT == 2, relaxed, release)
 
 struct guard_test : rl::test_suite<guard_test, 3> {
   rl::atomic<int> closed;
@@ -78,12 +72,9 @@ struct guard_test : rl::test_suite<guard_test, 3> {
     /* seq_cst: as weft_guard_wait_empty */
     if (slow.load(rl::memory_order_seq_cst) != 0)
       return true;
+    /* mutant 4: acquire only: may read a value of the slot older than the entry */
     for (int t = 0; t < 2; t++)
-#if WEFT_MUTANT == 4 /* acquire only: may read a value of the slot older than the entry */
-      if (slot[t].load(rl::memory_order_acquire) != 0)
-#else
-      if (slot[t].load(rl::memory_order_seq_cst) != 0)
-#endif
+      if (slot[t].load(WEFT_RL_MO(WEFT_MUTANT == 4, acquire, seq_cst)) != 0)
         return true;
     return false;
   }
@@ -91,15 +82,15 @@ struct guard_test : rl::test_suite<guard_test, 3> {
   /* weft_guard_close, weft_guard_wait_empty, then the free */
   void closer()
   {
-#if WEFT_MUTANT == 3 /* waits for the threads inside, then closes */
-    while (anyone_inside())
-      rl::yield(1, $);
-    closed.store(1, rl::memory_order_seq_cst);
-#else
-    closed.store(1, rl::memory_order_seq_cst);
-    while (anyone_inside())
-      rl::yield(1, $);
-#endif
+    if (WEFT_MUTANT == 3) { /* waits for the threads inside, then closes */
+      while (anyone_inside())
+        rl::yield(1, $);
+      closed.store(1, rl::memory_order_seq_cst);
+    } else {
+      closed.store(1, rl::memory_order_seq_cst);
+      while (anyone_inside())
+        rl::yield(1, $);
+    }
     object($) = 0; /* freed */
   }
 
@@ -116,12 +107,13 @@ struct guard_test : rl::test_suite<guard_test, 3> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
-  weft_rl::outcome out;
-  weft_rl::run_both<guard_test>("guard 2 entrants + closer", 200000, 4, out);
   static const char *const names[] = {"none", "the relaxed entry without a membarrier",
                                       "a leave without release", "the wait before the close",
                                       "the slots read with acquire, not seq_cst"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
+  weft_rl::outcome out;
+  weft_rl::run_both<guard_test>("guard 2 entrants + closer", 200000, 4, out);
   return weft_rl::finish("guard", names[WEFT_MUTANT], out);
 }

@@ -18,7 +18,7 @@
  * sees no parker announced must be seen by the parker's check after its
  * own fence, even while a consumer moves head under that check.
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_inject n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  push publishes the cell relaxed, not release       (inject.c, push)
  *   2  a producer trusts its copy of head without reading head when the
  *      ring looks full                                     (inject.c, claim_free)
@@ -39,22 +39,13 @@
  *      the owner gives it back, no acquire as the next claims it)
  *                                                         (pool/solo.c)
  */
-#if WEFT_MUTANT == 1
-#define RL_RING_K_PUBLISH rl::memory_order_relaxed
-#elif WEFT_MUTANT == 2
-#define RL_RING_TRUST_COPY 1
-#elif WEFT_MUTANT == 3
-#define RL_RING_K_HEAD_SEQ rl::memory_order_relaxed
-#endif
+#define RL_RING_K_PUBLISH WEFT_RL_MO(WEFT_MUTANT == 1, relaxed, release)
+#define RL_RING_TRUST_COPY (WEFT_MUTANT == 2)
+#define RL_RING_K_HEAD_SEQ WEFT_RL_MO(WEFT_MUTANT == 3, relaxed, acquire)
 #include "rl_ring.hpp"
 
-#if WEFT_MUTANT == 7
-#define K_CLAIM rl::memory_order_relaxed
-#define K_GIVE rl::memory_order_relaxed
-#else
-#define K_CLAIM rl::memory_order_acquire
-#define K_GIVE rl::memory_order_release
-#endif
+#define K_CLAIM WEFT_RL_MO(WEFT_MUTANT == 7, relaxed, acquire)
+#define K_GIVE WEFT_RL_MO(WEFT_MUTANT == 7, relaxed, release)
 
 namespace {
 
@@ -97,13 +88,13 @@ struct inject {
     if (t || noverflow.load(rl::memory_order_relaxed) == 0)
       return t;
     lock.lock($);
-#if WEFT_MUTANT != 5
-    t = ring.take(); /* the look again under the lock */
-    if (t) {
-      lock.unlock($);
-      return t;
+    if (WEFT_MUTANT != 5) {
+      t = ring.take(); /* the look again under the lock */
+      if (t) {
+        lock.unlock($);
+        return t;
+      }
     }
-#endif
     int left = noverflow.load(rl::memory_order_relaxed);
     if (left > 0) {
       t = ov[ov_head($)]($);
@@ -144,24 +135,21 @@ struct queue_test : rl::test_suite<queue_test<P, N, C, CONSUMERS, SOLO>, P + CON
   void thread(unsigned index)
   {
     if ((int)index < P) {
-#if WEFT_MUTANT != 6 /* two producers pushing the solo way at once */
-      if (SOLO) { /* weft_solo_claim: acquire the previous owner's pushes */
+      /* mutant 6: two producers pushing the solo way at once */
+      if (SOLO && WEFT_MUTANT != 6) { /* weft_solo_claim: acquire the previous owner's pushes */
         int none = 0;
         while (!owner.compare_exchange_weak(none, (int)index + 1, K_CLAIM)) {
           none = 0;
           rl::yield(1, $);
         }
       }
-#endif
       for (int i = 1; i <= N; i++) {
         int id = (int)index * N + i;
         payload[id]($) = 100 + id;
         q.push(id, SOLO);
       }
-#if WEFT_MUTANT != 6
-      if (SOLO) /* the thread's exit gives the queue back: release our pushes */
+      if (SOLO && WEFT_MUTANT != 6) /* the thread's exit gives the queue back: release our pushes */
         owner.store(0, K_GIVE);
-#endif
       return;
     }
     int last[P] = {};
@@ -250,8 +238,16 @@ struct handshake_test : rl::test_suite<handshake_test, 3> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
+  static const char *const names[] = {"none", "push publishes the cell relaxed",
+                                      "a producer trusts its copy of head when the ring looks full",
+                                      "at_head reads the seq relaxed",
+                                      "push fills the ring past a non-empty overflow",
+                                      "pop takes the overflow without a second look at the ring",
+                                      "two producers push the solo way at once",
+                                      "the solo queue handed over relaxed"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
   weft_rl::outcome out;
   weft_rl::run_both<mpsc>("inject mpsc", 200000, 2, out);
   if (!(WEFT_MUTANT && out.failed))
@@ -264,12 +260,5 @@ int main()
     weft_rl::run_both<solo_spmc>("inject solo spmc", 200000, 2, out);
   if (!(WEFT_MUTANT && out.failed))
     weft_rl::run_both<solo_handover>("inject solo hand-over", 200000, 2, out);
-  static const char *const names[] = {"none", "push publishes the cell relaxed",
-                                      "a producer trusts its copy of head when the ring looks full",
-                                      "at_head reads the seq relaxed",
-                                      "push fills the ring past a non-empty overflow",
-                                      "pop takes the overflow without a second look at the ring",
-                                      "two producers push the solo way at once",
-                                      "the solo queue handed over relaxed"};
   return weft_rl::finish("inject", names[WEFT_MUTANT], out);
 }

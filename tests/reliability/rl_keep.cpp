@@ -46,7 +46,7 @@
  * (a weft_var_wait) may launch again at once, never refused with
  * WEFT_EBUSY by the launch it waited for (graph.h, ENDING).
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_keep n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  the end's CAS to KEPT relaxed            (keep.c, weft_keep_end)
  *   2  the yield's CAS to PART relaxed          (keep.c, weft_keep_yield_slow)
  *   3  a yield that lets go of a var during a launch (no RUN check)
@@ -66,16 +66,8 @@ constexpr int NV = 2;    /* vars */
 constexpr int NREQ = 4;  /* requesters: gate 0, gate 1 (a fresh one), p, h */
 constexpr int P = 2, H = 3;
 
-#if WEFT_MUTANT == 1
-#define K_END rl::memory_order_relaxed
-#else
-#define K_END rl::memory_order_release
-#endif
-#if WEFT_MUTANT == 2
-#define K_YIELD rl::memory_order_relaxed
-#else
-#define K_YIELD rl::memory_order_acquire
-#endif
+#define K_END WEFT_RL_MO(WEFT_MUTANT == 1, relaxed, release)
+#define K_YIELD WEFT_RL_MO(WEFT_MUTANT == 2, relaxed, acquire)
 
 using weft_rl::spinlock;
 
@@ -169,40 +161,38 @@ struct keep_test : rl::test_suite<keep_test, 3> {
    * RUN); a PART gate stays PART (mutant 5: turns RUN here). */
   bool resume(int gi)
   {
-#if WEFT_MUTANT == 4
-    int s = hold[gi].load(rl::memory_order_relaxed);
-    if (s == KEPT)
-      hold[gi].store(RUN, rl::memory_order_relaxed);
-    return s == KEPT;
-#elif WEFT_MUTANT == 5
-    int s = hold[gi].load(rl::memory_order_relaxed);
-    for (;;) {
-      RL_ASSERT(s == KEPT || s == PART);
-      if (hold[gi].compare_exchange_weak(s, RUN, rl::memory_order_relaxed,
-                                         rl::memory_order_relaxed))
-        return s == KEPT;
+    if (WEFT_MUTANT == 4) {
+      int s = hold[gi].load(rl::memory_order_relaxed);
+      if (s == KEPT)
+        hold[gi].store(RUN, rl::memory_order_relaxed);
+      return s == KEPT;
     }
-#else
+    if (WEFT_MUTANT == 5) {
+      int s = hold[gi].load(rl::memory_order_relaxed);
+      for (;;) {
+        RL_ASSERT(s == KEPT || s == PART);
+        if (hold[gi].compare_exchange_weak(s, RUN, rl::memory_order_relaxed,
+                                           rl::memory_order_relaxed))
+          return s == KEPT;
+      }
+    }
     int s = KEPT;
     if (hold[gi].compare_exchange_strong(s, RUN, rl::memory_order_relaxed,
                                          rl::memory_order_relaxed))
       return true;
     RL_ASSERT(s == PART);
     return false;
-#endif
   }
 
   /* weft_keep_run_locked, under every lock of the gate's vars */
   void run_locked(int gi)
   {
     int s = hold[gi].load(rl::memory_order_relaxed);
-#if WEFT_MUTANT != 5
-    RL_ASSERT(s == RUN || s == PART);
-    if (s == PART)
-      hold[gi].store(RUN, rl::memory_order_relaxed);
-#else
-    (void)s;
-#endif
+    if (WEFT_MUTANT != 5) {
+      RL_ASSERT(s == RUN || s == PART);
+      if (s == PART)
+        hold[gi].store(RUN, rl::memory_order_relaxed);
+    }
   }
 
   /* weft_keep_yield_slow, under v's lock, before another requester appends */
@@ -211,8 +201,7 @@ struct keep_test : rl::test_suite<keep_test, 3> {
     int gi = keeper[v]($) - 1;
     int s = hold[gi].load(rl::memory_order_relaxed);
     for (;;) {
-#if WEFT_MUTANT != 3
-      if (s & RUN) {
+      if (WEFT_MUTANT != 3 && (s & RUN)) {
         if (s & WANTED)
           return;
         if (hold[gi].compare_exchange_weak(s, s | WANTED, rl::memory_order_relaxed,
@@ -220,7 +209,6 @@ struct keep_test : rl::test_suite<keep_test, 3> {
           return;
         continue;
       }
-#endif
       if (hold[gi].compare_exchange_weak(s, PART, K_YIELD, rl::memory_order_relaxed))
         break;
     }
@@ -291,9 +279,8 @@ struct keep_test : rl::test_suite<keep_test, 3> {
       int gi = cur($);
       for (int v = 0; v < NV; v++)
         cell[v]($) = cell[v]($) + 1; /* the node */
-#if WEFT_MUTANT != 6
-      running.store(3 * i + 2, rl::memory_order_relaxed); /* ENDING */
-#endif
+      if (WEFT_MUTANT != 6)
+        running.store(3 * i + 2, rl::memory_order_relaxed); /* ENDING */
       last_end.store(i, rl::memory_order_relaxed);
       int s = RUN;
       if (hold[gi].compare_exchange_strong(s, KEPT, K_END, rl::memory_order_relaxed)) {
@@ -359,15 +346,16 @@ struct keep_test : rl::test_suite<keep_test, 3> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
-  weft_rl::outcome out;
-  weft_rl::run_both<keep_test>("keep launcher, worker, pusher", 200000, 2, out);
   static const char *const names[] = {"none", "the end's CAS to KEPT relaxed",
                                       "the yield's CAS to PART relaxed",
                                       "a yield that lets go during a launch",
                                       "a resume without a CAS",
                                       "a PART gate made RUN before its registration's locks",
                                       "an end without ENDING"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
+  weft_rl::outcome out;
+  weft_rl::run_both<keep_test>("keep launcher, worker, pusher", 200000, 2, out);
   return weft_rl::finish("keep", names[WEFT_MUTANT], out);
 }

@@ -19,7 +19,7 @@
  * queued sweepers from a shared stack under a spinlock (the pool's
  * hand-off); they stop once nothing is queued or running.
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_lanes n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  a lane that publishes (before it stops, at its end) reads its
  *      waiters with a load, not a read-modify-write (lanes.c, wake)
  *   2  the waiter's bit set relaxed                (wait_lane's fetch_or)
@@ -100,11 +100,8 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
 
   void wake(int p, int done)
   {
-#if WEFT_MUTANT == 1
-    unsigned w = lanes[p].waiters.load(rl::memory_order_acquire);
-#else
-    unsigned w = lanes[p].waiters.fetch_or(0, rl::memory_order_acq_rel);
-#endif
+    unsigned w = WEFT_MUTANT == 1 ? lanes[p].waiters.load(rl::memory_order_acquire)
+                                  : lanes[p].waiters.fetch_or(0, rl::memory_order_acq_rel);
     for (int q = 0; q < LANES; q++) {
       unsigned bit = 1u << q;
       if (!(w & bit) || lanes[q].need.load(rl::memory_order_relaxed) > done)
@@ -116,11 +113,7 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
 
   void publish(int p, int done)
   {
-#if WEFT_MUTANT == 4
-    lanes[p].done.store(done, rl::memory_order_relaxed);
-#else
-    lanes[p].done.store(done, rl::memory_order_release);
-#endif
+    lanes[p].done.store(done, WEFT_RL_MO(WEFT_MUTANT == 4, relaxed, release));
     wake(p, done);
   }
 
@@ -139,30 +132,24 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
     }
     lanes[p].need.store(need, rl::memory_order_relaxed);
     unsigned bit = 1u << p;
-#if WEFT_MUTANT != 6
-    ended.fetch_add(1, rl::memory_order_relaxed); /* the hold on the launch */
-#endif
-#if WEFT_MUTANT == 2
-    lanes[q].waiters.fetch_or(bit, rl::memory_order_relaxed);
-#else
-    lanes[q].waiters.fetch_or(bit, rl::memory_order_acq_rel);
-#endif
+    if (WEFT_MUTANT != 6)
+      ended.fetch_add(1, rl::memory_order_relaxed); /* the hold on the launch */
+    lanes[q].waiters.fetch_or(bit, WEFT_RL_MO(WEFT_MUTANT == 2, relaxed, acq_rel));
     RL_ASSERT(!freed.load(rl::memory_order_seq_cst)); /* the graph is alive */
-#if WEFT_MUTANT == 5 /* the bit taken back, and the lane goes on */
-    d = lanes[q].done.load(rl::memory_order_acquire);
-    if (d >= need && (lanes[q].waiters.fetch_and(~bit, rl::memory_order_acq_rel) & bit)) {
-      lanes[p].seen($) = d;
-      count_off(); /* the hold */
-      return true;
+    if (WEFT_MUTANT == 5) { /* the bit taken back, and the lane goes on */
+      d = lanes[q].done.load(rl::memory_order_acquire);
+      if (d >= need && (lanes[q].waiters.fetch_and(~bit, rl::memory_order_acq_rel) & bit)) {
+        lanes[p].seen($) = d;
+        count_off(); /* the hold */
+        return true;
+      }
+    } else if (WEFT_MUTANT != 3) {
+      if (lanes[q].done.load(rl::memory_order_acquire) >= need &&
+          (lanes[q].waiters.fetch_and(~bit, rl::memory_order_acq_rel) & bit))
+        queue_lane(p);
     }
-#elif WEFT_MUTANT != 3
-    if (lanes[q].done.load(rl::memory_order_acquire) >= need &&
-        (lanes[q].waiters.fetch_and(~bit, rl::memory_order_acq_rel) & bit))
-      queue_lane(p);
-#endif
-#if WEFT_MUTANT != 6
-    count_off(); /* the hold */
-#endif
+    if (WEFT_MUTANT != 6)
+      count_off(); /* the hold */
     return false;
   }
 
@@ -232,10 +219,8 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
-  weft_rl::outcome out;
-  weft_rl::run_both<lanes_test>("lanes: stop and wake", 200000, 2, out);
   static const char *const names[] = {"none",
                                       "a publishing lane reads its waiters with a load",
                                       "the waiter's bit set relaxed",
@@ -243,5 +228,8 @@ int main()
                                       "done published relaxed",
                                       "a stopped lane takes its bit back and goes on",
                                       "no hold on the launch during a stop"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
+  weft_rl::outcome out;
+  weft_rl::run_both<lanes_test>("lanes: stop and wake", 200000, 2, out);
   return weft_rl::finish("lanes", names[WEFT_MUTANT], out);
 }

@@ -24,7 +24,7 @@
  * No spurious wake-ups: each would only add a turn of the loops around
  * futex_wait (and they multiply the context-bound search).
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_park n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  worker's fence before the re-check -> acq_rel   (idle.c, park)
  *   2  weft_pool_wake_exact's fence -> acq_rel          (worker.c)
  *   3  stop_searching's fence -> acq_rel                (worker.c)
@@ -285,15 +285,16 @@ struct park_test : rl::test_suite<park_test<TOGETHER>, 1 + kWorkers>, park_test_
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
-  weft_rl::outcome out;
-  weft_rl::run_both<park_test<false>>("park independent_tasks", 100000, 1, out);
-  if (!(WEFT_MUTANT && out.failed))
-    weft_rl::run_both<park_test<true>>("park together_tasks", 100000, 1, out);
   static const char *const names[] = {"none", "park re-check fence seq_cst->acq_rel",
                                       "wake_exact fence seq_cst->acq_rel",
                                       "stop_searching fence seq_cst->acq_rel",
                                       "stop_workers fence seq_cst->acq_rel"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
+  weft_rl::outcome out;
+  weft_rl::run_both<park_test<false>>("park independent_tasks", 100000, 1, out);
+  if (!(WEFT_MUTANT && out.failed))
+    weft_rl::run_both<park_test<true>>("park together_tasks", 100000, 1, out);
   return weft_rl::finish("park", names[WEFT_MUTANT], out);
 }

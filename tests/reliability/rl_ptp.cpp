@@ -62,11 +62,7 @@ struct ptp_test : rl::test_suite<ptp_test, kMembers> {
     for (;;) {
       unsigned long long r = slot[id].fetch_add(1, rl::memory_order_relaxed);
       unsigned lo = (unsigned)r, hi = (unsigned)(r >> 32);
-#if WEFT_MUTANT == 4
-      if (lo > hi)
-#else
-      if (lo >= hi)
-#endif
+      if (WEFT_MUTANT == 4 ? lo > hi : lo >= hi)
         return;
       run_item((int)lo);
     }
@@ -80,11 +76,7 @@ struct ptp_test : rl::test_suite<ptp_test, kMembers> {
       if (lo >= hi)
         return false;
       unsigned mid = lo + (hi - lo) / 2;
-#if WEFT_MUTANT == 3
-      unsigned keep = mid + 1 < hi ? mid + 1 : mid;
-#else
-      unsigned keep = mid;
-#endif
+      unsigned keep = WEFT_MUTANT == 3 && mid + 1 < hi ? mid + 1 : mid;
       if (slot[v].compare_exchange_weak(r, pack(lo, keep), rl::memory_order_relaxed,
                                         rl::memory_order_relaxed)) {
         *from = mid;
@@ -116,11 +108,7 @@ struct ptp_test : rl::test_suite<ptp_test, kMembers> {
       slot[m].store(pack(lo, hi), rl::memory_order_relaxed);
     }
     call($) = 42;
-#if WEFT_MUTANT == 2
-    crew.store(0, rl::memory_order_relaxed);
-#else
-    crew.store(0, rl::memory_order_release);
-#endif
+    crew.store(0, WEFT_RL_MO(WEFT_MUTANT == 2, relaxed, release));
     member_items(0);
     unsigned s = crew.fetch_or(kClosed, rl::memory_order_acq_rel) | kClosed;
     while (((s = crew.load(rl::memory_order_acquire)) & 0xffffu) != 0)
@@ -147,11 +135,7 @@ struct ptp_test : rl::test_suite<ptp_test, kMembers> {
     RL_ASSERT(id >= 1 && id < (unsigned)kMembers);
     (void)self;
     member_items((int)id);
-#if WEFT_MUTANT == 1
-    crew.fetch_sub(1, rl::memory_order_relaxed);
-#else
-    crew.fetch_sub(1, rl::memory_order_release);
-#endif
+    crew.fetch_sub(1, WEFT_RL_MO(WEFT_MUTANT == 1, relaxed, release));
   }
 
   void thread(unsigned self)
@@ -165,15 +149,16 @@ struct ptp_test : rl::test_suite<ptp_test, kMembers> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
+  static const char *const names[] = {"none", "the leave relaxed", "the open relaxed",
+                                      "a steal that leaves an item behind too",
+                                      "an owner claim that takes the item at hi"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
   weft_rl::outcome out;
   /* The random scheduler only: the caller's wait is a spin loop, which the
    * context-bound scheduler reports as a livelock once its preemptions are
    * spent (as in rl_graph.cpp). */
   weft_rl::run_one<ptp_test>("pthreadpool call, 3 threads", rl::sched_random, 200000, 0, out);
-  static const char *const names[] = {"none", "the leave relaxed", "the open relaxed",
-                                      "a steal that leaves an item behind too",
-                                      "an owner claim that takes the item at hi"};
   return weft_rl::finish("ptp", names[WEFT_MUTANT], out);
 }

@@ -22,7 +22,7 @@
  * successors meanwhile (an async operator's signal, a device's completion),
  * and for the sweeper queued behind other work and taken up again.
  *
- * Mutants (-DWEFT_MUTANT=n, run by mutants.sh; each must be caught):
+ * Mutants (`rl_sweep n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  the sweeper's take relaxed              (replay.h, weft_sweep_take)
  *   2  the sweeper not counted in the launch's end (build.c, make_counters)
  *   3  a node's count reset without the sweep's (build.c, npred)
@@ -44,19 +44,17 @@ constexpr int LAUNCHES = 3;
 constexpr int SWEEPER = 1 << 8; /* a queued item: the sweeper */
 
 const int npred[N] = {0, 0, 2, 1, 1, 0};
-#if WEFT_MUTANT == 3 /* the count at rest misses the sweep's */
-const int rest[N] = {0, 0, 2, 1, 1, 0};
-#else
-const int rest[N] = {1, 1, 3, 2, 2, 1};
-#endif
+const int rest_counts[2][N] = {{1, 1, 3, 2, 2, 1},
+                                /* mutant 3: the count at rest misses the sweep's */
+                                {0, 0, 2, 1, 1, 0}};
+#define rest (rest_counts[WEFT_MUTANT == 3])
 const int succ[N][2] = {{2, -1}, {2, -1}, {3, 4}, {-1, -1}, {-1, -1}, {-1, -1}};
 const int counter_of[N] = {-1, -1, -1, 0, 0, 1};
 const bool runs_here[N] = {false, true, true, true, true, true};
-#if WEFT_MUTANT == 2 /* the top counter counts the sinks' leaves only */
-const int counter_init[3] = {2, 1, 2};
-#else
-const int counter_init[3] = {2, 1, 2 + SWEEPERS};
-#endif
+const int counter_inits[2][3] = {{2, 1, 2 + SWEEPERS},
+                                  /* mutant 2: the top counter counts the sinks' leaves only */
+                                  {2, 1, 2}};
+#define counter_init (counter_inits[WEFT_MUTANT == 2])
 const int counter_parent[3] = {2, 2, -1};
 
 struct sweep_test : rl::test_suite<sweep_test, 3> {
@@ -128,11 +126,7 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
     for (int lo; (lo = cursor($)) < N;) {
       cursor($) = lo + CHUNK;
       for (int i = lo; i < lo + CHUNK && i < N; i++) {
-#if WEFT_MUTANT == 1 /* the sweeper's take relaxed */
-        bool mine = take(i, true);
-#else
-        bool mine = take(i, false);
-#endif
+        bool mine = take(i, WEFT_MUTANT == 1); /* mutant 1: the sweeper's take relaxed */
         if (mine && runs_here[i])
           run(i, epoch($));
         else if (mine)
@@ -143,10 +137,8 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
         return;
       }
     }
-#if WEFT_MUTANT != 2 /* counted off beside the sinks */
-    if (counters.count_off(2, false))
+    if (WEFT_MUTANT != 2 && counters.count_off(2, false)) /* counted off beside the sinks */
       end_launch();
-#endif
     (void)launch;
   }
 
@@ -187,13 +179,14 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
-  weft_rl::outcome out;
-  /* The random scheduler only, as rl_graph.cpp (spin-waits). */
-  weft_rl::run_one<sweep_test>("swept graph replay, 3 launches", rl::sched_random, 200000, 0, out);
   static const char *const names[] = {"none", "the sweeper's take relaxed",
                                       "the sweeper not counted in the launch's end",
                                       "a node's count reset without the sweep's"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
+  weft_rl::outcome out;
+  /* The random scheduler only, as rl_graph.cpp (spin-waits). */
+  weft_rl::run_one<sweep_test>("swept graph replay, 3 launches", rl::sched_random, 200000, 0, out);
   return weft_rl::finish("sweep", names[WEFT_MUTANT], out);
 }

@@ -216,18 +216,15 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
   {
     int n = op->nvars;
     op->wait.store(n + 1, rl::memory_order_relaxed); /* atomic_init */
-#if WEFT_MUTANT == 3 /* streams without holding every lock first */
-    if (!op->stream)
-#endif
+    if (WEFT_MUTANT != 3 || !op->stream) /* mutant 3: streams without holding every lock first */
       for (int k = 0; k < n; k++)
         q[op->var[k]].lock.lock();
     int granted = 0;
     if (op->stream) {
       for (int k = 0; k < n; k++) {
         varq &v = q[op->var[k]];
-#if WEFT_MUTANT == 3
-        v.lock.lock();
-#endif
+        if (WEFT_MUTANT == 3)
+          v.lock.lock();
         op->req[k].op = op;
         op->req[k].write = op->write[k];
         op->req[k].writes_before = v.writes_pushed($); /* harness */
@@ -251,15 +248,15 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
     }
     /* the counter settled under every lock (no grant can reach it yet) */
     int left = op->wait.load(rl::memory_order_relaxed) - (granted + 1);
-#if WEFT_MUTANT == 2 /* settled after the unlocks: a grant may come between */
-    for (int k = n; k-- > 0;)
-      q[op->var[k]].lock.unlock();
-    op->wait.store(left, rl::memory_order_relaxed);
-#else
-    op->wait.store(left, rl::memory_order_relaxed);
-    for (int k = n; k-- > 0;) /* unlock_vars */
-      q[op->var[k]].lock.unlock();
-#endif
+    if (WEFT_MUTANT == 2) { /* settled after the unlocks: a grant may come between */
+      for (int k = n; k-- > 0;)
+        q[op->var[k]].lock.unlock();
+      op->wait.store(left, rl::memory_order_relaxed);
+    } else {
+      op->wait.store(left, rl::memory_order_relaxed);
+      for (int k = n; k-- > 0;) /* unlock_vars */
+        q[op->var[k]].lock.unlock();
+    }
     if (left == 0)
       ready(self, op);
   }
@@ -301,11 +298,9 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
       var_req *g, *rest = nullptr;
       if (me->simple && me->write)
         rest = me->next($);
-#if WEFT_MUTANT == 1 /* hands the var to a claimed read as if it were a write */
-      if (rest && rest->simple) {
-#else
-      if (rest && me->next_sw($)) { /* weft_varq_passable, then weft_varq_pass: no lock */
-#endif
+      /* mutant 1: hands the var to a claimed read as if it were a write */
+      if (rest && (WEFT_MUTANT == 1 ? rest->simple : bool(me->next_sw($)))) {
+        /* weft_varq_passable, then weft_varq_pass: no lock */
         /* weft_varq_pass: the cursor walks the segment's links (reads
          * only: nobody writes them while the segment lasts) */
         var_req *c = me->ahead($);
@@ -325,11 +320,9 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
         }
         rest->ahead($) = c;
         opr *o = rest->op;
-#if WEFT_MUTANT == 4 /* the store grant for an operator with other vars too */
-        if (o->nvars <= 2) {
-#else
-        if (o->nvars == 1) { /* take_grant: its only grant */
-#endif
+        /* take_grant: its only grant (mutant 4: the store grant for an
+         * operator with other vars too) */
+        if (WEFT_MUTANT == 4 ? o->nvars <= 2 : o->nvars == 1) {
           RL_ASSERT(o->wait.load(rl::memory_order_relaxed) >= 1);
           o->wait.store(0, rl::memory_order_relaxed);
           ready(self, o);
@@ -415,17 +408,18 @@ template <> const op_spec *three_threads_test::spec = three_threads;
 
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
+  static const char *const names[] = {"none", "a claimed read handed on as a write",
+                                      "the pushed counter settled after the unlocks",
+                                      "a streamed registration that never holds every lock",
+                                      "a hand-over granted with a store to a two-var operator"};
+  weft_rl::pick_mutant(argc, argv, (int)(sizeof names / sizeof *names) - 1);
   weft_rl::outcome out;
   weft_rl::run_both<two_threads_test>("varq 2 threads x 2 vars", 50000, 3, out);
   weft_rl::run_both<three_threads_test>("varq 3 threads x 3 vars", 50000, 2, out);
   weft_rl::run_both<claims_test>("varq claimed segments, 2 threads", 50000, 3, out);
   weft_rl::run_both<streams_test>("varq streamed registrations, 2 threads", 50000, 3, out);
   weft_rl::run_both<sole_test>("varq hand-overs to one- and two-var operators, 3 threads", 50000, 3, out);
-  static const char *const names[] = {"none", "a claimed read handed on as a write",
-                                      "the pushed counter settled after the unlocks",
-                                      "a streamed registration that never holds every lock",
-                                      "a hand-over granted with a store to a two-var operator"};
   return weft_rl::finish("varq", names[WEFT_MUTANT], out);
 }
