@@ -88,14 +88,6 @@ bool weft_lanes_choose(struct weft_graph *g)
   return g->lane_now;
 }
 
-void weft_lanes_launch_end(struct weft_graph *g)
-{
-  int64_t t = weft_now_ns() - g->lane_t0;
-  int64_t *best = &g->lane_best[g->lane_now];
-  if (t < *best)
-    *best = t;
-}
-
 void weft_lanes_start(struct weft_graph *g)
 {
   WEFT_ASSERT(g->nlanes >= 2);

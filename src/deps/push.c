@@ -13,10 +13,10 @@
 #include "deps/done.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/ext.h"
 #include "deps/fence.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
 #include "deps/push.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
@@ -220,21 +220,21 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
       return WEFT_EINVAL;
     }
   }
-  bool gate = internal == WEFT_OPR_GATE;
-  if (gate) /* every lock of its vars held: a kept gate's launch runs */
-    weft_keep_run_locked((weft_gate *)op->arg);
+  bool holder = internal == WEFT_OPR_HOLDER;
+  if (holder) /* every lock of its vars held (ext.h) */
+    eng->ext->register_locked(op);
   op->admitted = admitted;
   int granted = 0;
   bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
   uint32_t seq = push_seq++;
-  /* Past WEFT_REGISTER_HOLD_VARS vars (a graph launch's gate, an operator
-   * with many vars), each var is unlocked as soon as op's request is on it:
-   * one pass over the vars' lines instead of two. That keeps the order
-   * every operator needs: nothing can queue ahead of op on a var it has
-   * not yet appended to (it still holds that lock), so two operators
-   * sharing vars queue in the same order on all of them. A var's
-   * completion may then grant op meanwhile: op's own +1 keeps its counter
-   * above zero until the locked decrement below. */
+  /* Past WEFT_REGISTER_HOLD_VARS vars (a holder such as a graph launch's
+   * gate, an operator with many vars), each var is unlocked as soon as
+   * op's request is on it: one pass over the vars' lines instead of two.
+   * That keeps the order every operator needs: nothing can queue ahead of
+   * op on a var it has not yet appended to (it still holds that lock), so
+   * two operators sharing vars queue in the same order on all of them. A
+   * var's completion may then grant op meanwhile: op's own +1 keeps its
+   * counter above zero until the locked decrement below. */
   for (int k = 0; k < n; k++) {
     if (stream)
       weft_var_prefetch(op->var, k, n);
@@ -245,10 +245,10 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
     r->simple = simple;
     r->seq = seq;
     bool held = false;
-    if (__builtin_expect(v->keeper != NULL, 0)) { /* a graph's gate keeps v (keep.h) */
-      held = v->keeper == r; /* ours, still held since the last launch */
+    if (__builtin_expect(v->keeper != NULL, 0)) { /* a holder keeps v (ext.h, var.h) */
+      held = v->keeper == r; /* ours, still held since its last finish */
       if (!held)
-        weft_keep_yield_slow(v, r); /* it lets go of v, or is told to at its end */
+        eng->ext->yield(v, r); /* it lets go of v, or is told to at its end */
     }
     if (held) {
       granted++;
@@ -258,8 +258,8 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
         if (v->fences) /* a host-side wait for a device fence adds one */
           weft_fence_check(v, r);
       }
-      if (gate)
-        weft_keep_mark(v, r);
+      if (holder)
+        eng->ext->appended(v, r);
     }
     if (stream)
       weft_spin_unlock(&v->q.lock);
