@@ -9,7 +9,7 @@
  * downward, and a static link pulls those layers in through this file.
  */
 #include "deps/executor.h"
-#include "deps/hooks.h"
+#include "graph/hooks.h"
 #include "gpu/gpu.h"
 
 int weft_engine_create(weft_engine **out, const weft_engine_config *cfg)

@@ -12,8 +12,8 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
-#include "deps/build.h"
-#include "deps/lane_plan.h"
+#include "graph/build.h"
+#include "graph/lane_plan.h"
 
 /* Node op's place in its graph, to fill in (graph.h, weft_gnode_of). */
 static inline weft_gnode *gnode_place(weft_opr *op)
@@ -289,7 +289,7 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
   /* A graph of plain nodes (a CPU fn, no priority) gets blocks cut after
    * their queue line: they never touch the requests, the async, priority
-   * or device fields (opr.h), and a replay reads 3 lines a node, not 7.
+   * or device fields (deps/opr.h), and a replay reads 3 lines a node, not 7.
    * One run in order (graph.h) is never queued either: 2 lines. */
   bool plain = true, normal = true;
   for (int i = 0; i < n && plain; i++) {

@@ -5,18 +5,18 @@
  * The engine hands this layer the pushes: a capture is the thread's push
  * sink (deps/ext.h: weft_tls_sink, weft_capturing, the table's record).
  */
-#ifndef WEFT_DEPS_CAPTURE_H
-#define WEFT_DEPS_CAPTURE_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_CAPTURE_H
+#define WEFT_GRAPH_CAPTURE_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "common/dlist.h"
-#include "deps/build.h"
+#include "graph/build.h"
 #include "deps/ext.h"
-#include "deps/graph.h"
+#include "graph/graph.h"
 
 /* A thread's capture (owned by that thread, but for the fields marked). */
 typedef struct weft_capture {
@@ -55,4 +55,4 @@ void weft_capture_orphan_all(weft_engine *eng);
 /* Captures open now, of every engine and thread (white-box tests). */
 size_t weft_capture_count_open(void);
 
-#endif /* WEFT_DEPS_CAPTURE_H */
+#endif /* WEFT_GRAPH_CAPTURE_H */

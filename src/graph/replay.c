@@ -12,8 +12,8 @@
 #include "deps/complete.h"
 #include "deps/dispatch.h"
 #include "deps/engine.h"
-#include "deps/keep.h"
-#include "deps/replay.h"
+#include "graph/keep.h"
+#include "graph/replay.h"
 #include "deps/var.h"
 
 void weft_graph_start(weft_opr *gate, weft_fifo *ready)

@@ -5,16 +5,16 @@
  * it back; the engine's dispatch sends it where it runs (run.c runs the
  * nodes).
  */
-#ifndef WEFT_DEPS_REPLAY_H
-#define WEFT_DEPS_REPLAY_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_REPLAY_H
+#define WEFT_GRAPH_REPLAY_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdbool.h>
 
 #include "common/assert.h"
 #include "common/fifo.h"
 #include "deps/engine.h"
-#include "deps/graph.h"
+#include "graph/graph.h"
 #include "pool/pool_ext.h"
 
 /* The gate holds every var of its graph: the launch begins; the first root
@@ -168,7 +168,7 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
 static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one,
                                                weft_fifo *ready, weft_between_fn hook)
 {
-  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
+  /* relaxed: see nfailed_vars (deps/engine.h): with no failed var and no
    * failure, no var's state changes. */
   if (status || atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) != 0)
     weft_gnode_finish_failed(op, status);
@@ -194,4 +194,4 @@ static inline void weft_gnode_call(weft_opr *op, weft_run_ctx *rc)
     weft_gnode_finish_failed(op, status);
 }
 
-#endif /* WEFT_DEPS_REPLAY_H */
+#endif /* WEFT_GRAPH_REPLAY_H */

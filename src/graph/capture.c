@@ -7,9 +7,9 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "deps/capture.h"
+#include "graph/capture.h"
 #include "deps/push.h"
-#include "deps/registry.h"
+#include "graph/registry.h"
 
 /* The capture whose sink is s. */
 static inline weft_capture *capture_of(weft_push_sink *s)

@@ -8,12 +8,12 @@
 #include "common/assert.h"
 #include "common/error.h"
 #include "common/fork.h"
-#include "deps/capture.h"
-#include "deps/hooks.h"
+#include "graph/capture.h"
+#include "graph/hooks.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
+#include "graph/keep.h"
 #include "deps/push.h"
-#include "deps/registry.h"
+#include "graph/registry.h"
 
 int weft_graph_begin_capture(weft_engine *eng)
 {

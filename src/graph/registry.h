@@ -4,11 +4,11 @@
  * (its nodes and what its gate keeps go with the engine; the graph object
  * stays, for weft_graph_destroy to free).
  */
-#ifndef WEFT_DEPS_REGISTRY_H
-#define WEFT_DEPS_REGISTRY_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_REGISTRY_H
+#define WEFT_GRAPH_REGISTRY_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
-#include "deps/graph.h"
+#include "graph/graph.h"
 
 /* Lists g among its engine's graphs / takes it off (the list's lock). */
 void weft_graph_track(struct weft_graph *g);
@@ -20,4 +20,4 @@ void weft_graph_orphan_all(weft_engine *eng);
  * (weft_graph_orphan_all): then g is the caller's alone to free. */
 void weft_graph_wait_orphaned(struct weft_graph *g);
 
-#endif /* WEFT_DEPS_REGISTRY_H */
+#endif /* WEFT_GRAPH_REGISTRY_H */

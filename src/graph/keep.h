@@ -43,13 +43,13 @@
  * holds. The launcher and the end hold the graph's running flag, so at most
  * one of them touches a gate at a time; yields come from any thread.
  */
-#ifndef WEFT_DEPS_KEEP_H
-#define WEFT_DEPS_KEEP_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_KEEP_H
+#define WEFT_GRAPH_KEEP_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdbool.h>
 
-#include "deps/graph.h"
+#include "graph/graph.h"
 #include "deps/var.h"
 
 /* Under v's lock, before req is appended to v, whose keeper is a gate's
@@ -100,4 +100,4 @@ bool weft_keep_end(weft_gate *gate);
  * or its engine is being destroyed). */
 void weft_keep_drop(struct weft_graph *g);
 
-#endif /* WEFT_DEPS_KEEP_H */
+#endif /* WEFT_GRAPH_KEEP_H */

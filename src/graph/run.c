@@ -8,9 +8,9 @@
 #include "common/assert.h"
 #include "common/prof.h"
 #include "deps/dispatch.h"
-#include "deps/lanes.h"
-#include "deps/replay.h"
-#include "deps/run.h"
+#include "graph/lanes.h"
+#include "graph/replay.h"
+#include "graph/run.h"
 #include "pool/pool_ext.h"
 
 /* Whether op, a node of a graph launch with a CPU fn, may take

@@ -16,7 +16,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/sync.h"
-#include "deps/lane_plan.h"
+#include "graph/lane_plan.h"
 
 /* A node's cost in the plan, ns: measured (w), or WEFT_GRAPH_LANE_NODE_NS. */
 static inline int64_t cost_of(const uint32_t *w, int i)

@@ -1,14 +1,14 @@
 /*
  * Resolving what a capture recorded (capture.h) into a graph (build.c).
  */
-#ifndef WEFT_DEPS_BUILD_H
-#define WEFT_DEPS_BUILD_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_BUILD_H
+#define WEFT_GRAPH_BUILD_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stddef.h>
 
 #include "deps/engine.h"
-#include "deps/graph.h"
+#include "graph/graph.h"
 #include "deps/opr.h"
 
 /* One recorded push. */
@@ -32,4 +32,4 @@ typedef struct weft_recording {
  * memory. */
 struct weft_graph *weft_graph_build(const weft_recording *c);
 
-#endif /* WEFT_DEPS_BUILD_H */
+#endif /* WEFT_GRAPH_BUILD_H */

@@ -3,11 +3,11 @@
  * through this layer's table (hooks.c, deps/ext.h) when it runs a node or
  * a gate is ready.
  */
-#ifndef WEFT_DEPS_RUN_H
-#define WEFT_DEPS_RUN_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_RUN_H
+#define WEFT_GRAPH_RUN_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
-#include "deps/graph.h"
+#include "graph/graph.h"
 #include "pool/pool_ext.h"
 
 /* A node starts: on this thread before its fn, or it goes to its device,
@@ -30,4 +30,4 @@ weft_opr *weft_gnode_run(weft_opr *op, int worker, weft_between_fn hook, unsigne
  * lane's or its lanes', lanes.h) queued. */
 void weft_gate_hold(weft_opr *gate);
 
-#endif /* WEFT_DEPS_RUN_H */
+#endif /* WEFT_GRAPH_RUN_H */

@@ -8,8 +8,8 @@
 #include "common/dlist.h"
 #include "common/fork.h"
 #include "common/tunables.h"
-#include "deps/keep.h"
-#include "deps/registry.h"
+#include "graph/keep.h"
+#include "graph/registry.h"
 
 /* Every engine's graphs, for the engine's destroy: not on any hot path. */
 static pthread_mutex_t graphs_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -2,14 +2,14 @@
  * Planning a graph's lanes (lanes.h, graph.h "Run in lanes"): at capture,
  * and again with the costs a launch measured (lane_plan.c).
  */
-#ifndef WEFT_DEPS_LANE_PLAN_H
-#define WEFT_DEPS_LANE_PLAN_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_LANE_PLAN_H
+#define WEFT_GRAPH_LANE_PLAN_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "deps/graph.h"
+#include "graph/graph.h"
 
 /* Plans the lanes of g (its nodes run in order, capture order; edge: its
  * nedges (predecessor, successor) pairs, sorted by successor) for a pool
@@ -26,4 +26,4 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
  * most WEFT_GRAPH_LANE_REPLAN_PCT of its time. Between launches only. */
 void weft_lanes_replan(struct weft_graph *g, int workers);
 
-#endif /* WEFT_DEPS_LANE_PLAN_H */
+#endif /* WEFT_GRAPH_LANE_PLAN_H */

@@ -28,17 +28,17 @@
  * running or queued. A lane never blocks its thread: a lane run nested in
  * a node's fn (the fn waits and helps run pool tasks) stops as any other.
  */
-#ifndef WEFT_DEPS_LANES_H
-#define WEFT_DEPS_LANES_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_LANES_H
+#define WEFT_GRAPH_LANES_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/sync.h"
-#include "deps/graph.h"
-#include "deps/lane_plan.h"
+#include "graph/graph.h"
+#include "graph/lane_plan.h"
 
 /* The launch's gate holds every var of g (weft_lanes_able, graph.h;
  * g->sweep_epoch is set): whether this launch runs in lanes (else in one,
@@ -62,4 +62,4 @@ static inline uint32_t weft_lanes_elapsed(int64_t t0)
  * lanes). */
 void weft_lanes_start(struct weft_graph *g);
 
-#endif /* WEFT_DEPS_LANES_H */
+#endif /* WEFT_GRAPH_LANES_H */

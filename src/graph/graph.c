@@ -8,7 +8,7 @@
 
 #include "common/alloc.h"
 #include "common/tunables.h"
-#include "deps/graph.h"
+#include "graph/graph.h"
 
 weft_gate *weft_gate_get(struct weft_graph *g)
 {

@@ -9,7 +9,7 @@
 #include "deps/dispatch.h"
 #include "deps/fence.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
+#include "graph/keep.h"
 
 static inline weft_gate *gate_of(const weft_var_req *r)
 {

@@ -5,12 +5,12 @@
  * the file that does the work; this one only lists them, and lets go of
  * an engine's graphs and captures at its destroy.
  */
-#include "deps/capture.h"
-#include "deps/hooks.h"
-#include "deps/keep.h"
-#include "deps/registry.h"
-#include "deps/replay.h"
-#include "deps/run.h"
+#include "graph/capture.h"
+#include "graph/hooks.h"
+#include "graph/keep.h"
+#include "graph/registry.h"
+#include "graph/replay.h"
+#include "graph/run.h"
 
 /* eng's destroy drained it: its graphs lose their nodes and what their
  * gates keep (no launch runs), its captures left open are orphaned (their

@@ -66,9 +66,9 @@
  * Lanes pay when their nodes outweigh the lines their edges move between
  * cores, which the capture cannot know: the launches measure it (lanes.h).
  */
-#ifndef WEFT_DEPS_GRAPH_H
-#define WEFT_DEPS_GRAPH_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_GRAPH_H
+#define WEFT_GRAPH_GRAPH_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -363,4 +363,4 @@ static inline bool weft_lanes_able(const struct weft_graph *g)
   return g->plan_edge != NULL;
 }
 
-#endif /* WEFT_DEPS_GRAPH_H */
+#endif /* WEFT_GRAPH_GRAPH_H */
