@@ -131,7 +131,8 @@ static void unlock_vars(weft_opr *op, int n)
 }
 
 static inline __attribute__((always_inline)) int
-push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted);
+push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted,
+              int internal);
 
 /* weft_push_opr, inlined into weft_push_uses (a user's push: two call
  * frames less, 21 instructions a push from outside in callgrind) and
@@ -172,7 +173,7 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
   }
   for (int k = 0; k < n; k++)
     op->var[k] = uses[k].var; /* still live: checked below, under its lock */
-  int rc = push_register(eng, op, uses, n, admitted);
+  int rc = push_register(eng, op, uses, n, admitted, internal);
   if (rc) {
     int slot = op->slot;
     weft_opr_free(eng, op);
@@ -190,14 +191,98 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
 int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n,
                        bool admitted)
 {
-  return push_register(eng, op, uses, n, admitted);
+  return push_register(eng, op, uses, n, admitted, op->internal);
 }
 
-/* weft_push_register's body (inlined into push_opr). */
-static inline __attribute__((always_inline)) int
-push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted)
+/* Under v's lock, before r is appended to v, which a holder's request
+ * other than r keeps (var.h): the holder's layer lets go of v, or is told
+ * to at its end (ext.h). */
+static inline void keeper_yield(weft_var_impl *v, weft_var_req *r)
 {
-  int internal = op->internal;
+  const weft_opr *holder = v->keeper->op;
+  holder->eng->ext->yield(v, r);
+}
+
+/* Under v's lock (op's request r on it filled in): appends r; returns
+ * whether it is granted at once. */
+static inline __attribute__((always_inline)) bool append_req(weft_var_impl *v, weft_var_req *r)
+{
+  if (!weft_varq_append(&v->q, r))
+    return false;
+  if (v->fences) /* a host-side wait for a device fence adds one */
+    weft_fence_check(v, r);
+  return true;
+}
+
+/* The end of a registration: op's requests are all on its vars (granted
+ * of them at once), whose locks it still holds unless stream: settles its
+ * counter, unlocks, and dispatches it if it is ready. */
+static inline __attribute__((always_inline)) int register_end(weft_opr *op, int n, bool stream,
+                                                             int granted)
+{
+  int left;
+  if (stream) {
+    /* acq_rel: as a grant (weft_grant_list): the last decrement makes op
+     * ready, and sees the registration and every grant. */
+    left = atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) - (granted + 1);
+  } else {
+    /* While op holds every lock of its vars, nothing else changes its
+     * counter (a grant and a fence's release each hold a var's lock):
+     * settle it with a plain store instead of a locked decrement after the
+     * unlocks (which would wait for every store to the block's lines).
+     * relaxed: the unlocks publish it (release), to the completions that
+     * lock a var to grant op. */
+    left = atomic_load_explicit(&op->wait, memory_order_relaxed) - (granted + 1);
+    atomic_store_explicit(&op->wait, left, memory_order_relaxed);
+    unlock_vars(op, n);
+  }
+  WEFT_ASSERT(left >= 0); /* a wait counter never goes below zero */
+  if (left == 0) { /* every request granted, no fence to wait for: op is ours */
+    WEFT_OPR_MOVE(op, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
+    weft_opr_ready(op);
+  }
+  return 0;
+}
+
+/* push_register from the append of op's request on var k on, for an
+ * operator that is no holder, var k being kept by a holder (var.h): each
+ * keeper lets go of its var, or is told to at its end (ext.h), before the
+ * request is appended there. Out of line, and to the registration's end:
+ * an indirect call in the common loop, or one that the loop's values
+ * outlive, would cost every push the registers it clobbers. */
+static __attribute__((noinline, cold)) int register_kept(weft_opr *op, const weft_var_use *uses,
+                                                         int n, int k, int granted)
+{
+  /* What the caller filled in k's request with (recomputed here: fewer
+   * values for the common loop to keep for this call). */
+  bool stream = n > WEFT_REGISTER_HOLD_VARS, simple = op->req[k].simple;
+  uint32_t seq = op->req[k].seq;
+  for (; k < n; k++) {
+    if (stream)
+      weft_var_prefetch(op->var, k, n);
+    weft_var_impl *v = op->var[k];
+    weft_var_req *r = &op->req[k];
+    r->op = op;
+    r->write = uses[k].write;
+    r->simple = simple;
+    r->seq = seq;
+    if (v->keeper)
+      keeper_yield(v, r);
+    granted += append_req(v, r);
+    if (stream)
+      weft_spin_unlock(&v->q.lock);
+  }
+  return register_end(op, n, stream, granted);
+}
+
+/* weft_push_register's body (inlined into push_opr). internal: op's kind
+ * (op->internal), a constant where the caller's is: a user's push then
+ * holds none of a holder's steps. */
+static inline __attribute__((always_inline)) int
+push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted,
+              int internal)
+{
+  WEFT_ASSERT(internal == op->internal);
   op->owed = 0;
   atomic_init(&op->wait, n + 1);
   op->epoch = weft_engine_count_push(eng); /* before it can complete */
@@ -244,48 +329,25 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
     r->write = uses[k].write;
     r->simple = simple;
     r->seq = seq;
-    bool held = false;
-    if (__builtin_expect(v->keeper != NULL, 0)) { /* a holder keeps v (ext.h, var.h) */
-      held = v->keeper == r; /* ours, still held since its last finish */
-      if (!held)
-        eng->ext->yield(v, r); /* it lets go of v, or is told to at its end */
-    }
-    if (held) {
-      granted++;
-    } else {
-      if (weft_varq_append(&v->q, r)) {
+    if (__builtin_expect(v->keeper != NULL, 0)) { /* a holder keeps v (var.h, ext.h) */
+      if (!holder) /* it lets go of v, or is told to at its end */
+        return register_kept(op, uses, n, k, granted);
+      if (v->keeper == r) { /* ours, still held since our last finish */
         granted++;
-        if (v->fences) /* a host-side wait for a device fence adds one */
-          weft_fence_check(v, r);
+        if (stream)
+          weft_spin_unlock(&v->q.lock);
+        continue;
       }
-      if (holder)
-        eng->ext->appended(v, r);
+      keeper_yield(v, r);
     }
+    if (append_req(v, r))
+      granted++;
+    if (holder)
+      eng->ext->appended(v, r);
     if (stream)
       weft_spin_unlock(&v->q.lock);
   }
-  int left;
-  if (stream) {
-    /* acq_rel: as a grant (weft_grant_list): the last decrement makes op
-     * ready, and sees the registration and every grant. */
-    left = atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) - (granted + 1);
-  } else {
-    /* While op holds every lock of its vars, nothing else changes its
-     * counter (a grant and a fence's release each hold a var's lock):
-     * settle it with a plain store instead of a locked decrement after the
-     * unlocks (which would wait for every store to the block's lines).
-     * relaxed: the unlocks publish it (release), to the completions that
-     * lock a var to grant op. */
-    left = atomic_load_explicit(&op->wait, memory_order_relaxed) - (granted + 1);
-    atomic_store_explicit(&op->wait, left, memory_order_relaxed);
-    unlock_vars(op, n);
-  }
-  WEFT_ASSERT(left >= 0); /* a wait counter never goes below zero */
-  if (left == 0) { /* every request granted, no fence to wait for: op is ours */
-    WEFT_OPR_MOVE(op, WEFT_OPR_ST_PUSHED, WEFT_OPR_ST_READY);
-    weft_opr_ready(op);
-  }
-  return 0;
+  return register_end(op, n, stream, granted);
 }
 
 /* ------------------------------------------------------------- naive */
