@@ -20,7 +20,7 @@
 enum {
   WEFT_FORK_ENGINE_SYNC = 0, /* deps/inflight.c: the free list of sync blocks */
   WEFT_FORK_DONE_TOKENS,     /* deps/done.c: the async completion-token table */
-  WEFT_FORK_GRAPHS,          /* deps/graph.c: the list of engines' graphs */
+  WEFT_FORK_GRAPHS,          /* graph/registry.c: the engines' graphs */
   WEFT_FORK_OBJ_REGISTRY,    /* common/objstore.c: the registry of live stores */
   WEFT_FORK_SOLO_REGISTRY,   /* pool/solo.c: the registry of live pools */
   WEFT_FORK_GUARDS,          /* common/guard.c: the registry of threads' guard slots */

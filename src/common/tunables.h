@@ -29,7 +29,7 @@
  * one back, behind that work: what waits on a busy worker waits for at
  * most about twice this many operators. Operators. */
 #define WEFT_KEEP_RUN_MAX 1024
-/* A swept graph's sweeper (src/deps/graph.h) walks this many nodes between
+/* A swept graph's sweeper (src/graph/graph.h) walks this many nodes between
  * its looks for other work waiting on its worker (weft_pool_yield_due),
  * nodes: a look costs a few loads, and what waits waits for at most this
  * many operators more. */
@@ -46,7 +46,7 @@
  * count); operators on interleaved vars jump about (bench: dag 1%, indep
  * 0%, chain and wave over 99.9%). */
 #define WEFT_GRAPH_SWEEP_IN_ORDER_PCT 50
-/* Lanes of a graph run in lanes (src/deps/lanes.h), at most, lanes: a
+/* Lanes of a graph run in lanes (src/graph/lanes.h), at most, lanes: a
  * lane's waiters are the bits of one 64-bit word. */
 #define WEFT_GRAPH_LANES_MAX 64
 /* weft_graph_destroy racing its engine's destroy waits for the engine to let

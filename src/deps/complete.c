@@ -9,9 +9,8 @@
 #include "deps/complete.h"
 #include "deps/engine.h"
 #include "deps/fence.h"
-#include "deps/graph.h"
+#include "deps/ext.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
 #include "deps/var.h"
 
 /* A finish that keeps a successor in its own slot does not count itself:
@@ -92,7 +91,8 @@ weft_opr *weft_grant_list(weft_var_req *g, weft_opr **keep, weft_fifo *ready)
 }
 
 /* weft_opr_retire and weft_opr_count_finish, inlined in the finish below
- * (the common path) and called from a launch's end (replay.c). */
+ * (the common path) and called from a held operator's layer (ext.h: a
+ * graph launch's end). */
 static inline __attribute__((always_inline)) void retire(weft_engine *eng, weft_opr *op)
 {
   if (op->tmpl)
@@ -141,7 +141,7 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
     weft_engine_record_failure(eng, status, op->name);
   /* relaxed: see nfailed_vars (engine.h). */
   bool anyfailed = atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0;
-  bool many = op->nvars > WEFT_REGISTER_HOLD_VARS; /* a gate, most likely: var.h */
+  bool many = op->nvars > WEFT_REGISTER_HOLD_VARS; /* a holder, most likely: var.h */
   for (int k = 0; k < op->nvars; k++) {
     if (many)
       weft_var_prefetch(op->var, k, op->nvars);
@@ -162,8 +162,8 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
       weft_varq_unclaim(&v->q, me);
     if (write && user) /* a write's status is the var's: failed, or fine again */
       weft_var_set_failed(eng, v, status, op->epoch);
-    if (op->internal == WEFT_OPR_GATE) /* a gate that let go of its vars */
-      weft_keep_forget(v, me);
+    if (op->internal == WEFT_OPR_HOLDER) /* a holder that lets go of its vars */
+      weft_var_unkeep(v, me);
     weft_var_req *g = weft_varq_complete(&v->q, write, v->fences == NULL);
     if (v->fences) /* device work pending on v: the granted respect it */
       for (weft_var_req *r = g; r; r = r->next)
@@ -177,8 +177,8 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
   uint64_t epoch = op->epoch;
   uint32_t count = 1u + op->owed; /* op and the run of kept operators before it */
   retire(eng, op);
-  if (op->internal == WEFT_OPR_GATE)
-    weft_gate_put(op); /* a graph launch's: back to its graph */
+  if (op->internal == WEFT_OPR_HOLDER)
+    eng->ext->put(op); /* its layer's block (ext.h): back to it */
   else
     weft_opr_free(eng, op);
   count_finish(eng, slot, epoch, count, next, hook);

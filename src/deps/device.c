@@ -10,9 +10,9 @@
 #include "deps/dispatch.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/ext.h"
 #include "deps/fence.h"
 #include "deps/inflight.h"
-#include "deps/replay.h"
 #include "deps/var.h"
 
 weft_ctx weft_exec_op_ctx(const weft_opr *op)
@@ -89,9 +89,9 @@ int weft_exec_op_skip_status(const weft_opr *op)
   return weft_opr_skip_status(op);
 }
 
-/* A graph node's block outlives its launch: its executor state goes back
- * when its launch is done with it, not with the block. */
-static void gnode_state_release(weft_opr *op)
+/* A held operator's block (ext.h) outlives its run: its executor state
+ * goes back when the run is done with it, not with the block. */
+static void held_state_release(weft_opr *op)
 {
   if (op->exec_state)
     op->eng->exec->release(op->eng->exec_self, op);
@@ -101,8 +101,8 @@ void weft_exec_op_fail(weft_opr *op, int status)
 {
   WEFT_ASSERT(status != 0); /* a failure has a cause */
   weft_exec_op_devwaits_done(op);
-  if (op->internal == WEFT_OPR_GNODE)
-    gnode_state_release(op);
+  if (op->internal == WEFT_OPR_HELD)
+    held_state_release(op);
   weft_opr *next = weft_opr_complete(op, status, false);
   WEFT_ASSERT(!next); /* keep_one false: nothing kept */
   (void)next;
@@ -133,8 +133,8 @@ void weft_exec_op_launched(weft_opr *op, int status)
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING || !WEFT_ASSERTS_ON);
   WEFT_OPR_SET(op, WEFT_OPR_ST_LAUNCHED);
   op->status = status;
-  if (op->internal == WEFT_OPR_GNODE)
-    return; /* its launch's gate holds the vars: successors wait for device_done */
+  if (op->internal == WEFT_OPR_HELD)
+    return; /* its holder holds the vars: successors wait for device_done */
   /* relaxed: published with the fences (under each var's lock). */
   atomic_store_explicit(&op->dev_refs, 1, memory_order_relaxed);
   for (int k = 0; k < op->nvars; k++) {
@@ -158,12 +158,12 @@ void weft_exec_op_launched(weft_opr *op, int status)
 void weft_exec_op_device_done(weft_opr *op, int status)
 {
   weft_engine *eng = op->eng;
-  if (op->internal == WEFT_OPR_GNODE) { /* its vars are its launch's: finish it there */
-    WEFT_ASSERT(op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON); /* once per launch */
+  if (op->internal == WEFT_OPR_HELD) { /* its vars are its holder's: its layer finishes it */
+    WEFT_ASSERT(op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON); /* once per run */
     int final = op->status ? op->status : status;
-    gnode_state_release(op);
+    held_state_release(op);
     weft_fifo ready = WEFT_FIFO_INIT;
-    weft_opr *next = weft_gnode_finish(op, final, false, &ready, NULL);
+    weft_opr *next = eng->ext->finish(op, final, false, &ready, NULL);
     WEFT_ASSERT(!next); /* keep_one false: nothing kept */
     (void)next;
     weft_opr_ready_list(&ready);

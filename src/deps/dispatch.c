@@ -14,9 +14,8 @@
 #include "deps/done.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/ext.h"
 #include "deps/inflight.h"
-#include "deps/lanes.h"
-#include "deps/replay.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
 
@@ -26,44 +25,14 @@
 static _Thread_local weft_fifo inline_q __attribute__((tls_model("initial-exec")));
 static _Thread_local bool inline_active __attribute__((tls_model("initial-exec")));
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook);
-static void fanout(weft_opr *op);
-static void queue_sweeper(weft_pool *pool, struct weft_graph *g);
 
-/* Whether op, a node of a graph launch with a CPU fn, may take run_gnodes:
- * nothing of run_op's general path applies (no failed var to skip for, no
- * drain check left for later, no trace span). */
-static inline bool gnode_plain_now(const weft_opr *op)
+/* Whether op, a held operator with a CPU fn (ext.h: a graph launch's
+ * node), may take its layer's run: nothing of run_op's general path
+ * applies (no failed var to skip for, no drain check left for later, no
+ * trace span). */
+static inline bool held_plain_now(const weft_opr *op)
 {
   return !weft_tls_between && !weft_prof_tls && weft_engine_no_failed_var(op->eng);
-}
-
-/* run_op for the nodes of a graph launch, from a pool task not nested in
- * another operator: each node, then the successor it keeps for this
- * thread (a CPU fn: WEFT_GRAPH_KEEPABLE), while gnode_plain_now holds, in
- * a few dozen instructions a node, and *run (operators run in a row by the
- * task) stays below WEFT_KEEP_RUN_MAX. Returns the operator to run next, or
- * NULL. The caller checked gnode_plain_now for op; the loop checks only
- * nfailed_vars for the next ones: the thread's hooks (weft_tls_between,
- * weft_prof_tls) do not change in the loop (a node's fn restores whatever
- * it nests; only the launch's last finish may leave a drain check, and it
- * keeps no node). */
-static weft_opr *run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
-{
-  unsigned n = *run; /* a register in the loop, not the caller's word */
-  weft_run_ctx rc = {op->ctx, NULL, worker};
-  do {
-    WEFT_ASSERT(!weft_tls_between && !weft_prof_tls);
-    weft_gnode_prefetch(op);
-    fanout(op); /* a root releases the next ones as it starts */
-    weft_gnode_call(op, &rc);
-    weft_fifo ready = WEFT_FIFO_INIT;
-    op = weft_gnode_release(op, worker >= 0, &ready, hook);
-    if (!weft_fifo_empty(&ready))
-      weft_opr_ready_list(&ready);
-  } while (op && ++n < WEFT_KEEP_RUN_MAX && op->internal == WEFT_OPR_GNODE &&
-           weft_engine_no_failed_var(op->eng));
-  *run = n;
-  return op;
 }
 
 /* The pool task that runs operators: an operator and the successors each
@@ -77,16 +46,17 @@ int weft_opr_task(void *arg)
 {
   weft_opr *op = arg;
   /* Not nested in an operator (weft_tls_opr is back to this at each
-   * step): the nodes of a graph launch may take run_gnodes. */
+   * step): a held operator (a graph launch's node) may take its layer's
+   * run, which goes on with the ones it keeps for this thread. */
   bool plain = !weft_tls_opr;
   int worker = plain ? weft_pool_worker_index(op->eng->pool) : -1;
   unsigned run = 0; /* operators run in a row by this task */
   while (op) {
-    if (plain && op->internal == WEFT_OPR_GNODE && op->fn && gnode_plain_now(op))
-      op = run_gnodes(op, worker, weft_engine_between, &run);
+    if (plain && op->internal == WEFT_OPR_HELD && op->fn && held_plain_now(op))
+      op = op->eng->ext->run(op, worker, weft_engine_between, &run);
     else {
       op = run_op(op, weft_engine_between);
-      run++; /* run_gnodes counts its own */
+      run++; /* the layer's run counts its own */
     }
     /* A chain of kept successors may go on for as long as another thread
      * feeds it: now and then, if other work waits on this worker's pool,
@@ -94,7 +64,6 @@ int weft_opr_task(void *arg)
     if (op && run >= WEFT_KEEP_RUN_MAX) {
       run = 0;
       if (plain && worker >= 0 && weft_pool_yield_due(op->eng->pool)) {
-        WEFT_ASSERT(op->internal != WEFT_OPR_GNODE || !op->gn.graph->in_order);
         op->task.fn = weft_opr_task;
         op->task.arg = op;
         if (weft_pool_submit_embedded_last(op->eng->pool, &op->task) == 0)
@@ -103,93 +72,6 @@ int weft_opr_task(void *arg)
     }
   }
   return 0;
-}
-
-/* The sweeper of a swept graph's launch (graph.h), as a pool task: chunk
- * by chunk, in capture order, it runs each node whose predecessors are all
- * done (a CPU fn here, with the successors it keeps, as weft_opr_task; any
- * other where it runs), then counts itself off. The launch cannot end
- * before that, so the graph stays alive meanwhile. Between chunks, if
- * other work waits for this worker, it queues itself behind that work. */
-static int sweep_task(void *arg)
-{
-  struct weft_graph *g = arg;
-  weft_pool *pool = g->cur->op.eng->pool;
-  const int n = g->nnodes;
-  /* As weft_opr_task: not nested in an operator, a node may take run_gnodes. */
-  const bool plain = !weft_tls_opr;
-  const int worker = plain ? weft_pool_worker_index(pool) : -1;
-  /* A graph run in order, with none of run_op's hooks on this thread (they
-   * do not change during the sweep: see run_gnodes): each node is its fn
-   * and the status it leaves, as run_gnodes runs it, with nothing to
-   * release. */
-  const bool bare = g->in_order && plain && !weft_tls_between && !weft_prof_tls;
-  uint32_t *node_ns = g->lane_measure ? g->node_ns : NULL;
-  weft_run_ctx rc = {g->cur->op.ctx, NULL, worker};
-  for (int lo; (lo = g->cursor) < n;) {
-    int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
-    g->cursor = hi;
-    for (int i = lo; i < hi; i++) {
-      if (i + WEFT_GRAPH_SWEEP_AHEAD < n) { /* the blocks it reads next, in order */
-        const char *ahead = (const char *)weft_graph_node(g, i + WEFT_GRAPH_SWEEP_AHEAD);
-        __builtin_prefetch(ahead, 1);
-        __builtin_prefetch(ahead + WEFT_CACHE_LINE, 1);
-        if (!g->in_order) /* its queue line, a plain node's last */
-          __builtin_prefetch(ahead + 2 * WEFT_CACHE_LINE, 1);
-      }
-      weft_opr *op = weft_graph_node(g, i);
-      if (g->in_order) /* nobody else takes a node: no count to look at */
-        weft_gnode_ready(op, g->sweep_epoch);
-      else if (!weft_sweep_take(g, i))
-        continue; /* its last predecessor releases it */
-      if (bare && weft_engine_no_failed_var(op->eng)) {
-        WEFT_ASSERT(op->gn.nsucc == 0 && op->gn.counter < 0);
-        int64_t t0 = node_ns ? weft_now_ns() : 0;
-        weft_gnode_call(op, &rc);
-        WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* nothing to release */
-        if (node_ns) /* a launch that times its nodes (lanes.h) */
-          node_ns[i] = weft_lanes_elapsed(t0);
-        continue;
-      }
-      if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {
-        weft_opr_ready(op);
-        continue;
-      }
-      int64_t t0 = node_ns ? weft_now_ns() : 0;
-      if (plain && gnode_plain_now(op)) { /* weft_opr_task's loop, without its entry */
-        unsigned run = 0;
-        op = run_gnodes(op, worker, weft_engine_between, &run);
-      }
-      if (op)
-        weft_opr_task(op);
-      if (node_ns) /* in order: that ran node i alone (traced, skipped or nested) */
-        node_ns[i] = weft_lanes_elapsed(t0);
-    }
-    if (hi < n && weft_pool_yield_due(pool) &&
-        weft_pool_submit_embedded_last(pool, &g->sweep_task) == 0)
-      return 0;
-  }
-  weft_sweeper_end(g, plain);
-  return 0;
-}
-
-void weft_sweeper_end(struct weft_graph *g, bool plain)
-{
-  weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_sweep_end(g, &ready, plain ? weft_engine_between : NULL);
-  WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
-  (void)next;
-  if (!weft_fifo_empty(&ready))
-    weft_opr_ready_list(&ready);
-}
-
-/* Queues g's sweeper (run here if the pool takes nothing more: shut down). */
-static void queue_sweeper(weft_pool *pool, struct weft_graph *g)
-{
-  g->sweep_task.fn = sweep_task;
-  g->sweep_task.arg = g;
-  if (weft_pool_submit_embedded(pool, &g->sweep_task, false, 0) != 0)
-    sweep_task(g);
 }
 
 /* The pool's weft_tls_between hook for a drain check left for later. */
@@ -203,17 +85,6 @@ void weft_engine_between(weft_task *next)
   }
 }
 
-/* Releases the roots a starting root of a graph launch passes on (any
- * other node passes nothing on). */
-static void fanout(weft_opr *op)
-{
-  if (op->gn.root < 0)
-    return;
-  weft_fifo ready = WEFT_FIFO_INIT;
-  weft_gnode_fanout(op, &ready);
-  weft_opr_ready_list(&ready);
-}
-
 /* Finishes op and dispatches what that makes ready (hook: see
  * weft_engine_count_done_op). */
 static inline __attribute__((always_inline)) weft_opr *finish(weft_opr *op, int status,
@@ -221,8 +92,8 @@ static inline __attribute__((always_inline)) weft_opr *finish(weft_opr *op, int 
                                                              weft_between_fn hook)
 {
   weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = op->internal == WEFT_OPR_GNODE
-                       ? weft_gnode_finish(op, status, keep_one, &ready, hook)
+  weft_opr *next = op->internal == WEFT_OPR_HELD
+                       ? op->eng->ext->finish(op, status, keep_one, &ready, hook)
                        : weft_opr_finish_vars(op, status, keep_one, &ready, hook);
   if (!weft_fifo_empty(&ready))
     weft_opr_ready_list(&ready);
@@ -243,21 +114,23 @@ void weft_opr_ready_list(weft_fifo *ready)
 void weft_opr_ready(weft_opr *op)
 {
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || !WEFT_ASSERTS_ON);
-  /* A node run in order has no queue line (opr.h): the sweeper runs it. */
-  WEFT_ASSERT(op->internal != WEFT_OPR_GNODE || !op->gn.graph->in_order);
   WEFT_ASSERT(atomic_load_explicit(&op->wait, memory_order_relaxed) == 0);
-  if (op->internal != WEFT_OPR_USER && op->internal != WEFT_OPR_GNODE) {
-    /* A var wait or deletion, a graph launch's gate: trivial, and never
-     * queued behind the inline operator that may be the one waiting
-     * (weft_var_wait inside it). */
+  if (op->internal != WEFT_OPR_USER && op->internal != WEFT_OPR_HELD) {
+    /* A var wait or deletion, a holder (ext.h): trivial, and never queued
+     * behind the inline operator that may be the one waiting (weft_var_wait
+     * inside it). A holder holds its vars: what it holds them for begins. */
+    if (op->internal == WEFT_OPR_HOLDER) {
+      op->eng->ext->hold(op);
+      return;
+    }
     weft_opr *next = weft_opr_run(op);
     if (next)
       weft_opr_ready(next); /* a successor it kept: queue it as usual */
     return;
   }
   if (op->ctx.type == WEFT_DEV_GPU) {
-    if (op->internal == WEFT_OPR_GNODE) /* a root releases the next ones as it starts */
-      fanout(op);
+    if (op->internal == WEFT_OPR_HELD) /* it starts (ext.h) */
+      op->eng->ext->start(op);
     op->eng->exec->submit(op->eng->exec_self, op);
     return;
   }
@@ -268,8 +141,8 @@ void weft_opr_ready(weft_opr *op)
     if (weft_pool_submit_embedded(op->eng->pool, &op->task, prio, prio ? op->priority : 0) == 0)
       return;
     if (weft_tls_executor) { /* never inline here: a pool task cannot fail this way */
-      if (op->internal == WEFT_OPR_GNODE) /* it never starts: release the next roots now */
-        fanout(op);
+      if (op->internal == WEFT_OPR_HELD) /* it never runs: it starts all the same */
+        op->eng->ext->start(op);
       weft_opr_complete(op, WEFT_ENOMEM, false);
       return;
     }
@@ -312,29 +185,14 @@ int weft_opr_skip_status(const weft_opr *op)
  * (dropped when op runs nested inside another operator), or NULL. */
 static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
 {
-  if (op->internal == WEFT_OPR_GATE) { /* it holds the vars: the launch begins */
-    if (((weft_gate *)op->arg)->graph->sweep) {
-      struct weft_graph *g = weft_graph_sweep_start(op);
-      if (weft_lanes_able(g) && weft_lanes_choose(g))
-        weft_lanes_start(g);
-      else
-        queue_sweeper(op->eng->pool, g);
-      return NULL;
-    }
-    weft_fifo ready = WEFT_FIFO_INIT;
-    weft_graph_start(op, &ready);
-    weft_opr_ready_list(&ready);
-    return NULL;
-  }
+  WEFT_ASSERT(op->internal != WEFT_OPR_HOLDER); /* weft_opr_ready hands it to its layer */
   weft_opr *prev = weft_tls_opr;
   if (prev)
     hook = NULL;
   int status = 0;
-  bool user = op->internal == WEFT_OPR_USER || op->internal == WEFT_OPR_GNODE;
-  if (op->internal == WEFT_OPR_GNODE) { /* a root releases the next ones as it starts */
-    weft_gnode_prefetch(op);
-    fanout(op);
-  }
+  bool user = op->internal == WEFT_OPR_USER || op->internal == WEFT_OPR_HELD;
+  if (op->internal == WEFT_OPR_HELD) /* it starts (ext.h) */
+    op->eng->ext->start(op);
   if (user) {
     /* Skip an operator that uses a failed var; it passes the status on. */
     status = weft_opr_skip_status(op);

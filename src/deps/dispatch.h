@@ -32,19 +32,14 @@ weft_opr *weft_opr_run(weft_opr *op);
  * whether it ran one. */
 bool weft_opr_run_inline_one(void);
 /* The pool task that runs a ready operator (arg: the operator) and the
- * successors it keeps for this thread; also run directly by a graph's
- * sweepers for a node they do not run bare. */
+ * successors it keeps for this thread; also run directly by the layer of
+ * a held operator (ext.h: a graph's sweepers, for a node they do not run
+ * bare). */
 int weft_opr_task(void *arg);
 /* The pool's weft_tls_between hook for a drain check left for later (a
  * finish's hook argument: see weft_engine_count_done_op). */
 struct weft_task;
 void weft_engine_between(struct weft_task *next);
-/* A graph's sweeper (one lane's, or the only one) is done: it counts
- * itself off the launch's top counter, and the launch's end dispatches
- * what it makes ready. plain: the sweeper runs straight from a worker's
- * loop, not nested in an operator (see weft_opr_task). */
-struct weft_graph;
-void weft_sweeper_end(struct weft_graph *g, bool plain);
 /* The status of a failed var op uses (0: run it), unless WEFT_OP_NOSKIP. */
 int weft_opr_skip_status(const weft_opr *op);
 

@@ -16,6 +16,8 @@
  *   dispatch.h    the release policy: where a ready op runs; running it
  *   help.h        waiting by helping; pacing
  *   executor.h    the executor interface; device.c, its engine side
+ *   ext.h         the operator kinds defined above the engine (a graph's
+ *                 nodes and gates), reached through eng->ext
  *   loopback.h    a wait inside an operator that would wait for it
  *   push.h        registering an operator on its vars; the shutdown gate
  *   var_api.c, op_api.c, lifecycle.c: the public calls
@@ -39,6 +41,7 @@ struct weft_opr;
 struct weft_var_impl;
 struct weft_engine_sync;
 struct weft_executor_ops;
+struct weft_opr_ext_ops;
 
 /* A worker's caches of recycled blocks, on a line of its own: the workers
  * pop and push their heads on every operator. */
@@ -55,6 +58,9 @@ struct weft_engine {
   const struct weft_executor_ops *exec; /* immutable: device executor, or NULL */
   void *exec_self;     /* immutable: the executor's state */
   int num_devices;     /* immutable: devices the executor drives */
+  /* immutable: the operator kinds defined above the engine (ext.h), or
+   * NULL: none (their operators are never pushed then) */
+  const struct weft_opr_ext_ops *ext;
   unsigned long fork_gen; /* immutable: the fork generation at create (common/fork.h) */
   /* atomic, relaxed, written under fail_lock: how many vars are on
    * failed_vars. Zero means no var of the engine is failed (a failed var is

@@ -68,11 +68,13 @@ typedef struct weft_executor_ops {
 } weft_executor_ops;
 
 /* weft_engine_create with the device executor exec (NULL: none, so no
- * device: GPU operators are refused with WEFT_ENODEV). The public
- * weft_engine_create is the composition root's (src/layers.c): the engine
- * never calls up for its executor. */
+ * device: GPU operators are refused with WEFT_ENODEV) and the operator
+ * kinds ext defined above the engine (ext.h; NULL: none, so no graph). The
+ * public weft_engine_create is the composition root's (src/layers.c): the
+ * engine never calls up for its executor or its kinds. */
+struct weft_opr_ext_ops;
 int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg,
-                            const weft_executor_ops *exec);
+                            const weft_executor_ops *exec, const struct weft_opr_ext_ops *ext);
 
 /* ------------------------------------------------ what an operator says */
 

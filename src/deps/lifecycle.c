@@ -12,9 +12,9 @@
 #include "common/error.h"
 #include "common/fork.h"
 #include "common/spinlock.h"
-#include "deps/capture.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/ext.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
 #include "deps/opr.h"
@@ -221,7 +221,7 @@ static void free_engine(weft_engine *eng)
 }
 
 int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
-                            const weft_executor_ops *exec)
+                            const weft_executor_ops *exec, const weft_opr_ext_ops *ext)
 {
   if (!out)
     return WEFT_EINVAL;
@@ -238,6 +238,7 @@ int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
     return WEFT_ENOMEM;
   memset(eng, 0, sizeof *eng);
   eng->fork_gen = weft_fork_generation();
+  eng->ext = ext;
   int rc = config(eng, &cfg);
   if (rc) {
     weft_free(eng);
@@ -335,8 +336,8 @@ int weft_engine_destroy(weft_engine *eng)
     wait_drained(eng, NULL);
   }
   int rc = weft_engine_take_failure(eng);
-  weft_graph_orphan_all(eng); /* drained: no launch runs */
-  weft_capture_orphan_all(eng); /* captures left open: their end answers ESHUTDOWN */
+  if (eng->ext) /* drained: what the layer above keeps of eng goes now */
+    eng->ext->closing(eng);
   free_engine(eng);
   return rc;
 }

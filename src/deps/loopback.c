@@ -9,7 +9,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/spinlock.h"
-#include "deps/graph.h"
+#include "deps/ext.h"
 #include "deps/loopback.h"
 
 _Thread_local const weft_var_waiter *weft_tls_wait __attribute__((tls_model("initial-exec")));
@@ -120,15 +120,15 @@ static int lb_hold(lb_check *c, weft_opr *op, const void *at)
 }
 
 /* A running operator of the engine (the caller of a wait), held for good
- * while the wait lasts: a root. A graph node's requests are its launch's
- * gate's, which holds every var of the graph until the node is done. */
+ * while the wait lasts: a root. A held operator's requests are its
+ * holder's (ext.h: a graph node's, its launch's gate's, which holds every
+ * var of the graph until the node is done). */
 static int lb_root(lb_check *c, weft_opr *op)
 {
   if (!op || op->eng != c->eng)
     return 0;
-  const weft_gnode *n = weft_opr_gnode(op);
-  if (n)
-    op = &n->graph->cur->op; /* the launch running op: stable while op runs */
+  if (op->internal == WEFT_OPR_HELD)
+    op = op->eng->ext->holder(op); /* stable while op runs */
   const void *at;
   if (lb_get(c, op, &at))
     return 0;

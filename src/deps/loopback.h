@@ -10,8 +10,9 @@
  * from X, and answers WEFT_EDEADLK if one of them uses the var waited on
  * (the wait, a write at the var's tail, would wait for it). Those that
  * cannot finish before X ("held"):
- *   - the roots: X; the launch's gate when X is a graph node (it holds
- *     every var of the graph until X is done); the operators this thread
+ *   - the roots: X; X's holder when X is a held operator (ext.h: a graph
+ *     node's launch's gate, which holds every var of the graph until X is
+ *     done); the operators this thread
  *     runs X inside (each suspended in a weft_var_wait that ran X
  *     meanwhile: weft_tls_wait);
  *   - every request waiting on a var behind a granted request of a held
@@ -32,8 +33,8 @@
  * same moment (a push or a wait racing with this one): that wait hangs as
  * it did before.
  *
- * Cost: one lock and walk of each var of the roots (a graph node's: every
- * var of its graph) and of the held operators, and nothing at all on the
+ * Cost: one lock and walk of each var of the roots (a held operator's:
+ * every var of its holder) and of the held operators, and nothing at all on the
  * push and run paths. A walk stops at the part of a queue an earlier walk
  * already covered; a var whose whole queue is held is walked once.
  */

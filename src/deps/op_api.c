@@ -1,13 +1,16 @@
 /* The public calls that push: weft_push, and those on reusable operators
  * (weft_op_new, weft_op_push, weft_op_delete): a template of a normalised
  * descriptor, reference counted by its handle and by each push in flight
- * (opr.c). While the calling thread captures a graph on the engine, its
- * pushes are recorded instead (capture.h). */
+ * (opr.c). While the calling thread has a push sink on the engine (a
+ * graph's capture), its pushes are recorded instead (ext.h). */
 #include "common/alloc.h"
-#include "deps/capture.h"
 #include "deps/engine.h"
+#include "deps/ext.h"
 #include "deps/opr.h"
 #include "deps/push.h"
+
+/* The thread's push sink (ext.h): set by the layer that records pushes. */
+_Thread_local weft_push_sink *weft_tls_sink __attribute__((tls_model("initial-exec")));
 
 int weft_push(weft_engine *eng, const weft_op_desc *desc)
 {
@@ -30,7 +33,7 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
     if (n < 0)
       rc = n;
     else if (weft_capturing(eng))
-      rc = weft_capture_push(weft_tls_capture, desc, uses, n);
+      rc = eng->ext->record(weft_tls_sink, desc, uses, n);
     else
       rc = weft_push_uses(eng, desc, uses, n, NULL, out);
     if (uses != local)
@@ -93,11 +96,10 @@ static int op_push(weft_engine *eng, weft_op *op, bool out);
  * now, as a push's would be. */
 static int capture_tmpl(weft_engine *eng, const weft_op_impl *t)
 {
-  (void)eng;
   for (int k = 0; k < t->nuses; k++)
     if (!weft_slot_live(&t->uses[k].var->slot, weft_handle_gen(t->uses[k].handle)))
       return WEFT_EINVAL;
-  return weft_capture_push(weft_tls_capture, &t->desc, t->uses, t->nuses);
+  return eng->ext->record(weft_tls_sink, &t->desc, t->uses, t->nuses);
 }
 
 int weft_op_push(weft_engine *eng, weft_op *op)

@@ -45,21 +45,12 @@ typedef struct weft_var_use {
   bool write;
 } weft_var_use;
 
-/* A captured graph's node's place in its graph (graph.h), kept where an
- * operator's inline var array would be (a node's var list is its graph's;
- * its requests are its launch's gate's), so that a plain node is three
- * lines. Its vars as pushed (their handles, which it writes) are the
- * graph's node_uses[index]. */
-typedef struct weft_gnode {
-  struct weft_graph *graph; /* immutable, as every field */
-  uint32_t succ0;           /* its successors: graph->succs[succ0 .. succ0 + nsucc) */
-  int32_t nsucc;
-  int32_t npred;            /* its count at every launch: its predecessors, and
-                             * the sweep's one more in a swept graph (graph.h) */
-  int32_t index;            /* its own node index */
-  int32_t root;             /* its index among the roots, or -1 */
-  int32_t counter;          /* the leaf counter it counts off as a sink, or -1 */
-} weft_gnode;
+/* The extension area of an op block: owned by the layer that defines the
+ * operator's kind (ext.h), which the engine never touches. Where an
+ * operator's inline var array would be: an operator of such a kind has no
+ * var array in its block (its layer keeps its var list), and the area is
+ * in the header's two lines. */
+#define WEFT_OPR_EXT_BYTES (WEFT_OPR_INLINE_VARS * sizeof(void *))
 
 /* A reusable operator (weft_op_new). */
 typedef struct weft_op_impl {
@@ -71,9 +62,11 @@ typedef struct weft_op_impl {
 } weft_op_impl;
 
 /* Internal operator kinds (opr.internal): a pushed user operator, a var
- * wait, a var deletion; a node of a captured graph (a user operator too,
- * replayed: graph.h) and a graph launch's gate. */
-enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE, WEFT_OPR_GNODE, WEFT_OPR_GATE };
+ * wait, a var deletion; and the two kinds a layer above the engine defines
+ * (ext.h): an operator whose vars another one holds for it (a user
+ * operator too: a captured graph's node, replayed), and such a holder (a
+ * graph launch's gate). */
+enum { WEFT_OPR_USER = 0, WEFT_OPR_WAIT, WEFT_OPR_DELETE, WEFT_OPR_HELD, WEFT_OPR_HOLDER };
 
 typedef struct weft_opr {
   /* What the pusher writes for every operator (the block usually comes
@@ -108,7 +101,8 @@ typedef struct weft_opr {
   uint16_t owed;
   union {
     weft_var_impl *var_inline[WEFT_OPR_INLINE_VARS];
-    weft_gnode gn; /* internal WEFT_OPR_GNODE: its place in its graph */
+    /* WEFT_OPR_HELD, WEFT_OPR_HOLDER: its layer's (ext.h) */
+    _Alignas(void *) unsigned char ext[WEFT_OPR_EXT_BYTES];
   };
   /* The third line: what queues it once it is ready, written by the thread
    * that makes it ready (not by the pusher). A queue node (common/fifo.h):
@@ -138,8 +132,9 @@ typedef struct weft_opr {
   void *exec_state;           /* the executor's (its event, its worker) */
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
-_Static_assert(sizeof(weft_gnode) <= sizeof(((weft_opr *)0)->var_inline),
-               "a graph node's place fits where the inline var array is");
+_Static_assert(offsetof(weft_opr, ext) + WEFT_OPR_EXT_BYTES <= 2 * WEFT_CACHE_LINE &&
+                   sizeof(((weft_opr *)0)->ext) == sizeof(((weft_opr *)0)->var_inline),
+               "the extension area is where the inline var array is, in the header's lines");
 _Static_assert(offsetof(weft_opr, node) == 2 * WEFT_CACHE_LINE &&
                    offsetof(weft_opr, task) + sizeof(weft_task) <= 3 * WEFT_CACHE_LINE,
                "an operator's header and var array fill two lines, its queue links the third");
@@ -148,22 +143,6 @@ _Static_assert(offsetof(weft_opr, req_inline) == 3 * WEFT_CACHE_LINE,
 _Static_assert(offsetof(weft_opr, req_inline) + 2 * sizeof(weft_var_req) <= 4 * WEFT_CACHE_LINE &&
                    offsetof(weft_opr, req_inline) + 4 * sizeof(weft_var_req) <= 5 * WEFT_CACHE_LINE,
                "an operator with 2 vars is written in 3 lines, one with 4 in 4");
-/* What a plain graph node uses of its block (graph.h): the header with its
- * place in the graph, and the queue line; never the requests (its gate's),
- * nor the async, priority or device fields. */
-#define WEFT_OPR_PLAIN_NODE_BYTES (3 * WEFT_CACHE_LINE)
-_Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= 2 * WEFT_CACHE_LINE &&
-                   offsetof(weft_opr, task) + sizeof(weft_task) <= WEFT_OPR_PLAIN_NODE_BYTES &&
-                   offsetof(weft_opr, req_inline) >= WEFT_OPR_PLAIN_NODE_BYTES &&
-                   offsetof(weft_opr, async_fn) >= WEFT_OPR_PLAIN_NODE_BYTES,
-               "a plain graph node is its block's first three lines");
-/* A node of a graph run in order (graph.h) is never queued: its block is
- * cut before the queue line too. */
-#define WEFT_OPR_IN_ORDER_NODE_BYTES (2 * WEFT_CACHE_LINE)
-_Static_assert(offsetof(weft_opr, gn) + sizeof(weft_gnode) <= WEFT_OPR_IN_ORDER_NODE_BYTES &&
-                   offsetof(weft_opr, node) >= WEFT_OPR_IN_ORDER_NODE_BYTES,
-               "a node run in order is its block's first two lines");
-
 /* The var and request arrays of an operator with more than
  * WEFT_OPR_INLINE_VARS vars (up to WEFT_OPR_BIG_VARS). */
 typedef struct weft_opr_big {

@@ -13,10 +13,10 @@
 #include "deps/done.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
+#include "deps/ext.h"
 #include "deps/fence.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
 #include "deps/push.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
@@ -131,7 +131,8 @@ static void unlock_vars(weft_opr *op, int n)
 }
 
 static inline __attribute__((always_inline)) int
-push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted);
+push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted,
+              int internal);
 
 /* weft_push_opr, inlined into weft_push_uses (a user's push: two call
  * frames less, 21 instructions a push from outside in callgrind) and
@@ -172,7 +173,7 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
   }
   for (int k = 0; k < n; k++)
     op->var[k] = uses[k].var; /* still live: checked below, under its lock */
-  int rc = push_register(eng, op, uses, n, admitted);
+  int rc = push_register(eng, op, uses, n, admitted, internal);
   if (rc) {
     int slot = op->slot;
     weft_opr_free(eng, op);
@@ -190,80 +191,35 @@ int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *u
 int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n,
                        bool admitted)
 {
-  return push_register(eng, op, uses, n, admitted);
+  return push_register(eng, op, uses, n, admitted, op->internal);
 }
 
-/* weft_push_register's body (inlined into push_opr). */
-static inline __attribute__((always_inline)) int
-push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted)
+/* Under v's lock, before r is appended to v, which a holder's request
+ * other than r keeps (var.h): the holder's layer lets go of v, or is told
+ * to at its end (ext.h). */
+static inline void keeper_yield(weft_var_impl *v, weft_var_req *r)
 {
-  int internal = op->internal;
-  op->owed = 0;
-  atomic_init(&op->wait, n + 1);
-  op->epoch = weft_engine_count_push(eng); /* before it can complete */
-  op->slot = (int)(op->epoch & 1);
+  const weft_opr *holder = v->keeper->op;
+  holder->eng->ext->yield(v, r);
+}
 
-  /* Each var is locked, in index order, and checked under its lock: still
-   * live (a deletion kills the handle under the var's lock), and a
-   * deletion kills it now. */
-  bool stream = n > WEFT_REGISTER_HOLD_VARS;
-  for (int k = 0; k < n; k++) {
-    if (stream)
-      weft_var_prefetch(op->var, k, n);
-    weft_spin_lock(&op->var[k]->q.lock);
-    uint32_t gen = weft_handle_gen(uses[k].handle);
-    bool ok = weft_slot_live(&op->var[k]->slot, gen);
-    if (ok && internal == WEFT_OPR_DELETE)
-      ok = weft_slot_kill(&op->var[k]->slot, gen);
-    if (!ok) {
-      unlock_vars(op, k + 1);
-      return WEFT_EINVAL;
-    }
-  }
-  bool gate = internal == WEFT_OPR_GATE;
-  if (gate) /* every lock of its vars held: a kept gate's launch runs */
-    weft_keep_run_locked((weft_gate *)op->arg);
-  op->admitted = admitted;
-  int granted = 0;
-  bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
-  uint32_t seq = push_seq++;
-  /* Past WEFT_REGISTER_HOLD_VARS vars (a graph launch's gate, an operator
-   * with many vars), each var is unlocked as soon as op's request is on it:
-   * one pass over the vars' lines instead of two. That keeps the order
-   * every operator needs: nothing can queue ahead of op on a var it has
-   * not yet appended to (it still holds that lock), so two operators
-   * sharing vars queue in the same order on all of them. A var's
-   * completion may then grant op meanwhile: op's own +1 keeps its counter
-   * above zero until the locked decrement below. */
-  for (int k = 0; k < n; k++) {
-    if (stream)
-      weft_var_prefetch(op->var, k, n);
-    weft_var_impl *v = op->var[k];
-    weft_var_req *r = &op->req[k];
-    r->op = op;
-    r->write = uses[k].write;
-    r->simple = simple;
-    r->seq = seq;
-    bool held = false;
-    if (__builtin_expect(v->keeper != NULL, 0)) { /* a graph's gate keeps v (keep.h) */
-      held = v->keeper == r; /* ours, still held since the last launch */
-      if (!held)
-        weft_keep_yield_slow(v, r); /* it lets go of v, or is told to at its end */
-    }
-    if (held) {
-      granted++;
-    } else {
-      if (weft_varq_append(&v->q, r)) {
-        granted++;
-        if (v->fences) /* a host-side wait for a device fence adds one */
-          weft_fence_check(v, r);
-      }
-      if (gate)
-        weft_keep_mark(v, r);
-    }
-    if (stream)
-      weft_spin_unlock(&v->q.lock);
-  }
+/* Under v's lock (op's request r on it filled in): appends r; returns
+ * whether it is granted at once. */
+static inline __attribute__((always_inline)) bool append_req(weft_var_impl *v, weft_var_req *r)
+{
+  if (!weft_varq_append(&v->q, r))
+    return false;
+  if (v->fences) /* a host-side wait for a device fence adds one */
+    weft_fence_check(v, r);
+  return true;
+}
+
+/* The end of a registration: op's requests are all on its vars (granted
+ * of them at once), whose locks it still holds unless stream: settles its
+ * counter, unlocks, and dispatches it if it is ready. */
+static inline __attribute__((always_inline)) int register_end(weft_opr *op, int n, bool stream,
+                                                             int granted)
+{
   int left;
   if (stream) {
     /* acq_rel: as a grant (weft_grant_list): the last decrement makes op
@@ -286,6 +242,112 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
     weft_opr_ready(op);
   }
   return 0;
+}
+
+/* push_register from the append of op's request on var k on, for an
+ * operator that is no holder, var k being kept by a holder (var.h): each
+ * keeper lets go of its var, or is told to at its end (ext.h), before the
+ * request is appended there. Out of line, and to the registration's end:
+ * an indirect call in the common loop, or one that the loop's values
+ * outlive, would cost every push the registers it clobbers. */
+static __attribute__((noinline, cold)) int register_kept(weft_opr *op, const weft_var_use *uses,
+                                                         int n, int k, int granted)
+{
+  /* What the caller filled in k's request with (recomputed here: fewer
+   * values for the common loop to keep for this call). */
+  bool stream = n > WEFT_REGISTER_HOLD_VARS, simple = op->req[k].simple;
+  uint32_t seq = op->req[k].seq;
+  for (; k < n; k++) {
+    if (stream)
+      weft_var_prefetch(op->var, k, n);
+    weft_var_impl *v = op->var[k];
+    weft_var_req *r = &op->req[k];
+    r->op = op;
+    r->write = uses[k].write;
+    r->simple = simple;
+    r->seq = seq;
+    if (v->keeper)
+      keeper_yield(v, r);
+    granted += append_req(v, r);
+    if (stream)
+      weft_spin_unlock(&v->q.lock);
+  }
+  return register_end(op, n, stream, granted);
+}
+
+/* weft_push_register's body (inlined into push_opr). internal: op's kind
+ * (op->internal), a constant where the caller's is: a user's push then
+ * holds none of a holder's steps. */
+static inline __attribute__((always_inline)) int
+push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, bool admitted,
+              int internal)
+{
+  WEFT_ASSERT(internal == op->internal);
+  op->owed = 0;
+  atomic_init(&op->wait, n + 1);
+  op->epoch = weft_engine_count_push(eng); /* before it can complete */
+  op->slot = (int)(op->epoch & 1);
+
+  /* Each var is locked, in index order, and checked under its lock: still
+   * live (a deletion kills the handle under the var's lock), and a
+   * deletion kills it now. */
+  bool stream = n > WEFT_REGISTER_HOLD_VARS;
+  for (int k = 0; k < n; k++) {
+    if (stream)
+      weft_var_prefetch(op->var, k, n);
+    weft_spin_lock(&op->var[k]->q.lock);
+    uint32_t gen = weft_handle_gen(uses[k].handle);
+    bool ok = weft_slot_live(&op->var[k]->slot, gen);
+    if (ok && internal == WEFT_OPR_DELETE)
+      ok = weft_slot_kill(&op->var[k]->slot, gen);
+    if (!ok) {
+      unlock_vars(op, k + 1);
+      return WEFT_EINVAL;
+    }
+  }
+  bool holder = internal == WEFT_OPR_HOLDER;
+  if (holder) /* every lock of its vars held (ext.h) */
+    eng->ext->register_locked(op);
+  op->admitted = admitted;
+  int granted = 0;
+  bool simple = internal == WEFT_OPR_USER && op->ctx.type == WEFT_DEV_CPU;
+  uint32_t seq = push_seq++;
+  /* Past WEFT_REGISTER_HOLD_VARS vars (a holder such as a graph launch's
+   * gate, an operator with many vars), each var is unlocked as soon as
+   * op's request is on it: one pass over the vars' lines instead of two.
+   * That keeps the order every operator needs: nothing can queue ahead of
+   * op on a var it has not yet appended to (it still holds that lock), so
+   * two operators sharing vars queue in the same order on all of them. A
+   * var's completion may then grant op meanwhile: op's own +1 keeps its
+   * counter above zero until the locked decrement below. */
+  for (int k = 0; k < n; k++) {
+    if (stream)
+      weft_var_prefetch(op->var, k, n);
+    weft_var_impl *v = op->var[k];
+    weft_var_req *r = &op->req[k];
+    r->op = op;
+    r->write = uses[k].write;
+    r->simple = simple;
+    r->seq = seq;
+    if (__builtin_expect(v->keeper != NULL, 0)) { /* a holder keeps v (var.h, ext.h) */
+      if (!holder) /* it lets go of v, or is told to at its end */
+        return register_kept(op, uses, n, k, granted);
+      if (v->keeper == r) { /* ours, still held since our last finish */
+        granted++;
+        if (stream)
+          weft_spin_unlock(&v->q.lock);
+        continue;
+      }
+      keeper_yield(v, r);
+    }
+    if (append_req(v, r))
+      granted++;
+    if (holder)
+      eng->ext->appended(v, r);
+    if (stream)
+      weft_spin_unlock(&v->q.lock);
+  }
+  return register_end(op, n, stream, granted);
 }
 
 /* ------------------------------------------------------------- naive */

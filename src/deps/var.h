@@ -39,9 +39,10 @@ struct weft_var_impl {
    * fields share these lines. */
   _Alignas(WEFT_CACHE_LINE) weft_varq q; /* the queue and its lock */
   weft_var_req *fences;   /* under q.lock: requests of launched device ops, work pending */
-  /* under q.lock: the granted request of a graph launch's gate that may go
-   * on holding v after its launch (keep.h), or NULL: an operator appended
-   * behind it must first make the gate let go (weft_keep_yield). */
+  /* under q.lock: the granted request of a holder (ext.h: a graph launch's
+   * gate) that may go on holding v after the holder's finish, or NULL: an
+   * operator appended behind it must first make the holder's layer let go
+   * of v (weft_opr_ext_ops.yield). */
   weft_var_req *keeper;
 };
 _Static_assert(sizeof(weft_var_impl) == 2 * WEFT_CACHE_LINE, "a var is two lines");
@@ -67,6 +68,14 @@ static inline int weft_var_failed(weft_var_impl *v)
 static inline void weft_var_failed_store(weft_var_impl *v, int status)
 {
   atomic_store_explicit(&v->failed, status, memory_order_relaxed);
+}
+
+/* Under v's lock, as the release of holder request req passes v: v no
+ * longer names it as its keeper (if it did). */
+static inline void weft_var_unkeep(weft_var_impl *v, const weft_var_req *req)
+{
+  if (v->keeper == req)
+    v->keeper = NULL;
 }
 
 /* The live var of handle var, or NULL. */

@@ -1,8 +1,8 @@
 /* The public calls on vars: creation, deferred deletion, and waiting for a
  * var (both internal operators on the var's queue). */
 #include "common/sync.h"
-#include "deps/capture.h"
 #include "deps/engine.h"
+#include "deps/ext.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
 #include "deps/loopback.h"
@@ -53,7 +53,7 @@ static int var_new(weft_engine *eng, weft_var **out)
   weft_var_failed_store(v, 0);
   v->failed_epoch = 0;
   v->fences = v->fwaiters = NULL; /* a deleted var had none left: its deletion waited */
-  v->keeper = NULL;                /* as its deletion found it: no gate keeps a dead var */
+  v->keeper = NULL;                /* as its deletion found it: no holder keeps a dead var */
   weft_spin_unlock(&v->q.lock);
   *out = (weft_var *)h;
   return 0;
@@ -117,6 +117,21 @@ static bool waiter_done(weft_engine *eng, void *arg)
   return atomic_load_explicit(&((weft_var_waiter *)arg)->done, memory_order_seq_cst) != 0;
 }
 
+/* Whether v is one of op's vars (sorted by slot index, as every
+ * operator's are). */
+static bool opr_has_var(const weft_opr *op, const weft_var_impl *v)
+{
+  int lo = 0, hi = op->nvars;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (op->var[mid]->slot.index < v->slot.index)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < op->nvars && op->var[lo] == v;
+}
+
 static int var_wait(weft_engine *eng, weft_var *var)
 {
   weft_var_impl *v = weft_var_lookup(eng, var);
@@ -127,8 +142,9 @@ static int var_wait(weft_engine *eng, weft_var *var)
     for (int k = 0; k < cur->nvars; k++)
       if (cur->var[k] == v)
         return WEFT_EDEADLK; /* it waits for the calling operator itself */
-  if (cur && cur->eng == eng && weft_graph_holds(cur, v))
-    return WEFT_EDEADLK; /* it waits for the launch the calling operator belongs to */
+  if (cur && cur->eng == eng && cur->internal == WEFT_OPR_HELD &&
+      opr_has_var(eng->ext->holder(cur), v))
+    return WEFT_EDEADLK; /* it waits for the holder of the calling operator's vars */
   if (weft_tls_executor)
     return WEFT_EDEADLK; /* a device worker or poller: it completes device work */
   if (eng->naive) {

@@ -1,5 +1,5 @@
 /*
- * relacy harness: a captured graph's replay counters (src/deps/replay.c,
+ * relacy harness: a captured graph's replay counters (src/graph/replay.c,
  * graph_api.c): each node's count of predecessors still to finish (the
  * dense pending array; a successor with one predecessor has none and is
  * released by it), reset by the node itself when it finishes; the sinks'

@@ -1,7 +1,7 @@
 /*
  * relacy harness: a graph's gate keeping its vars between launches
- * (src/deps/keep.c, the launch in graph_api.c and its registration in
- * push.c, its end in replay.c).
+ * (src/graph/keep.c, the launch in graph_api.c and its registration in
+ * src/deps/push.c, its end in replay.c).
  *
  * Two vars v0 and v1, each under its spinlock: whether a write holds it,
  * which requests wait (FIFO), and its keeper mark. The graph's one node

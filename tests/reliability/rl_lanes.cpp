@@ -1,5 +1,5 @@
 /*
- * relacy harness: a graph run in lanes (src/deps/lanes.h, lanes.c): each
+ * relacy harness: a graph run in lanes (src/graph/lanes.h, lanes.c): each
  * lane's sweeper runs its nodes in order, each after its waits for other
  * lanes' done counts; it publishes its own done every PUBLISH nodes and
  * before it spins, each time reading its own waiters with a

@@ -1,6 +1,6 @@
 /*
- * relacy harness: a swept graph's replay (src/deps/graph.h "Swept graphs",
- * replay.h weft_sweep_take, dispatch.c sweep_task): every node's count is
+ * relacy harness: a swept graph's replay (src/graph/graph.h "Swept graphs",
+ * replay.h weft_sweep_take, run.c sweep_task): every node's count is
  * its predecessors plus one for the sweep; the launch's sweeper walks the
  * nodes in capture order, chunk by chunk, and runs each node whose count
  * it takes to zero; a finishing node takes one off each successor's count
@@ -120,7 +120,7 @@ struct sweep_test : rl::test_suite<sweep_test, 3> {
       end_launch();
   }
 
-  /* dispatch.c's sweep_task. */
+  /* src/graph/run.c's sweep_task. */
   void sweep(int launch)
   {
     for (int lo; (lo = cursor($)) < N;) {

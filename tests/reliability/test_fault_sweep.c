@@ -402,7 +402,7 @@ Test(fault_sweep, push_sequence_naive, .init = setup, .fini = teardown,
 /* ------------------------------------------------------- graph capture */
 
 /* weft_graph_end_capture of 24 plain operators on 2 workers (a graph run
- * in order, planned into lanes: deps/lanes.h), each allocation failing in
+ * in order, planned into lanes: graph/lanes.h), each allocation failing in
  * turn: ENOMEM and no graph, the capture ended and the engine working;
  * once it succeeds, the graph runs every operator each launch. */
 Test(fault_sweep, graph_capture, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(240))

@@ -1,5 +1,5 @@
 /*
- * Resolving a capture into a graph (capture.h): the dependencies between
+ * Resolving a capture into a graph (build.h): the dependencies between
  * the recorded pushes are those the var queues would have enforced, found
  * once: a write follows the reads of its var since the last write (or, if
  * none, that write); a read follows the last write. Duplicate edges are
@@ -12,12 +12,18 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
-#include "deps/capture.h"
-#include "deps/lanes.h"
+#include "graph/build.h"
+#include "graph/lane_plan.h"
+
+/* Node op's place in its graph, to fill in (graph.h, weft_gnode_of). */
+static inline weft_gnode *gnode_place(weft_opr *op)
+{
+  return (weft_gnode *)(void *)op->ext;
+}
 
 /* The scratch space of one build, all freed at its end. */
 typedef struct build {
-  const weft_capture *c;
+  const weft_recording *c;
   int n;             /* nodes */
   size_t u;          /* uses */
   int nv;            /* distinct handles */
@@ -159,7 +165,7 @@ static int make_counters(struct weft_graph *g, const build *b)
   int nsinks = 0;
   for (int i = 0; i < b->n && !b->in_order; i++) /* in order: the sweeper alone */
     if (b->nsucc[i] == 0)
-      weft_graph_node(g, g->place[i])->gn.counter = nsinks++ / WEFT_GRAPH_FANIN;
+      gnode_place(weft_graph_node(g, g->place[i]))->counter = nsinks++ / WEFT_GRAPH_FANIN;
   int leaves = nsinks ? (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN : 1;
   int total = 0;
   for (int level = leaves;;
@@ -275,7 +281,7 @@ out: /* off and adj stay in b, for make_nodes */
 /* The node blocks, their places and the graph's arrays, from b. */
 static int make_nodes(struct weft_graph *g, build *b)
 {
-  const weft_capture *c = b->c;
+  const weft_recording *c = b->c;
   int n = b->n;
   /* The gate's vars, sorted by slot index as every operator's are. */
   gv_key *order = weft_malloc(sizeof *order * (size_t)b->nv);
@@ -283,7 +289,7 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->uses = weft_malloc(sizeof *g->uses * (size_t)b->nv);
   /* A graph of plain nodes (a CPU fn, no priority) gets blocks cut after
    * their queue line: they never touch the requests, the async, priority
-   * or device fields (opr.h), and a replay reads 3 lines a node, not 7.
+   * or device fields (deps/opr.h), and a replay reads 3 lines a node, not 7.
    * One run in order (graph.h) is never queued either: 2 lines. */
   bool plain = true, normal = true;
   for (int i = 0; i < n && plain; i++) {
@@ -376,7 +382,7 @@ static int make_nodes(struct weft_graph *g, build *b)
     op->req = NULL; /* its requests are its launch's gate's */
     op->nvars = r->nuses;
     atomic_init(&op->wait, 0); /* its count is pending[i] */
-    weft_gnode *m = &op->gn;
+    weft_gnode *m = gnode_place(op);
     m->graph = g;
     m->succ0 = (uint32_t)first[at];
     m->nsucc = b->in_order ? 0 : b->nsucc[i]; /* in order: nothing to release */
@@ -404,7 +410,7 @@ static int make_nodes(struct weft_graph *g, build *b)
   return make_counters(g, b);
 }
 
-struct weft_graph *weft_graph_build(const weft_capture *c)
+struct weft_graph *weft_graph_build(const weft_recording *c)
 {
   struct weft_graph *g = weft_calloc(1, sizeof *g);
   if (!g)

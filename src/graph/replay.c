@@ -8,11 +8,12 @@
  */
 #include "common/assert.h"
 #include "common/spinlock.h"
+#include "common/sync.h"
 #include "deps/complete.h"
+#include "deps/dispatch.h"
 #include "deps/engine.h"
-#include "deps/keep.h"
-#include "deps/lanes.h"
-#include "deps/replay.h"
+#include "graph/keep.h"
+#include "graph/replay.h"
 #include "deps/var.h"
 
 void weft_graph_start(weft_opr *gate, weft_fifo *ready)
@@ -35,14 +36,20 @@ struct weft_graph *weft_graph_sweep_start(weft_opr *gate)
   return g;
 }
 
-weft_opr *weft_sweep_end(struct weft_graph *g, weft_fifo *ready, weft_between_fn hook)
+void weft_sweeper_end(struct weft_graph *g, bool plain)
 {
-  return weft_gnode_finish_sink(g, g->cur->op.eng, g->ncounters - 1, false, ready, hook);
+  weft_fifo ready = WEFT_FIFO_INIT;
+  weft_opr *next = weft_gnode_finish_sink(g, g->cur->op.eng, g->ncounters - 1, false, &ready,
+                                          plain ? weft_engine_between : NULL);
+  WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
+  (void)next;
+  if (!weft_fifo_empty(&ready))
+    weft_opr_ready_list(&ready);
 }
 
 void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
 {
-  const weft_gnode *n = &op->gn;
+  const weft_gnode *n = weft_gnode_of(op);
   WEFT_ASSERT(n->root >= 0); /* only a root passes roots on */
   const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
@@ -75,7 +82,7 @@ static bool count_off(struct weft_graph *g, int c)
 
 void weft_gnode_finish_failed(weft_opr *op, int status)
 {
-  const weft_gnode *n = &op->gn;
+  const weft_gnode *n = weft_gnode_of(op);
   struct weft_graph *g = n->graph;
   weft_engine *eng = op->eng;
   if (status)
@@ -100,8 +107,12 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
   if (!count_off(g, counter))
     return NULL; /* not the last: the launch may be over already */
   /* The launch's last node. */
-  if (weft_lanes_able(g))
-    weft_lanes_launch_end(g);
+  if (weft_lanes_able(g)) { /* its time, for the choice of lanes (lanes.h) */
+    int64_t t = weft_now_ns() - g->lane_t0;
+    int64_t *best = &g->lane_best[g->lane_now];
+    if (t < *best)
+      *best = t;
+  }
   weft_gate *gate = g->cur;
   weft_opr *gop = &gate->op;
   /* relaxed: a thread that sees a var of the graph free from here on

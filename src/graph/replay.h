@@ -1,19 +1,20 @@
 /*
  * Replaying a captured graph (graph.h): what a launch's gate does once it
  * holds every var, what a node does when it starts and when it finishes.
- * Like complete.h, these decide what becomes ready and hand it back;
- * dispatch.c sends it where it runs.
+ * Like the engine's complete.h, these decide what becomes ready and hand
+ * it back; the engine's dispatch sends it where it runs (run.c runs the
+ * nodes).
  */
-#ifndef WEFT_DEPS_REPLAY_H
-#define WEFT_DEPS_REPLAY_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_REPLAY_H
+#define WEFT_GRAPH_REPLAY_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdbool.h>
 
 #include "common/assert.h"
 #include "common/fifo.h"
 #include "deps/engine.h"
-#include "deps/graph.h"
+#include "graph/graph.h"
 #include "pool/pool_ext.h"
 
 /* The gate holds every var of its graph: the launch begins; the first root
@@ -24,9 +25,12 @@ void weft_graph_start(weft_opr *gate, weft_fifo *ready);
  * graph is returned, whose sweeper the caller queues. */
 struct weft_graph *weft_graph_sweep_start(weft_opr *gate);
 
-/* The sweeper is done (no chunk left): it counts itself off the top
- * counter; if that ends the launch, as weft_gnode_finish_sink. */
-weft_opr *weft_sweep_end(struct weft_graph *g, weft_fifo *ready, weft_between_fn hook);
+/* A graph's sweeper (one lane's, or the only one) is done: it counts
+ * itself off the launch's top counter, and the launch's end (if that was
+ * the last count) dispatches what it makes ready. plain: the sweeper runs
+ * straight from a worker's loop, not nested in an operator (see
+ * weft_opr_task). */
+void weft_sweeper_end(struct weft_graph *g, bool plain);
 
 /* A root starts (or goes to its device): the next two roots of the heap
  * are appended to ready. */
@@ -41,7 +45,7 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready);
  * before it inlines it (GCC 12 did, at -O1 and up). */
 static inline __attribute__((always_inline)) void weft_gnode_prefetch(const weft_opr *op)
 {
-  const weft_gnode *n = &op->gn;
+  const weft_gnode *n = weft_gnode_of(op);
   const struct weft_graph *g = n->graph;
   const int32_t *succ = g->succs + n->succ0;
   for (int k = 0; k < n->nsucc && k < WEFT_GRAPH_PREFETCH; k++) {
@@ -111,7 +115,7 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
               op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
   WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
-  const weft_gnode *n = &op->gn;
+  const weft_gnode *n = weft_gnode_of(op);
   struct weft_graph *g = n->graph;
   weft_engine *eng = op->eng;
   /* Everything read of the node and the graph below is read now: once its
@@ -164,15 +168,16 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
 static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one,
                                                weft_fifo *ready, weft_between_fn hook)
 {
-  /* relaxed: see nfailed_vars (engine.h): with no failed var and no
+  /* relaxed: see nfailed_vars (deps/engine.h): with no failed var and no
    * failure, no var's state changes. */
   if (status || atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) != 0)
     weft_gnode_finish_failed(op, status);
   return weft_gnode_release(op, keep_one, ready, hook);
 }
 
-/* A graph node's fn, as every replay path runs it (dispatch.c's run_gnodes,
- * its sweeper of a graph run in order, lanes.c's): the caller checked gnode_plain_now. No var
+/* A graph node's fn, as every replay path runs it (run.c's weft_gnode_run,
+ * its sweeper of a graph run in order, lanes.c's): the caller checked
+ * gnode_plain_now (run.c). No var
  * of op was failed when it started (nfailed_vars was 0, read after its
  * release, which follows every earlier failure on its vars), and none
  * fails while it runs (every other writer of its vars is ordered with it:
@@ -189,4 +194,4 @@ static inline void weft_gnode_call(weft_opr *op, weft_run_ctx *rc)
     weft_gnode_finish_failed(op, status);
 }
 
-#endif /* WEFT_DEPS_REPLAY_H */
+#endif /* WEFT_GRAPH_REPLAY_H */

@@ -2,14 +2,20 @@
  * Recording a thread's pushes while it captures (capture.h).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "deps/capture.h"
+#include "graph/capture.h"
 #include "deps/push.h"
+#include "graph/registry.h"
 
-_Thread_local weft_capture *weft_tls_capture __attribute__((tls_model("initial-exec")));
+/* The capture whose sink is s. */
+static inline weft_capture *capture_of(weft_push_sink *s)
+{
+  return (weft_capture *)((char *)s - offsetof(weft_capture, sink));
+}
 
 /* Every open capture of every engine: for an engine's destroy (which
  * orphans its own) and a thread's exit (which frees its own). Begin and end
@@ -32,7 +38,7 @@ static void capture_free(weft_capture *c)
 static void capture_unlist(weft_capture *c)
 {
   pthread_mutex_lock(&captures_lock);
-  if (!atomic_load_explicit(&c->orphaned, memory_order_relaxed))
+  if (!atomic_load_explicit(&c->sink.orphaned, memory_order_relaxed))
     weft_dlist_remove(&captures, &c->link);
   pthread_mutex_unlock(&captures_lock);
 }
@@ -42,8 +48,8 @@ static void capture_at_exit(void *arg)
 {
   weft_capture *c = arg;
   capture_unlist(c);
-  if (weft_tls_capture == c)
-    weft_tls_capture = NULL;
+  if (weft_tls_sink == &c->sink)
+    weft_tls_sink = NULL;
   capture_free(c);
 }
 
@@ -54,7 +60,7 @@ static void exit_key_create(void)
 
 int weft_capture_begin(weft_engine *eng)
 {
-  if (weft_tls_capture)
+  if (weft_tls_sink)
     return WEFT_EBUSY;
   pthread_once(&exit_once, exit_key_create);
   if (exit_key_rc)
@@ -63,9 +69,9 @@ int weft_capture_begin(weft_engine *eng)
   if (!c)
     return WEFT_ENOMEM;
   memset(c, 0, sizeof *c);
-  c->eng = eng;
-  c->opr = weft_tls_opr;
-  atomic_init(&c->orphaned, false);
+  c->sink.eng = eng;
+  c->sink.opr = weft_tls_opr;
+  atomic_init(&c->sink.orphaned, false);
   if (pthread_setspecific(exit_key, c)) {
     weft_free(c);
     return WEFT_ENOMEM;
@@ -73,14 +79,14 @@ int weft_capture_begin(weft_engine *eng)
   pthread_mutex_lock(&captures_lock);
   weft_dlist_push(&captures, &c->link); /* inside eng (guarded): alive */
   pthread_mutex_unlock(&captures_lock);
-  weft_tls_capture = c;
+  weft_tls_sink = &c->sink;
   return 0;
 }
 
 /* The calling thread's capture is over: off the list, the key and TLS. */
 static void capture_close(weft_capture *c)
 {
-  weft_tls_capture = NULL;
+  weft_tls_sink = NULL;
   pthread_setspecific(exit_key, NULL);
   capture_unlist(c);
 }
@@ -91,13 +97,13 @@ void weft_capture_orphan_all(weft_engine *eng)
   for (weft_dlist_node *n = captures.head, *next; n; n = next) {
     next = n->next;
     weft_capture *c = weft_dlist_entry(n, weft_capture, link);
-    if (c->eng != eng)
+    if (c->sink.eng != eng)
       continue;
     weft_dlist_remove(&captures, n);
     /* relaxed: read under this lock (end, exit), or as a hint by
      * weft_capturing on the capture's own thread, which the user orders
      * after this destroy before it reuses the address. */
-    atomic_store_explicit(&c->orphaned, true, memory_order_relaxed);
+    atomic_store_explicit(&c->sink.orphaned, true, memory_order_relaxed);
   }
   pthread_mutex_unlock(&captures_lock);
 }
@@ -132,8 +138,10 @@ static bool grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem)
   return true;
 }
 
-int weft_capture_push(weft_capture *c, const weft_op_desc *d, const weft_var_use *uses, int n)
+int weft_capture_push(weft_push_sink *sink, const weft_op_desc *d, const weft_var_use *uses,
+                      int n)
 {
+  weft_capture *c = capture_of(sink);
   if (!grow((void **)&c->recs, &c->caprecs, c->nrecs, 1, sizeof *c->recs) ||
       !grow((void **)&c->uses, &c->capuses, c->nuses, (size_t)n, sizeof *c->uses))
     return WEFT_ENOMEM;
@@ -150,22 +158,25 @@ int weft_capture_push(weft_capture *c, const weft_op_desc *d, const weft_var_use
 
 int weft_capture_end(weft_engine *eng, struct weft_graph **out)
 {
-  weft_capture *c = weft_tls_capture;
-  if (!c || c->eng != eng || weft_tls_opr != c->opr)
+  weft_push_sink *s = weft_tls_sink;
+  if (!s || s->eng != eng || weft_tls_opr != s->opr)
     return WEFT_EINVAL; /* none, another engine's, or from an operator run meanwhile */
+  weft_capture *c = capture_of(s);
   /* Under the lock, eng is alive unless the capture was orphaned (the
    * orphaning runs before the free and takes this lock). */
   int guest = 0, rc;
   pthread_mutex_lock(&captures_lock);
-  rc = atomic_load_explicit(&c->orphaned, memory_order_relaxed) ? WEFT_ESHUTDOWN
-                                                                 : weft_engine_enter(eng, &guest);
+  rc = atomic_load_explicit(&c->sink.orphaned, memory_order_relaxed)
+           ? WEFT_ESHUTDOWN
+           : weft_engine_enter(eng, &guest);
   pthread_mutex_unlock(&captures_lock);
   capture_close(c);
   if (rc) { /* its engine is going away: the capture ends with nothing */
     capture_free(c);
     return rc;
   }
-  struct weft_graph *g = weft_graph_build(c);
+  weft_recording rec = {c->sink.eng, c->recs, c->nrecs, c->uses, c->nuses};
+  struct weft_graph *g = weft_graph_build(&rec);
   capture_free(c);
   if (g)
     weft_graph_track(g); /* inside the engine: its destroy waits for us */

@@ -8,15 +8,21 @@
 #include "common/assert.h"
 #include "common/error.h"
 #include "common/fork.h"
-#include "deps/capture.h"
+#include "graph/capture.h"
+#include "graph/hooks.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
+#include "graph/keep.h"
 #include "deps/push.h"
+#include "graph/registry.h"
 
 int weft_graph_begin_capture(weft_engine *eng)
 {
   if (!eng)
     return WEFT_EINVAL;
+  if (eng->ext != &weft_graph_ext_ops) { /* weft_engine_create_with without this layer */
+    weft_log("weft_graph_begin_capture: the engine was created without graphs");
+    return WEFT_EINVAL;
+  }
   if (weft_engine_inside_op(eng) || weft_pool_worker_index(eng->pool) >= 0) {
     /* A worker runs others' tasks while it waits or helps: their pushes
      * would be recorded into this thread's capture. */

@@ -25,7 +25,7 @@
  * during a launch runs after it, and weft_var_wait and weft_var_delete (a
  * wait and a write on the var) find it free once the launch is over.
  *
- * weft_gate.hold, one word per gate (atomic):
+ * weft_gate.hold, one word per gate (atomic; WEFT_HOLD_*, graph.h):
  *   OFF          on the free list, or releasing every var (no var names it
  *                as keeper once its release walk passed it)
  *   RUN          a launch registers or runs; | WANTED: its end releases all
@@ -43,37 +43,23 @@
  * holds. The launcher and the end hold the graph's running flag, so at most
  * one of them touches a gate at a time; yields come from any thread.
  */
-#ifndef WEFT_DEPS_KEEP_H
-#define WEFT_DEPS_KEEP_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_KEEP_H
+#define WEFT_GRAPH_KEEP_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdbool.h>
 
-#include "deps/graph.h"
+#include "graph/graph.h"
 #include "deps/var.h"
 
-enum {
-  WEFT_HOLD_OFF = 0,
-  WEFT_HOLD_KEPT = 1,
-  WEFT_HOLD_PART = 2,
-  WEFT_HOLD_RUN = 4,
-  WEFT_HOLD_WANTED = 8,
-};
-
-/* The uncommon case of weft_keep_yield. */
-void weft_keep_yield_slow(weft_var_impl *v, const weft_var_req *req);
-
-/* Under v's lock, before req is appended to v: if a gate keeps v and req
- * would have to wait for it, the gate lets go of v now (between launches)
- * or at its launch's end (WANTED). */
-static inline void weft_keep_yield(weft_var_impl *v, const weft_var_req *req)
-{
-  if (__builtin_expect(v->keeper != NULL, 0) && v->keeper != req)
-    weft_keep_yield_slow(v, req);
-}
+/* Under v's lock, before req is appended to v, whose keeper is a gate's
+ * request other than req (the engine's yield, deps/ext.h): if req would
+ * have to wait for it, the gate lets go of v now (between launches) or at
+ * its launch's end (WANTED). */
+void weft_keep_yield(weft_var_impl *v, const weft_var_req *req);
 
 /* Under v's lock, once gate request req is on v (appended, granted or
- * not): v names it as its keeper. If another gate's request still does (a
+ * not: the engine's appended, deps/ext.h): v names it as its keeper. If another gate's request still does (a
  * launch of another graph that runs, and will release v at its end), req's
  * gate cannot keep v: it is marked WANTED, and releases everything at its
  * end. */
@@ -87,13 +73,14 @@ void weft_keep_mark(weft_var_impl *v, weft_var_req *req);
  * (weft_keep_run_locked) and skips the vars it still holds. */
 bool weft_keep_resume(weft_gate *gate);
 
-/* weft_push_register on gate's op, holding the locks of all its vars,
- * before it appends to any: PART -> RUN (a fresh gate is RUN already). A
+/* weft_push_register on a gate's op (gate_op), holding the locks of all
+ * its vars, before it appends to any (the engine's register_locked,
+ * deps/ext.h): PART -> RUN (a fresh gate is RUN already). A
  * PART gate made RUN before those locks would let an operator pushed
  * meanwhile get a var the gate lost, then queue behind the gate on a var
  * it kept (a yield during a launch waits for its end): the gate, queuing
  * behind that operator on the lost var, would wait for it forever. */
-void weft_keep_run_locked(weft_gate *gate);
+void weft_keep_run_locked(weft_opr *gate_op);
 
 /* Starts a launch whose gate (op) holds every var already: counts it in
  * flight, as a registration would, and makes it ready. admitted: it took a
@@ -102,16 +89,8 @@ void weft_keep_start(weft_engine *eng, weft_opr *op, bool admitted);
 
 /* The launch's end, from its last node: true if the gate keeps its vars
  * (RUN -> KEPT); false if it was WANTED: it must release them all
- * (weft_opr_finish_vars, which clears their keeper). */
+ * (weft_opr_finish_vars, which clears their keeper: weft_var_unkeep). */
 bool weft_keep_end(weft_gate *gate);
-
-/* Under v's lock, as the release of gate request req passes v: v no longer
- * names it (if it did). */
-static inline void weft_keep_forget(weft_var_impl *v, const weft_var_req *req)
-{
-  if (v->keeper == req)
-    v->keeper = NULL;
-}
 
 /* Lets go of every var g's kept gate still holds (nothing waits behind
  * one: an operator about to queue there makes the gate yield first, and a
@@ -121,4 +100,4 @@ static inline void weft_keep_forget(weft_var_impl *v, const weft_var_req *req)
  * or its engine is being destroyed). */
 void weft_keep_drop(struct weft_graph *g);
 
-#endif /* WEFT_DEPS_KEEP_H */
+#endif /* WEFT_GRAPH_KEEP_H */

@@ -1,5 +1,5 @@
 /*
- * A graph's gate keeping its vars between launches (src/deps/keep.h).
+ * A graph's gate keeping its vars between launches (src/graph/keep.h).
  *
  * Checked through the gate's state (internals) and through what users see:
  * a second launch with nothing in between registers nothing (the gate is
@@ -13,9 +13,9 @@
  */
 #include <sched.h>
 
-#include "deps/graph.h"
-#include "deps/keep.h"
-#include "engine_util.h"
+#include "graph/graph.h"
+#include "graph/keep.h"
+#include "../deps/engine_util.h"
 
 static void setup(void)
 {

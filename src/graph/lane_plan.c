@@ -1,5 +1,5 @@
 /*
- * Planning a graph's lanes at capture (lanes.h): a list schedule of the
+ * Planning a graph's lanes at capture (lane_plan.h): a list schedule of the
  * nodes in capture order on K lanes, each node taking one unit of time and
  * a predecessor in another lane WEFT_GRAPH_LANE_XFER_NS units more; each node
  * goes to the lane where it starts first, or to its latest predecessor's
@@ -16,7 +16,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/sync.h"
-#include "deps/lanes.h"
+#include "graph/lane_plan.h"
 
 /* A node's cost in the plan, ns: measured (w), or WEFT_GRAPH_LANE_NODE_NS. */
 static inline int64_t cost_of(const uint32_t *w, int i)
@@ -261,7 +261,7 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
 }
 
 /* Frees the lanes and their waits (not the plan's input). */
-static void weft_lanes_free_plan(struct weft_graph *g)
+static void free_plan(struct weft_graph *g)
 {
   weft_free(g->lanes);
   weft_free(g->lane_store);
@@ -324,7 +324,7 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
      * plan in place (its lanes keep their vars' chains, which measured
      * noise would scatter): the plan before stays (the launches' own
      * times choose between it and one lane). */
-    weft_lanes_free_plan(g);
+    free_plan(g);
     g->lanes = lanes;
     g->lane_store = store;
     g->waits = waits;
@@ -335,13 +335,4 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
   weft_free(w);
   weft_free((void *)lanes);
   weft_free(store);
-}
-
-void weft_lanes_free(struct weft_graph *g)
-{
-  weft_lanes_free_plan(g);
-  weft_free(g->plan_edge);
-  weft_free(g->node_ns);
-  g->plan_edge = NULL;
-  g->node_ns = NULL;
 }

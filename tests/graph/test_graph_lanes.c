@@ -1,5 +1,5 @@
 /*
- * A graph run in lanes (src/deps/lanes.h): the capture's plan and the
+ * A graph run in lanes (src/graph/lanes.h): the capture's plan and the
  * plan again with measured costs (checked through the graph's internals),
  * and what users see: every edge kept in
  * every launch, whichever way a launch runs (the first launches try lanes
@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "deps/graph.h"
-#include "deps/lanes.h"
-#include "differential.h"
-#include "engine_util.h"
+#include "graph/graph.h"
+#include "graph/lanes.h"
+#include "../deps/differential.h"
+#include "../deps/engine_util.h"
 
 static void setup(void)
 {

@@ -10,8 +10,8 @@
 #include "common/prof.h"
 #include "common/sync.h"
 #include "deps/dispatch.h"
-#include "deps/lanes.h"
-#include "deps/replay.h"
+#include "graph/lanes.h"
+#include "graph/replay.h"
 #include "pool/pool_ext.h"
 
 static int lane_task(void *arg);
@@ -86,14 +86,6 @@ bool weft_lanes_choose(struct weft_graph *g)
                         memory_order_relaxed);
   g->lane_t0 = weft_now_ns();
   return g->lane_now;
-}
-
-void weft_lanes_launch_end(struct weft_graph *g)
-{
-  int64_t t = weft_now_ns() - g->lane_t0;
-  int64_t *best = &g->lane_best[g->lane_now];
-  if (t < *best)
-    *best = t;
 }
 
 void weft_lanes_start(struct weft_graph *g)
@@ -223,7 +215,7 @@ static int lane_task(void *arg)
   weft_pool *pool = g->cur->op.eng->pool;
   const bool plain = !weft_tls_opr;
   const int worker = plain ? weft_pool_worker_index(pool) : -1;
-  /* As dispatch.c's sweeper of a graph run in order: each node bare, its
+  /* As run.c's sweeper of a graph run in order: each node bare, its
    * fn and its status, unless a hook or a failed var asks for more. */
   const bool bare = plain && !weft_tls_between && !weft_prof_tls;
   weft_run_ctx rc = {g->cur->op.ctx, NULL, worker};

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "differential.h"
+#include "../deps/differential.h"
 
 static void setup(void)
 {
@@ -775,7 +775,7 @@ Test(graph, a_wait_on_what_an_independent_launch_writes_is_waited_for, .init = s
 /* --------------------------------------------------------- fairness */
 
 /* A replayed chain runs on one worker, each node keeping the next (the
- * short path of dispatch.c): an operator pushed from another thread while
+ * short path of src/graph/run.c): an operator pushed from another thread while
  * it runs must not wait for the whole chain (WEFT_KEEP_RUN_MAX). */
 static int chain_fair_link(const weft_run_ctx *rc, void *arg)
 {

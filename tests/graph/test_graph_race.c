@@ -16,9 +16,9 @@
 #include <semaphore.h>
 #include <time.h>
 
-#include "deps/capture.h"
-#include "deps/graph.h"
-#include "engine_util.h"
+#include "graph/capture.h"
+#include "graph/graph.h"
+#include "../deps/engine_util.h"
 
 static void setup(void)
 {

@@ -1,7 +1,7 @@
 /*
  * A graph run in lanes (graph.h "Run in lanes"): a graph of plain CPU
  * operators on a pool of several workers, split at capture into lanes
- * (lane_plan.c), each swept in capture order by a pool task of its own
+ * (lane_plan.h), each swept in capture order by a pool task of its own
  * (lanes.c), as one worker sweeps a graph run in order.
  *
  * The contract between lanes. A lane's holder (the task that runs it) runs
@@ -28,37 +28,21 @@
  * running or queued. A lane never blocks its thread: a lane run nested in
  * a node's fn (the fn waits and helps run pool tasks) stops as any other.
  */
-#ifndef WEFT_DEPS_LANES_H
-#define WEFT_DEPS_LANES_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_LANES_H
+#define WEFT_GRAPH_LANES_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/sync.h"
-#include "deps/graph.h"
+#include "graph/graph.h"
+#include "graph/lane_plan.h"
 
-/* Plans the lanes of g (its nodes run in order, capture order; edge: its
- * nedges (predecessor, successor) pairs, sorted by successor) for a pool
- * of workers workers, each node costing w[i] ns (w NULL: all the same),
- * and sets g->nlanes, lanes, waits and lane_store if lanes pay (graph.h),
- * and *end (if not NULL) to the plan's simulated time; leaves them 0 if
- * one lane does. Returns 0 or WEFT_ENOMEM (then it leaves them 0 too). */
-int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
-                    const uint32_t *w, int64_t *end);
-
-/* Whether g's launches choose between lanes and one lane: a graph run in
- * order on a pool of several workers, the one kind that keeps its plan's
- * input (build.c). */
-static inline bool weft_lanes_able(const struct weft_graph *g)
-{
-  return g->plan_edge != NULL;
-}
-
-/* The launch's gate holds every var of g (weft_lanes_able; g->sweep_epoch
- * is set): whether this launch runs in lanes (else in one, by the
- * caller's sweeper). The first launch of every WEFT_GRAPH_LANE_PERIOD
+/* The launch's gate holds every var of g (weft_lanes_able, graph.h;
+ * g->sweep_epoch is set): whether this launch runs in lanes (else in one,
+ * by the caller's sweeper). The first launch of every WEFT_GRAPH_LANE_PERIOD
  * times every node (in lanes if it has them), and the second plans the
  * lanes again with those costs (weft_lanes_replan). A graph with lanes
  * tries both ways in turn in the first 2 x WEFT_GRAPH_LANE_PROBES launches
@@ -67,27 +51,15 @@ static inline bool weft_lanes_able(const struct weft_graph *g)
  * stay the same either way. */
 bool weft_lanes_choose(struct weft_graph *g);
 /* ns since t0 (weft_now_ns), as a node's time (lanes.c, and the one
- * sweeper's in dispatch.c, in a launch that times its nodes). */
+ * sweeper's in run.c, in a launch that times its nodes). */
 static inline uint32_t weft_lanes_elapsed(int64_t t0)
 {
   int64_t t = weft_now_ns() - t0;
   return t < (int64_t)UINT32_MAX ? (uint32_t)t : UINT32_MAX;
 }
 
-/* The launch's end (its last sweeper's count-off): notes its time. */
-void weft_lanes_launch_end(struct weft_graph *g);
-
 /* Resets the lanes and queues their sweepers (weft_lanes_choose said
  * lanes). */
 void weft_lanes_start(struct weft_graph *g);
 
-/* Plans g's lanes again with the costs its last timed launch measured
- * (g->node_ns), for a pool of workers workers; keeps the plan before
- * unless the new one has lanes and, timed with the same costs, ends in at
- * most WEFT_GRAPH_LANE_REPLAN_PCT of its time. Between launches only. */
-void weft_lanes_replan(struct weft_graph *g, int workers);
-
-/* Frees what weft_lanes_plan allocated, and the plan's input. */
-void weft_lanes_free(struct weft_graph *g);
-
-#endif /* WEFT_DEPS_LANES_H */
+#endif /* WEFT_GRAPH_LANES_H */

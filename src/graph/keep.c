@@ -9,14 +9,14 @@
 #include "deps/dispatch.h"
 #include "deps/fence.h"
 #include "deps/inflight.h"
-#include "deps/keep.h"
+#include "graph/keep.h"
 
 static inline weft_gate *gate_of(const weft_var_req *r)
 {
   return (weft_gate *)((const weft_opr *)r->op)->arg;
 }
 
-void weft_keep_yield_slow(weft_var_impl *v, const weft_var_req *req)
+void weft_keep_yield(weft_var_impl *v, const weft_var_req *req)
 {
   weft_var_req *kr = v->keeper;
   if (!req->write && !kr->write && ((const weft_opr *)req->op)->internal != WEFT_OPR_GATE)
@@ -80,8 +80,9 @@ bool weft_keep_resume(weft_gate *gate)
   return false;
 }
 
-void weft_keep_run_locked(weft_gate *gate)
+void weft_keep_run_locked(weft_opr *gate_op)
 {
+  weft_gate *gate = gate_op->arg;
   /* relaxed: a yield writes this word only under the lock of a var that
    * names the gate as its keeper, one of the gate's vars, whose locks the
    * caller holds: nothing else writes it now. The yields after it read RUN

@@ -4,16 +4,19 @@
  * (replay.c runs them; graph_api.c launches).
  *
  * Nodes are op blocks of their own (struct weft_opr, internal kind
- * WEFT_OPR_GNODE, their place in the graph where the inline var array would
- * be: weft_gnode, opr.h), owned by the graph and never recycled: the dispatch
- * and run paths treat them as any operator; only their finish differs. A
+ * WEFT_OPR_GNODE: the engine's WEFT_OPR_HELD, deps/ext.h; their place in
+ * the graph in the block's extension area: weft_gnode, below), owned by the
+ * graph and never recycled: the engine dispatches and runs them as any
+ * operator, and hands their start, their finish and the pool task's loop
+ * over them to this layer (its table of hooks, hooks.c; run.c runs them). A
  * node's count of predecessors still to finish (the graph's dense pending
  * array) starts at npred, and each node resets its own to npred when it
  * finishes, so a launch writes nothing per node. The blocks and the
  * pending array are laid out in the order one worker alone would run the
  * nodes (build.c), not in capture order: a replay reads them forward.
  *
- * A launch registers one gate (an op block of kind WEFT_OPR_GATE) on every
+ * A launch registers one gate (an op block of kind WEFT_OPR_GATE, the
+ * engine's WEFT_OPR_HOLDER) on every
  * var the graph uses, as one operator would (and the gate may go on holding
  * them into the next launch, which then registers nothing: keep.h); once
  * the gate holds them all, it releases the roots: the first root, which,
@@ -63,9 +66,9 @@
  * Lanes pay when their nodes outweigh the lines their edges move between
  * cores, which the capture cannot know: the launches measure it (lanes.h).
  */
-#ifndef WEFT_DEPS_GRAPH_H
-#define WEFT_DEPS_GRAPH_H
-#include "deps/layer.h" /* layer guard: no include from a lower layer */
+#ifndef WEFT_GRAPH_GRAPH_H
+#define WEFT_GRAPH_GRAPH_H
+#include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,8 +79,54 @@
 #include "common/sync.h"
 #include "common/tunables.h"
 #include "deps/engine.h"
+#include "deps/ext.h"
 #include "deps/opr.h"
 #include "deps/var.h"
+
+/* The graph's operator kinds, as the engine knows them (deps/ext.h): a
+ * node is a held operator, a launch's gate the holder of its vars. */
+enum { WEFT_OPR_GNODE = WEFT_OPR_HELD, WEFT_OPR_GATE = WEFT_OPR_HOLDER };
+
+/* A node's place in its graph, in its block's extension area (where an
+ * operator's inline var array would be: a node's var list is its graph's,
+ * its requests are its launch's gate's), so that a plain node is three
+ * lines. Its vars as pushed (their handles, which it writes) are the
+ * graph's node_uses[index]. */
+typedef struct weft_gnode {
+  struct weft_graph *graph; /* immutable, as every field */
+  uint32_t succ0;           /* its successors: graph->succs[succ0 .. succ0 + nsucc) */
+  int32_t nsucc;
+  int32_t npred;            /* its count at every launch: its predecessors, and
+                             * the sweep's one more in a swept graph (graph.h) */
+  int32_t index;            /* its own node index */
+  int32_t root;             /* its index among the roots, or -1 */
+  int32_t counter;          /* the leaf counter it counts off as a sink, or -1 */
+} weft_gnode;
+_Static_assert(sizeof(weft_gnode) <= WEFT_OPR_EXT_BYTES &&
+                   _Alignof(weft_gnode) <= _Alignof(void *),
+               "a graph node's place fits the block's extension area");
+
+/* What a plain graph node uses of its block: the header with its place in
+ * the graph, and the queue line (the engine queues it: deps/ext.h); never
+ * the requests (its gate's), nor the async, priority or device fields. */
+#define WEFT_OPR_PLAIN_NODE_BYTES (3 * WEFT_CACHE_LINE)
+_Static_assert(offsetof(weft_opr, ext) + sizeof(weft_gnode) <= 2 * WEFT_CACHE_LINE &&
+                   offsetof(weft_opr, task) + sizeof(weft_task) <= WEFT_OPR_PLAIN_NODE_BYTES &&
+                   offsetof(weft_opr, req_inline) >= WEFT_OPR_PLAIN_NODE_BYTES &&
+                   offsetof(weft_opr, async_fn) >= WEFT_OPR_PLAIN_NODE_BYTES,
+               "a plain graph node is its block's first three lines");
+/* A node of a graph run in order (below) is never queued: its block is
+ * cut before the queue line too. */
+#define WEFT_OPR_IN_ORDER_NODE_BYTES (2 * WEFT_CACHE_LINE)
+_Static_assert(offsetof(weft_opr, ext) + sizeof(weft_gnode) <= WEFT_OPR_IN_ORDER_NODE_BYTES &&
+                   offsetof(weft_opr, node) >= WEFT_OPR_IN_ORDER_NODE_BYTES,
+               "a node run in order is its block's first two lines");
+
+/* Node op's place in its graph. */
+static inline const weft_gnode *weft_gnode_of(const weft_opr *op)
+{
+  return (const weft_gnode *)(const void *)op->ext;
+}
 
 /* Sinks per leaf counter, and counters per parent. */
 #define WEFT_GRAPH_FANIN 16
@@ -138,6 +187,16 @@ typedef struct weft_glane {
 typedef struct weft_gwait {
   int32_t lane, done;
 } weft_gwait;
+
+/* weft_gate.hold: whether a gate runs a launch, or keeps its vars between
+ * launches (keep.h). */
+enum {
+  WEFT_HOLD_OFF = 0,
+  WEFT_HOLD_KEPT = 1,
+  WEFT_HOLD_PART = 2,
+  WEFT_HOLD_RUN = 4,
+  WEFT_HOLD_WANTED = 8,
+};
 
 /* A launch's gate: an op block registered on every var of the graph, with
  * its own requests (the var list is the graph's). */
@@ -292,26 +351,16 @@ weft_gate *weft_gate_get(struct weft_graph *g);
 /* Gives a finished gate back: its last touch of the graph. */
 void weft_gate_put(weft_opr *gate_op);
 
-/* Lists g among its engine's graphs / takes it off (graph.c's lock). */
-void weft_graph_track(struct weft_graph *g);
-void weft_graph_untrack(struct weft_graph *g);
-/* At the engine's destroy (drained): every graph of eng left loses its
- * nodes and its engine (weft_graph_destroy frees the rest). */
-void weft_graph_orphan_all(weft_engine *eng);
-/* Returns once the engine's destroy (which began) has let go of g
- * (weft_graph_orphan_all): then g is the caller's alone to free. */
-void weft_graph_wait_orphaned(struct weft_graph *g);
-/* Frees what a graph holds of its engine: its nodes and arrays. */
+/* Frees what a graph holds of its engine: its nodes and arrays, its lanes
+ * and their plan's input. */
 void weft_graph_release_nodes(struct weft_graph *g);
 
-/* The graph node behind op, or NULL for any other operator. */
-static inline weft_gnode *weft_opr_gnode(const weft_opr *op)
+/* Whether g's launches choose between lanes and one lane (lanes.h): a
+ * graph run in order on a pool of several workers, the one kind that keeps
+ * its plan's input (build.c). */
+static inline bool weft_lanes_able(const struct weft_graph *g)
 {
-  return op->internal == WEFT_OPR_GNODE ? (weft_gnode *)&op->gn : NULL;
+  return g->plan_edge != NULL;
 }
 
-/* Whether op (running on this thread) belongs to a launch of a graph that
- * holds v: a wait on v would wait for op itself. */
-bool weft_graph_holds(const weft_opr *op, const weft_var_impl *v);
-
-#endif /* WEFT_DEPS_GRAPH_H */
+#endif /* WEFT_GRAPH_GRAPH_H */
