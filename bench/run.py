@@ -4,14 +4,15 @@
 Build, then run (from the repository root):
 
     meson setup build-bench -Dtests=disabled && ninja -C build-bench
-    python3 bench/run.py --quick --builddir build-bench    # < 2 min on 2 cores
-    python3 bench/run.py --builddir build-bench            # full, ~6 min
+    python3 bench/run.py --quick --builddir build-bench    # ~3.5 min on 2 cores
+    python3 bench/run.py --builddir build-bench            # full: ~6 min, plus the trials
 
 Options:
     --quick            5 repetitions of the pool workloads, 3 of the op lists
                        (StarPU 2; full: 3), smaller op lists, fewer wake
                        samples, and idle only at the largest thread count
-                       (< 2 min)
+                       (~3.5 min on the 2-vCPU VM: 2.4 min of runs, 1.2 of
+                       the peers' configuration trials)
     --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake (the
                        pool), chain, indep, dag, wave (the dependency engine),
                        pipeline (a 4-stage pipeline, back pressure)
@@ -58,6 +59,16 @@ pfor_imb the ratio to the perfect split (serial time / threads, serial measured
 in this run), for the op lists weft's driver-mode figure, main/driver and
 2T/1T (replay rows: weft's fresh push from main and fresh/replay), and the
 issue's target for weft with yes/NO.
+Every peer at its best (issue 41; bench/peers.py): weft runs with its
+defaults (WEFT_AFFINITY unset: its workers are not pinned). For each
+workload and thread count, gomp and omp_clang are tried once (--reps 1)
+unbound (OMP_PROC_BIND unset), with OMP_PROC_BIND=close and, with fewer
+threads than cores, spread (both OMP_PLACES=cores), and starpu with
+STARPU_SCHED lws, dmda and eager; the best by the workload's first metric
+runs the cell's repetitions. oneTBB has one configuration (its arena sized
+to the threads). The footer under the table names each cell's winner with
+the trial figures and gives a command that reruns a cell by hand; --json
+keeps the trials too ("trials", "trial_runs").
 Targets are for information: speed is measured, never asserted. A run during
 which other processes kept the machine busy (from /proc/stat: before the run
 and during it) is marked NOISY in the notes, with a warning under the table.
@@ -77,6 +88,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from peers import Config, Trials, omp_configs, shell, starpu_sched_configs
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
 WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS + ["pipeline"]
@@ -120,6 +133,29 @@ ENABLE = {
     "starpu": "StarPU 1.3: apt install libstarpu-dev, then reconfigure",
     "serial": "bench_serial is always built: rebuild",
 }
+
+
+# Every peer at its best (issue 41; bench/peers.py). weft runs with its
+# defaults (WEFT_AFFINITY unset: workers not pinned; WEFT_SPIN_COUNT built in).
+PEER_NOTES = {
+    "weft": "its defaults: WEFT_AFFINITY unset (workers not pinned), one configuration",
+    "tbb": "task_arena(N) (one slot for main; wake: task_arena(N, 0), N workers) and "
+           "global_control: the arena sized to the threads, one configuration (oneTBB "
+           "pins nothing, as weft here)",
+    "gomp": "omp_set_num_threads(N); the binding tried per cell",
+    "omp_clang": "omp_set_num_threads(N); the binding tried per cell",
+    "starpu": "STARPU_NCPU=N, STARPU_CALIBRATE=0 (its codelets have no performance "
+              "models); StarPU pins its workers to cores 0..N-1; the scheduler tried per cell",
+}
+
+
+def peer_configs(rt, threads):
+    """The configurations a runtime is tried in (one: no trial)."""
+    if rt in ("gomp", "omp_clang"):
+        return omp_configs(threads)
+    if rt == "starpu":
+        return starpu_sched_configs()
+    return [Config("default")]
 
 
 def supports(rt, workload):
@@ -299,6 +335,8 @@ class Runner:
         self.records = []  # every JSON record, with rt/threads/workload
         self.failures = []  # text lines
         self.runs = []  # one per process: rt, workload, threads, rc, seconds
+        self.trial_runs = []  # the peers' configuration trials, likewise
+        self.trials = Trials()  # which configuration each peer's cell ran in
 
     def exe(self, rt):
         p = os.path.join(self.bindir, EXE[rt])
@@ -312,18 +350,29 @@ class Runner:
             return by_rt[(rt, workload)]
         return (REPS_QUICK if self.quick else REPS_FULL)[workload]
 
-    def run(self, rt, workload, threads):
-        exe = self.exe(rt)
-        cmd = [exe, "--workload", workload, "--threads", str(threads),
-               "--reps", str(self.reps(workload, rt))]
-        if self.quick:
-            cmd.append("--quick")
-        log("  %-10s %-9s threads=%d reps=%d" % (rt, workload, threads, self.reps(workload, rt)))
+    def cmd(self, rt, workload, threads, reps=None):
+        cmd = [self.exe(rt), "--workload", workload, "--threads", str(threads),
+               "--reps", str(reps or self.reps(workload, rt))]
+        return cmd + (["--quick"] if self.quick else [])
+
+    def run(self, rt, workload, threads, cfg=None, reps=None, trial=False):
+        """One process: its records (by metric). cfg: the peer's
+        configuration (its environment); trial: a configuration trial
+        (bench/peers.py), whose records are returned but not kept (its
+        failures are)."""
+        cmd = self.cmd(rt, workload, threads, reps)
+        env = dict(os.environ)
+        env.update(cfg.env if cfg else {})
+        log("  %-10s %-9s threads=%d reps=%d%s" % (
+            rt, workload, threads, reps or self.reps(workload, rt),
+            (" (trial: %s)" if trial else " (%s)") % cfg.name if cfg and (trial or cfg.env)
+            else ""))
+        what = "%s %s T%d%s" % (rt, workload, threads, " (trial: %s)" % cfg.name if trial else "")
         pre = machine_load(PRE_WINDOW_S)
         t0 = datetime.datetime.now()
         busy0, kids0 = system_busy_s(), children_cpu_s()
         try:
-            cp = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cp = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                 universal_newlines=True, timeout=TIMEOUT_S[workload])
             out, err, rc = cp.stdout, cp.stderr, cp.returncode
         except subprocess.TimeoutExpired as e:
@@ -353,27 +402,54 @@ class Runner:
             try:
                 rec = json.loads(line)
             except ValueError:
-                self.failures.append("%s %s T%d: bad output line: %s" % (rt, workload, threads, line[:120]))
+                self.failures.append("%s: bad output line: %s" % (what, line[:120]))
                 continue
             rec["rt"] = rt
             rec["threads_arg"] = threads
             rec["bench_workload"] = workload
             rec["foreign_load"] = None if foreign is None else round(foreign, 3)
+            rec["config"] = cfg.name if cfg else None
             got[rec.get("workload")] = rec
-            self.records.append(rec)
+            if not trial:
+                self.records.append(rec)
             if rec.get("check") != "ok":
-                self.failures.append("%s %s T%d: check failed: %s"
-                                     % (rt, rec.get("workload"), threads, rec.get("check")))
+                self.failures.append("%s: check failed: %s" % (what, rec.get("check")))
         for m in (METRICS[workload] if rt != "serial" else [workload]):
             if m not in got and emits(rt, m):
-                self.failures.append("%s %s T%d: no result for %s" % (rt, workload, threads, m))
+                self.failures.append("%s: no result for %s" % (what, m))
         if rc != 0:
             tail = " | ".join((err or "").strip().splitlines()[-3:])
-            self.failures.append("%s %s T%d: exit status %s%s"
-                                 % (rt, workload, threads, rc, (": " + tail) if tail else ""))
-        self.runs.append({"rt": rt, "workload": workload, "threads": threads, "rc": rc,
-                          "seconds": round(secs, 2), "cmd": cmd,
-                          "foreign_load": None if foreign is None else round(foreign, 3)})
+            self.failures.append("%s: exit status %s%s"
+                                 % (what, rc, (": " + tail) if tail else ""))
+        (self.trial_runs if trial else self.runs).append({
+            "rt": rt, "workload": workload, "threads": threads, "rc": rc,
+            "seconds": round(secs, 2), "cmd": cmd, "config": cfg.name if cfg else None,
+            "env": cfg.env if cfg else {},
+            "foreign_load": None if foreign is None else round(foreign, 3)})
+        return got
+
+    def run_best(self, rt, workload, threads):
+        """A peer's cell in its best configuration (bench/peers.py): each of
+        its configurations tried once (--reps 1), the best by the workload's
+        first metric kept for the cell's repetitions."""
+        metric = METRICS[workload][0]
+        row = "%s T%d" % (workload, threads)
+
+        def measure(cfg):
+            rec = self.run(rt, workload, threads, cfg, reps=1, trial=True).get(metric)
+            if not rec or rec.get("check") != "ok" or not rec.get("samples"):
+                raise RuntimeError("no checked %s figure" % metric)
+            return statistics.median(rec["samples"])
+
+        configs = peer_configs(rt, threads)
+        try:
+            cfg, _ = self.trials.pick(rt, row, configs, measure,
+                                      higher_better=metric in HIGHER_BETTER,
+                                      unit=self.unit(metric))
+        except RuntimeError:  # every trial failed (in self.failures): the cell shows it too
+            cfg = configs[0]
+        self.run(rt, workload, threads, cfg)
+        self.trials.set_rerun(rt, row, shell(cfg.env, self.cmd(rt, workload, threads)))
 
     def stat(self, rt, metric, threads):
         for rec in self.records:
@@ -792,7 +868,7 @@ def main():
         for t in (idle_threads if w == "idle" else threads_list):
             for rt in rts:
                 if r.exe(rt) and supports(rt, w):
-                    r.run(rt, w, t)
+                    r.run_best(rt, w, t)
     elapsed = (datetime.datetime.now() - started).total_seconds()
 
     any_serial = any(w in SERIAL_WORKLOADS for w in workloads)
@@ -856,6 +932,13 @@ def main():
         print("      counted by the workload (not RSS), MiB. serial: the items in order. "
               "bench_weft's malloc is jemalloc (linked by libweft), the peers' glibc's.")
 
+    for rt in rts:
+        if any(x["rt"] == rt for x in r.runs):  # only the runtimes that ran a cell
+            r.trials.note(rt, PEER_NOTES[rt])
+    r.trials.print_footer(rts, "How each runtime ran (a peer with several configurations: "
+                          "each tried once per cell, --reps 1, the best by the workload's "
+                          "first metric kept for the cell's repetitions):")
+
     noisy = [x for x in r.runs if x["foreign_load"] is not None
              and x["foreign_load"] > FOREIGN_LOAD_FLAG]
     if noisy:
@@ -882,6 +965,9 @@ def main():
                          "elapsed_s": round(elapsed, 1), "missing": missing},
                 "records": r.records,
                 "runs": r.runs,
+                "trial_runs": r.trial_runs,
+                "trials": [{"rt": p, "cell": row, "chosen": w, "tried": figs}
+                           for p, row, w, figs, _ in r.trials.rows],
                 "rows": rows,
                 "failures": r.failures,
             }, f, indent=1)

@@ -23,6 +23,12 @@ failed its own checks (bench_xnnpack verifies every output) or had the
 wrong library.
 
 Options: --quick (fewer samples per run), --threads, --rounds, --json FILE.
+
+The peer at its best (issue 41): the stock libpthreadpool has one
+configuration, the thread count XNNPACK passes to pthreadpool_create (it
+reads no environment and pins nothing), and weft's drop-in runs with weft's
+defaults (WEFT_AFFINITY unset: not pinned either); the footer says so and
+gives the commands that rerun a cell by hand.
 """
 
 import argparse
@@ -32,18 +38,28 @@ import statistics
 import subprocess
 import sys
 
+from peers import Trials, shell
 from runutil import print_table, run_main
 
 SMALL_US = 100.0  # an operator under this at one thread (stock) is "small"
 
 
+def lib_env(libdir, stock_libdir):
+    """LD_LIBRARY_PATH for a run: weft's drop-in first (libdir), then where
+    the stock libraries are when they are not installed."""
+    path = [d for d in (libdir, stock_libdir) if d]
+    return {"LD_LIBRARY_PATH": ":".join(path)} if path else {}
+
+
+def xnn_cmd(exe, threads, quick):
+    return [exe, "--threads", str(threads)] + (["--quick"] if quick else [])
+
+
 def run_once(exe, threads, quick, libdir, stock_libdir=None):
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
-    path = [d for d in (libdir, stock_libdir) if d]
-    if path:
-        env["LD_LIBRARY_PATH"] = ":".join(path)
-    cmd = [exe, "--threads", str(threads)] + (["--quick"] if quick else [])
+    env.update(lib_env(libdir, stock_libdir))
+    cmd = xnn_cmd(exe, threads, quick)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise RuntimeError("%s (%s): exit %d: %s" % (" ".join(cmd), libdir or "stock",
@@ -63,6 +79,21 @@ def fmt(x):
     if x >= 10:
         return "%.1f" % x
     return "%.2f" % x
+
+
+def footer(a, exe, libdir, threads):
+    """How each ran, and the commands for one cell (the largest thread count)."""
+    trials = Trials()
+    stock = os.path.abspath(a.stock_libdir) if a.stock_libdir else None
+    t = threads[-1]
+    trials.note("stock", "libpthreadpool.so.0 (%s): pthreadpool_create(T) from XNNPACK, one "
+                "configuration (it reads no environment and pins nothing)"
+                % (stock or "the system's"))
+    trials.note("weft", "weft's drop-in (%s): weft's defaults, WEFT_AFFINITY unset (workers "
+                "not pinned), one configuration" % libdir)
+    trials.set_rerun("stock", "T%d" % t, shell(lib_env(None, stock), xnn_cmd(exe, t, a.quick)))
+    trials.set_rerun("weft", "T%d" % t, shell(lib_env(libdir, stock), xnn_cmd(exe, t, a.quick)))
+    trials.print_footer(["stock", "weft"], "How each ran:")
 
 
 def main():
@@ -129,6 +160,7 @@ def main():
                       "yes" if r["met"] else "NO") for r in rows]
     print_table("pthreadpool under XNNPACK: stock libpthreadpool.so.0 vs weft's drop-in "
                 "(%d rounds each, alternating; medians of the rounds' medians)" % a.rounds, table)
+    footer(a, exe, libdir, threads)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rows": rows, "samples": {"|".join(map(str, k)): v

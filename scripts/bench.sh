@@ -6,13 +6,18 @@
 # under XNNPACK), bench/run_cholesky.py (tiled Cholesky against StarPU,
 # OpenMP tasks and LAPACK) and bench/run_mpi.py (the Cholesky across MPI
 # ranks against StarPU-MPI, and a remote read against a bare MPI round
-# trip), --quick passed on. Non-zero exit if any of them found a failure.
+# trip), --quick passed on. Every peer runs in its best configuration on
+# this machine (OpenMP's binding, StarPU's scheduler and binding, each tried
+# per row; bench/peers.py), and every table's footer says how each ran and
+# how to rerun one cell by hand. Non-zero exit if any of them found a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
-builddir=build-bench
+# WEFT_BENCH_BUILDDIR: another build directory (one per person on a shared
+# machine); WEFT_BUILD_JOBS: ninja's -j, as in scripts/test.sh
+builddir=${WEFT_BENCH_BUILDDIR:-build-bench}
 scripts/meson-setup.sh "$builddir" -Dtests=disabled -Dbench=true -Dmpi=enabled >/dev/null
-ninja -C "$builddir" >/dev/null
+ninja -C "$builddir" ${WEFT_BUILD_JOBS:+-j "$WEFT_BUILD_JOBS"} >/dev/null
 rc=0
 python3 bench/run.py --builddir "$builddir" "$@" || rc=$?
 quick=()
