@@ -244,6 +244,22 @@ static inline __attribute__((always_inline)) int register_end(weft_opr *op, int 
   return 0;
 }
 
+/* Fills op's request on its var k (prefetching the vars ahead when the
+ * registration streams); returns it. */
+static inline __attribute__((always_inline)) weft_var_req *
+fill_req(weft_opr *op, const weft_var_use *uses, int n, int k, bool stream, bool simple,
+         uint32_t seq)
+{
+  if (stream)
+    weft_var_prefetch(op->var, k, n);
+  weft_var_req *r = &op->req[k];
+  r->op = op;
+  r->write = uses[k].write;
+  r->simple = simple;
+  r->seq = seq;
+  return r;
+}
+
 /* push_register from the append of op's request on var k on, for an
  * operator that is no holder, var k being kept by a holder (var.h): each
  * keeper lets go of its var, or is told to at its end (ext.h), before the
@@ -258,14 +274,8 @@ static __attribute__((noinline, cold)) int register_kept(weft_opr *op, const wef
   bool stream = n > WEFT_REGISTER_HOLD_VARS, simple = op->req[k].simple;
   uint32_t seq = op->req[k].seq;
   for (; k < n; k++) {
-    if (stream)
-      weft_var_prefetch(op->var, k, n);
     weft_var_impl *v = op->var[k];
-    weft_var_req *r = &op->req[k];
-    r->op = op;
-    r->write = uses[k].write;
-    r->simple = simple;
-    r->seq = seq;
+    weft_var_req *r = fill_req(op, uses, n, k, stream, simple, seq);
     if (v->keeper)
       keeper_yield(v, r);
     granted += append_req(v, r);
@@ -321,14 +331,8 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
    * var's completion may then grant op meanwhile: op's own +1 keeps its
    * counter above zero until the locked decrement below. */
   for (int k = 0; k < n; k++) {
-    if (stream)
-      weft_var_prefetch(op->var, k, n);
     weft_var_impl *v = op->var[k];
-    weft_var_req *r = &op->req[k];
-    r->op = op;
-    r->write = uses[k].write;
-    r->simple = simple;
-    r->seq = seq;
+    weft_var_req *r = fill_req(op, uses, n, k, stream, simple, seq);
     if (__builtin_expect(v->keeper != NULL, 0)) { /* a holder keeps v (var.h, ext.h) */
       if (!holder) /* it lets go of v, or is told to at its end */
         return register_kept(op, uses, n, k, granted);
