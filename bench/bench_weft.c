@@ -527,8 +527,9 @@ static int samples_json(char *buf, size_t cap, const bench_series *s) {
  * list, whatever P). Each repetition round runs every P of the list, both
  * ways, in turn (a warm-up round first, untimed), so the figures for
  * different P are taken side by side. Metrics "<w>_p<P>" (disjoint) and
- * "<w>_p<P>_shared". The engine: kind and max_inflight automatic, as in
- * the other series. */
+ * "<w>_p<P>_shared", with "cpu_all_ns_per_op": every thread's CPU time
+ * over the timed repetitions (spinning included), per op. The engine:
+ * kind and max_inflight automatic, as in the other series. */
 
 #define PUSHERS_MAX 16
 
@@ -619,6 +620,10 @@ static void *pusher_main(void *arg) {
   }
 }
 
+/* CPU time of the whole process over a repetition's timed part (every
+ * thread's, spinning included), summed per P and way (bench_pushers). */
+static uint64_t pushers_cpu_ns;
+
 /* One repetition of P pushers, one way: returns the timed ns. */
 static uint64_t pushers_rep(int P, int shared) {
   const bench_oplist *L = ps.L;
@@ -629,6 +634,7 @@ static uint64_t pushers_rep(int P, int shared) {
   if (shared)
     memset(ps.last, 0, sizeof *ps.last * (size_t)P * L->nvars);
   atomic_store(&ps.order_bad, 0);
+  uint64_t cpu0 = bench_cpu_ns(); /* the engine is idle: nothing runs between here and t0 */
   uint64_t t0 = bench_now_ns();
   for (int p = 1; p < P; p++)
     bench_event_post(&ps.go[p]);
@@ -643,6 +649,7 @@ static uint64_t pushers_rep(int P, int shared) {
   }
   rc = weft_wait_all(engine);
   uint64_t t1 = bench_now_ns();
+  pushers_cpu_ns = bench_cpu_ns() - cpu0;
   if (rc)
     note_error(rc);
   check_errors(shared ? "pushers (shared)" : "pushers (disjoint)");
@@ -727,6 +734,7 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
     }
   }
   bench_series s[PUSHERS_MAX][2];
+  double cpu[PUSHERS_MAX][2] = {{0}}; /* CPU ns over the timed repetitions */
   for (int k = 0; k < np; k++)
     for (int sh = 0; sh < 2; sh++)
       bench_series_init(&s[k][sh], a->reps);
@@ -739,8 +747,10 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
         uint64_t ns = pushers_rep(P, sh);
         if (pushers_verify(P, sh) || bench_failed())
           break;
-        if (r >= 0)
+        if (r >= 0) {
           bench_series_add(&s[k][sh], (double)ns / (double)L->nops);
+          cpu[k][sh] += (double)pushers_cpu_ns;
+        }
       }
     }
   for (int k = 0; k < np; k++)
@@ -749,8 +759,9 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
       snprintf(metric, sizeof metric, "%s_p%d%s", L->workload, plist[k], sh ? "_shared" : "");
       snprintf(extra, sizeof extra,
                ",\"pushers\":%d,\"pusher_vars\":\"%s\",\"push_from\":\"%d user threads (main "
-               "and %d more), one segment of the list each\"",
-               plist[k], sh ? "shared" : "disjoint", plist[k], plist[k] - 1);
+               "and %d more), one segment of the list each\",\"cpu_all_ns_per_op\":%.4g",
+               plist[k], sh ? "shared" : "disjoint", plist[k], plist[k] - 1,
+               s[k][sh].n ? cpu[k][sh] / ((double)L->nops * s[k][sh].n) : 0.0);
       bench_dep_emit_metric(RT, a, L, metric, &s[k][sh], extra);
       bench_series_free(&s[k][sh]);
     }

@@ -443,6 +443,8 @@ def pushers_note(r, row, metric, t, ncpu):
     """A pushers row's ratio to one pusher, round by round, and its target."""
     rec = r.record("weft", metric, t) or {}
     p = rec.get("pushers")
+    if rec.get("cpu_all_ns_per_op") is not None:
+        row["notes"].append("CPU/op %s" % fmt_num(rec["cpu_all_ns_per_op"]))
     if not p or p == 1:
         return
     base_metric = metric.replace("_p%d" % p, "_p1", 1)
