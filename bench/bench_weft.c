@@ -528,7 +528,9 @@ static int samples_json(char *buf, size_t cap, const bench_series *s) {
  * ways, in turn (a warm-up round first, untimed), so the figures for
  * different P are taken side by side. Metrics "<w>_p<P>" (disjoint) and
  * "<w>_p<P>_shared", with "cpu_all_ns_per_op": every thread's CPU time
- * over the timed repetitions (spinning included), per op. The engine:
+ * over the timed repetitions (spinning included), per op, and
+ * "cpu_pushers_ns_per_op": the pushers' own while they pushed (a pusher
+ * that runs all the time spends P x the wall time per op). The engine:
  * kind and max_inflight automatic, as in the other series. */
 
 #define PUSHERS_MAX 16
@@ -548,6 +550,7 @@ typedef struct pushers_state {
   bench_event go[PUSHERS_MAX], done[PUSHERS_MAX];
   atomic_int quit;
   int rc[PUSHERS_MAX];     /* a pusher's first weft_push error */
+  uint64_t push_cpu[PUSHERS_MAX]; /* a pusher's own CPU time while it pushed */
 } pushers_state;
 
 static pushers_state ps;
@@ -615,7 +618,9 @@ static void *pusher_main(void *arg) {
     }
     if (atomic_load(&ps.quit))
       return NULL;
+    uint64_t c0 = bench_thread_cpu_ns();
     ps.rc[p] = pushers_push(p);
+    ps.push_cpu[p] = bench_thread_cpu_ns() - c0;
     bench_event_post(&ps.done[p]);
   }
 }
@@ -623,6 +628,8 @@ static void *pusher_main(void *arg) {
 /* CPU time of the whole process over a repetition's timed part (every
  * thread's, spinning included), summed per P and way (bench_pushers). */
 static uint64_t pushers_cpu_ns;
+/* The pushers' own CPU time while they pushed, summed, likewise. */
+static uint64_t pushers_push_cpu_ns;
 
 /* One repetition of P pushers, one way: returns the timed ns. */
 static uint64_t pushers_rep(int P, int shared) {
@@ -638,7 +645,9 @@ static uint64_t pushers_rep(int P, int shared) {
   uint64_t t0 = bench_now_ns();
   for (int p = 1; p < P; p++)
     bench_event_post(&ps.go[p]);
+  uint64_t c0 = bench_thread_cpu_ns();
   int rc = pushers_push(0);
+  ps.push_cpu[0] = bench_thread_cpu_ns() - c0;
   if (rc)
     note_error(rc);
   for (int p = 1; p < P; p++) {
@@ -650,6 +659,9 @@ static uint64_t pushers_rep(int P, int shared) {
   rc = weft_wait_all(engine);
   uint64_t t1 = bench_now_ns();
   pushers_cpu_ns = bench_cpu_ns() - cpu0;
+  pushers_push_cpu_ns = 0;
+  for (int p = 0; p < P; p++)
+    pushers_push_cpu_ns += ps.push_cpu[p];
   if (rc)
     note_error(rc);
   check_errors(shared ? "pushers (shared)" : "pushers (disjoint)");
@@ -734,7 +746,8 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
     }
   }
   bench_series s[PUSHERS_MAX][2];
-  double cpu[PUSHERS_MAX][2] = {{0}}; /* CPU ns over the timed repetitions */
+  /* CPU ns over the timed repetitions: every thread's, the pushers' */
+  double cpu[PUSHERS_MAX][2] = {{0}}, pcpu[PUSHERS_MAX][2] = {{0}};
   for (int k = 0; k < np; k++)
     for (int sh = 0; sh < 2; sh++)
       bench_series_init(&s[k][sh], a->reps);
@@ -750,6 +763,7 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
         if (r >= 0) {
           bench_series_add(&s[k][sh], (double)ns / (double)L->nops);
           cpu[k][sh] += (double)pushers_cpu_ns;
+          pcpu[k][sh] += (double)pushers_push_cpu_ns;
         }
       }
     }
@@ -759,9 +773,11 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
       snprintf(metric, sizeof metric, "%s_p%d%s", L->workload, plist[k], sh ? "_shared" : "");
       snprintf(extra, sizeof extra,
                ",\"pushers\":%d,\"pusher_vars\":\"%s\",\"push_from\":\"%d user threads (main "
-               "and %d more), one segment of the list each\",\"cpu_all_ns_per_op\":%.4g",
+               "and %d more), one segment of the list each\",\"cpu_all_ns_per_op\":%.4g,"
+               "\"cpu_pushers_ns_per_op\":%.4g",
                plist[k], sh ? "shared" : "disjoint", plist[k], plist[k] - 1,
-               s[k][sh].n ? cpu[k][sh] / ((double)L->nops * s[k][sh].n) : 0.0);
+               s[k][sh].n ? cpu[k][sh] / ((double)L->nops * s[k][sh].n) : 0.0,
+               s[k][sh].n ? pcpu[k][sh] / ((double)L->nops * s[k][sh].n) : 0.0);
       bench_dep_emit_metric(RT, a, L, metric, &s[k][sh], extra);
       bench_series_free(&s[k][sh]);
     }
