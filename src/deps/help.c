@@ -99,9 +99,25 @@ void weft_engine_pace(weft_engine *eng)
  * it one stall per WEFT_PACE_OUTSIDE_OPS pushes, not one per check. */
 static _Thread_local uint64_t outside_resume_above __attribute__((tls_model("initial-exec")));
 
+/* What a thread outside the pool paces on: its own operators pushed and not
+ * finished, when it owns a tally of eng's (counted apart: inflight.h);
+ * else every operator pushed and not finished. With several users'
+ * threads pushing, the backlog of all of them made each pace on the
+ * others' pushes: each slept as soon as all together were past the pace,
+ * and one that saw no new low while the others pushed took it for a stall
+ * and pushed on, and so on in turn (3 pushers on 2 workers: up to 90000
+ * pushed and not run, against 4096 for one; 2 pushers of indep on the
+ * 2-vCPU VM slept 13000 times in 5M operators where one slept 600 times,
+ * and ran no faster than one). */
+static uint64_t outside_backlog(weft_engine *eng)
+{
+  int64_t own = weft_engine_own_backlog(eng);
+  return own >= 0 ? (uint64_t)own : weft_engine_backlog(eng);
+}
+
 void weft_engine_pace_outside(weft_engine *eng)
 {
-  uint64_t left = weft_engine_backlog(eng);
+  uint64_t left = outside_backlog(eng);
   if (left <= WEFT_PACE_OUTSIDE_OPS) {
     outside_resume_above = 0;
     return;
@@ -110,21 +126,33 @@ void weft_engine_pace_outside(weft_engine *eng)
     return;
   uint64_t low = left;
   int64_t low_at = weft_now_ns();
+  /* Progress is a new low of what this thread waits for; or, while other
+   * threads push too, any operator finishing (the workers run theirs: not
+   * held, only busy, and ours come in turn). Their finishes do not put off
+   * the longest wait, which counts from our last low. */
+  uint64_t fin = weft_engine_finished(eng);
+  int64_t moved_at = low_at;
   int64_t cpu_at = -1; /* the workers' CPU time once a stall was suspected; -1: not yet */
   while (left > WEFT_PACE_OUTSIDE_OPS / 2) {
     /* Sleep, not spin: the CPU is the workers' meanwhile (a user's thread
      * pushing shares the cores with them). */
     struct timespec ts = {0, WEFT_PACE_OUTSIDE_SLEEP_NS};
     nanosleep(&ts, NULL);
-    left = weft_engine_backlog(eng);
+    left = outside_backlog(eng);
     int64_t now = weft_now_ns();
     if (left < low) {
       low = left;
-      low_at = now;
+      low_at = moved_at = now;
       cpu_at = -1;
       continue;
     }
-    if (now - low_at < WEFT_PACE_OUTSIDE_STALL_NS)
+    uint64_t f = weft_engine_finished(eng);
+    if (f != fin) {
+      fin = f;
+      moved_at = now;
+      cpu_at = -1;
+    }
+    if (now - moved_at < WEFT_PACE_OUTSIDE_STALL_NS && now - low_at < WEFT_PACE_OUTSIDE_STALL_MAX_NS)
       continue;
     /* No progress for a while. Nothing ready queued in the pool: what is
      * left waits for operators that have not finished, maybe for this very
