@@ -176,8 +176,6 @@ weft_opr *weft_opr_finish_vars(weft_opr *op, int status, bool keep_one, weft_fif
   int slot = op->slot;
   uint64_t epoch = op->epoch;
   uint32_t count = 1u + op->owed; /* op and the run of kept operators before it */
-  if (user && op->pusher) /* its pusher's own, for that thread's pacing */
-    weft_engine_count_fin(eng, op->pusher);
   retire(eng, op);
   if (op->internal == WEFT_OPR_GATE)
     weft_gate_put(op); /* a graph launch's: back to its graph */

@@ -206,11 +206,8 @@ void weft_exec_op_device_done(weft_opr *op, int status)
     release_waiters(go);
   }
   int slot = op->slot;
-  uint8_t who = op->internal == WEFT_OPR_USER ? op->pusher : 0;
   weft_opr_retire(eng, op);
   fence_unref(op); /* the launched work's reference */
-  if (who) /* its pusher's own, for that thread's pacing */
-    weft_engine_count_fin(eng, who);
   weft_engine_count_done(eng, slot);
 }
 

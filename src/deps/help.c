@@ -99,26 +99,24 @@ void weft_engine_pace(weft_engine *eng)
  * it one stall per WEFT_PACE_OUTSIDE_OPS pushes, not one per check. */
 static _Thread_local uint64_t outside_resume_above __attribute__((tls_model("initial-exec")));
 
-/* What a thread outside the pool paces on: its own operators pushed and not
- * finished, when it owns a tally of eng's (counted apart: inflight.h);
- * else every operator pushed and not finished. With several users'
- * threads pushing, the backlog of all of them made each pace on the
- * others' pushes: each slept as soon as all together were past the pace,
- * and one that saw no new low while the others pushed took it for a stall
- * and pushed on, and so on in turn (3 pushers on 2 workers: up to 90000
- * pushed and not run, against 4096 for one; 2 pushers of indep on the
- * 2-vCPU VM slept 13000 times in 5M operators where one slept 600 times,
- * and ran no faster than one). */
-static uint64_t outside_backlog(weft_engine *eng)
-{
-  int64_t own = weft_engine_own_backlog(eng);
-  return own >= 0 ? (uint64_t)own : weft_engine_backlog(eng);
-}
-
+/* Several users' threads pushing at once (a data loader, a second model, a
+ * serving front end) share the backlog they see: each may keep the pace
+ * ahead for itself, so the mark is the pace times the threads that own a
+ * tally of the engine's (inflight.h); and while the others push, the
+ * backlog need not reach a new low for the workers to be making progress,
+ * so any finish is progress too (the longest wait still counts from the
+ * last new low: what is left may wait for this very thread while the
+ * others' operators keep finishing). With one mark for all and new lows
+ * alone, each slept as soon as all together had the pace out, took the
+ * others' pushes for a stall and pushed on, in turn: 3 pushers on 2
+ * workers had up to 37000 ahead each, 90000 in all, against 4096 for one;
+ * 2 pushers of indep on the 2-vCPU VM slept 13000 times in 5M operators,
+ * one pusher 600 times, and ran no faster than one. */
 void weft_engine_pace_outside(weft_engine *eng)
 {
-  uint64_t left = outside_backlog(eng);
-  if (left <= WEFT_PACE_OUTSIDE_OPS) {
+  uint64_t left = weft_engine_backlog(eng);
+  uint64_t mark = (uint64_t)WEFT_PACE_OUTSIDE_OPS * (uint64_t)weft_engine_outside_pushers(eng);
+  if (left <= mark) {
     outside_resume_above = 0;
     return;
   }
@@ -126,19 +124,15 @@ void weft_engine_pace_outside(weft_engine *eng)
     return;
   uint64_t low = left;
   int64_t low_at = weft_now_ns();
-  /* Progress is a new low of what this thread waits for; or, while other
-   * threads push too, any operator finishing (the workers run theirs: not
-   * held, only busy, and ours come in turn). Their finishes do not put off
-   * the longest wait, which counts from our last low. */
   uint64_t fin = weft_engine_finished(eng);
   int64_t moved_at = low_at;
   int64_t cpu_at = -1; /* the workers' CPU time once a stall was suspected; -1: not yet */
-  while (left > WEFT_PACE_OUTSIDE_OPS / 2) {
+  while (left > mark / 2) {
     /* Sleep, not spin: the CPU is the workers' meanwhile (a user's thread
      * pushing shares the cores with them). */
     struct timespec ts = {0, WEFT_PACE_OUTSIDE_SLEEP_NS};
     nanosleep(&ts, NULL);
-    left = outside_backlog(eng);
+    left = weft_engine_backlog(eng);
     int64_t now = weft_now_ns();
     if (left < low) {
       low = left;

@@ -67,9 +67,6 @@ weft_engine_sync *weft_engine_sync_get(int nworkers)
         atomic_init(&s->tally[i].done[k], 0);
       }
       atomic_init(&s->tally[i].owner, NULL);
-      atomic_init(&s->tally[i].own, 0);
-      for (int k = 0; k < WEFT_OUTSIDE_TALLIES; k++)
-        atomic_init(&s->tally[i].fin[k], 0);
     }
   }
   atomic_store_explicit(&s->ntally, ntally, memory_order_relaxed);
@@ -85,9 +82,6 @@ weft_engine_sync *weft_engine_sync_get(int nworkers)
       atomic_store_explicit(&s->tally[i].done[k], 0, memory_order_relaxed);
     }
     atomic_store_explicit(&s->tally[i].owner, NULL, memory_order_relaxed);
-    atomic_store_explicit(&s->tally[i].own, 0, memory_order_relaxed);
-    for (int k = 0; k < WEFT_OUTSIDE_TALLIES; k++)
-      atomic_store_explicit(&s->tally[i].fin[k], 0, memory_order_relaxed);
   }
   return s;
 }
@@ -179,6 +173,16 @@ uint64_t weft_engine_finished(weft_engine *eng)
     for (int k = 0; k < 2; k++) /* relaxed: a hint for pacing */
       done += atomic_load_explicit(&sy->tally[i].done[k], memory_order_relaxed);
   return done;
+}
+
+int weft_engine_outside_pushers(weft_engine *eng)
+{
+  weft_engine_sync *sy = eng->sync;
+  int first = atomic_load_explicit(&sy->ntally, memory_order_relaxed) - 1 - WEFT_OUTSIDE_TALLIES;
+  int n = 0;
+  for (int i = first; i < first + WEFT_OUTSIDE_TALLIES; i++) /* relaxed: a hint */
+    n += atomic_load_explicit(&sy->tally[i].owner, memory_order_relaxed) != NULL;
+  return n > 0 ? n : 1;
 }
 
 /* ------------------------------------------------ outside tallies
@@ -313,9 +317,7 @@ static inline weft_engine_tally *my_outside_tally(weft_engine_sync *sy)
 #define OWNED_MO memory_order_relaxed
 #endif
 
-/* count_push's body; user: count a user operator as its pusher's own too. */
-static inline __attribute__((always_inline)) uint64_t count_push(weft_engine *eng, bool user,
-                                                                 uint8_t *who)
+uint64_t weft_engine_count_push(weft_engine *eng)
 {
   weft_opr *parent = weft_tls_opr;
   if (parent && parent->eng == eng) {
@@ -333,11 +335,6 @@ static inline __attribute__((always_inline)) uint64_t count_push(weft_engine *en
    * need wait_all's membarrier every time). */
   weft_engine_tally *t = weft_pool_worker_index(eng->pool) < 0 ? my_outside_tally(sy) : NULL;
   if (t) {
-    if (user) { /* its own, for pacing: only we write it (relaxed: a hint) */
-      *who = (uint8_t)(1 + (t - sy->tally) - first_outside(sy));
-      atomic_store_explicit(&t->own, atomic_load_explicit(&t->own, memory_order_relaxed) + 1,
-                            memory_order_relaxed);
-    }
     /* An outside tally we own. The count and the epoch's re-read form a
      * Dekker pair with wait_all's flip and its read of the counts: between
      * them we need only a compiler barrier, since wait_all puts a full
@@ -378,52 +375,6 @@ static inline __attribute__((always_inline)) uint64_t count_push(weft_engine *en
       return e;
     weft_engine_count_done(eng, (int)(e & 1));
   }
-}
-
-uint64_t weft_engine_count_push(weft_engine *eng)
-{
-  return count_push(eng, false, NULL);
-}
-
-uint64_t weft_engine_count_push_user(weft_engine *eng, uint8_t *who)
-{
-  *who = 0;
-  return count_push(eng, true, who);
-}
-
-void weft_engine_count_fin(weft_engine *eng, uint8_t who)
-{
-  bool own;
-  weft_engine_tally *t = my_tally(eng, &own);
-  _Atomic uint32_t *c = &t->fin[who - 1];
-  /* relaxed: a hint for its pusher's pacing */
-  if (own) /* the worker's own line, which its finishes write anyway */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-  else
-    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
-int64_t weft_engine_own_backlog(weft_engine *eng)
-{
-  weft_engine_sync *sy = eng->sync;
-  uint64_t life = atomic_load_explicit(&sy->life, memory_order_relaxed);
-  int idx = -1;
-  for (int i = 0; i < WEFT_OUTSIDE_CLAIMS && idx < 0; i++)
-    if (claims[i].sy == sy && claims[i].life == life)
-      idx = claims[i].idx;
-  if (idx < 0)
-    return -1;
-  int k = idx - first_outside(sy);
-  /* relaxed, all: a hint; the finishes first (each follows its push, so
-   * the count never goes below the truth of what it read) */
-  uint32_t fin = 0;
-  int n = atomic_load_explicit(&sy->ntally, memory_order_relaxed);
-  for (int j = 0; j < n; j++)
-    fin += atomic_load_explicit(&sy->tally[j].fin[k], memory_order_relaxed);
-  uint32_t own = atomic_load_explicit(&sy->tally[idx].own, memory_order_relaxed);
-  int32_t d = (int32_t)(own - fin); /* mod 2^32 */
-  return d > 0 ? d : 0;
 }
 
 void weft_engine_count_done_busy(weft_engine *eng, int slot, uint32_t n)

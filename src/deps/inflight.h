@@ -30,23 +30,14 @@
  *                                  threads outside the pool, pushes of the
  *                                  threads that own no tally), by RMW.
  * A slot is drained when the sum of its finished counts equals the sum of
- * its pushed counts, read in that order (inflight.c, tally_drained).
- *
- * For pacing each user's thread on its own operators (help.c), an outside
- * tally also counts the user operators its owner pushed (own, by the owner
- * alone), and every tally the finished ones of each outside tally's owner
- * (fin[i], by the tally's writers as done[]: one more store on a line the
- * finishing thread writes anyway); all mod 2^32, hints, relaxed. */
+ * its pushed counts, read in that order (inflight.c, tally_drained). */
 typedef struct weft_engine_tally {
   _Alignas(64) _Atomic uint64_t pushed[2];
   _Atomic uint64_t done[2];
   /* atomic: an outside tally's owning thread (its token, inflight.c), NULL
    * when free; claimed and given back by CAS */
   _Atomic(void *) owner;
-  _Atomic uint32_t own;                        /* atomic, relaxed: see above */
-  _Atomic uint32_t fin[WEFT_OUTSIDE_TALLIES];  /* atomic, relaxed: see above */
 } weft_engine_tally;
-_Static_assert(sizeof(weft_engine_tally) == 64, "a tally is one line");
 
 typedef struct weft_engine_sync {
   _Alignas(64) _Atomic int waiters; /* atomic: threads sleeping on idle_seq */
@@ -78,17 +69,6 @@ void weft_engine_sync_put(weft_engine_sync *s);
 /* Counts a new operator in the current epoch (its parent's, when an
  * operator pushes it); returns that epoch (the slot is epoch & 1). */
 uint64_t weft_engine_count_push(weft_engine *eng);
-/* The same for a user operator (push.c), which is also counted as its
- * pusher's own when that is a thread outside the pool owning a tally: *who
- * = 1 + that tally's index among the outside ones, else 0. The operator's
- * finish then counts it back (weft_engine_count_fin). */
-uint64_t weft_engine_count_push_user(weft_engine *eng, uint8_t *who);
-/* Counts the finish of a user operator that count_push_user gave who != 0. */
-void weft_engine_count_fin(weft_engine *eng, uint8_t who);
-/* The user operators the calling thread (outside the pool) pushed to eng
- * and that have not finished, roughly; -1 when it owns no tally of eng's
- * (they are not counted apart). */
-int64_t weft_engine_own_backlog(weft_engine *eng);
 /* Uncounts one of slot (a push that failed, a device operator). */
 void weft_engine_count_done(weft_engine *eng, int slot);
 /* The same for n finished operators of the given epoch. hook non-NULL: the
@@ -115,6 +95,10 @@ uint64_t weft_engine_backlog(weft_engine *eng);
 /* How many operators have finished, roughly (a count that only grows; for
  * pacing: whether the workers make progress). */
 uint64_t weft_engine_finished(weft_engine *eng);
+/* How many threads outside the pool own a tally of eng's: users' threads
+ * that pushed to it and have not exited (at least 1, at most
+ * WEFT_OUTSIDE_TALLIES; for pacing, read on lines the backlog reads). */
+int weft_engine_outside_pushers(weft_engine *eng);
 
 /* Wakes threads waiting on eng's counts (after a completion). */
 void weft_engine_notify(weft_engine *eng);

@@ -102,10 +102,6 @@ typedef struct weft_opr {
   /* WEFT_OPR_ST_*: where it is in its life, kept by the thread that holds
    * it at each step (written only where assertions are on). */
   uint8_t st;
-  /* A user operator's pusher, for its pacing: 1 + the index of the outside
-   * tally it was counted in as that thread's own, or 0 (inflight.h,
-   * weft_engine_count_push_user). Set by its registration. */
-  uint8_t pusher;
   /* Finishes of the operators before it in a run of kept successors, not
    * yet counted (complete.c): its own finish counts them with its own.
    * Written by the thread that holds it (zeroed by its registration). */

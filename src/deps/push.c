@@ -175,10 +175,7 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
   int rc = push_register(eng, op, uses, n, admitted);
   if (rc) {
     int slot = op->slot;
-    uint8_t who = op->pusher;
     weft_opr_free(eng, op);
-    if (who)
-      weft_engine_count_fin(eng, who);
     weft_engine_count_done(eng, slot);
   }
   return rc;
@@ -203,10 +200,7 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
   int internal = op->internal;
   op->owed = 0;
   atomic_init(&op->wait, n + 1);
-  op->pusher = 0;
-  op->epoch = internal == WEFT_OPR_USER /* before it can complete */
-                  ? weft_engine_count_push_user(eng, &op->pusher)
-                  : weft_engine_count_push(eng);
+  op->epoch = weft_engine_count_push(eng); /* before it can complete */
   op->slot = (int)(op->epoch & 1);
 
   /* Each var is locked, in index order, and checked under its lock: still
