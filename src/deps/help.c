@@ -109,9 +109,8 @@ static _Thread_local uint64_t outside_resume_above __attribute__((tls_model("ini
  * others' operators keep finishing). With one mark for all and new lows
  * alone, each slept as soon as all together had the pace out, took the
  * others' pushes for a stall and pushed on, in turn: 3 pushers on 2
- * workers had up to 37000 ahead each, 90000 in all, against 4096 for one;
- * 2 pushers of indep on the 2-vCPU VM slept 13000 times in 5M operators,
- * one pusher 600 times, and ran no faster than one. */
+ * workers had 78000-107000 pushed and not run at once, against 4096 for
+ * one (tests/deps/test_engine_pace.c; about 12500 now). */
 void weft_engine_pace_outside(weft_engine *eng)
 {
   uint64_t left = weft_engine_backlog(eng);
