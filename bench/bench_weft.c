@@ -1,7 +1,10 @@
 /*
  * bench_weft: the bench workloads (harness.h) on weft.
  *
- *   bench_weft --workload W --threads N --reps R [--quick]
+ *   bench_weft --workload W --threads N --reps R [--quick] [--pushers P[,P...]]
+ *
+ * --pushers (op lists only): several user threads push into one engine
+ * instead (the "pushers" section below says how).
  *
  * --threads N is a pool with num_threads = N (spin count, affinity: automatic,
  * so WEFT_SPIN_COUNT / WEFT_AFFINITY apply). The timed loops of fib, pfor_imb
@@ -68,6 +71,7 @@
  */
 #include "harness.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -494,6 +498,333 @@ static int samples_json(char *buf, size_t cap, const bench_series *s) {
   return len;
 }
 
+/* ------------------------------------------------------------- pushers */
+
+/* --pushers P[,P...] (op lists): instead of the main, driver and replay
+ * series, several user threads push into ONE engine (on the pool of
+ * --threads workers). Pusher 0 is main; pushers 1..P-1 are threads made
+ * once, each asleep on its own semaphore between repetitions. A
+ * repetition of P pushers splits the list into P segments of consecutive
+ * ops ([p*nops/P, (p+1)*nops/P)); pusher p pushes segment p, in list
+ * order, from its own thread. Two ways:
+ *   disjoint  pusher p has a var set of its own (a copy of the list's
+ *             vars, its own weft vars and values): segment p runs on it
+ *             with the workload's kernel (bench_op_exec), and its values
+ *             must equal the serial run of that segment (computed once,
+ *             untimed), as every op list's are;
+ *   shared    every pusher over the same weft vars (copy 0): segment p's
+ *             ops with the same reads and writes, so several pushers queue
+ *             on each var; an op adds its own term (the kernel of its
+ *             index alone) to its written var, so the final values are
+ *             checkable whatever the interleaving (the sum of the terms of
+ *             the var's ops, from the initial value: a lost or doubled
+ *             update shows), and it checks that it follows the last op of
+ *             its own pusher on that var (writes in each pusher's program
+ *             order).
+ * TIMED: from just before main releases the pushers (their start
+ * barrier) to the return of main's weft_wait_all, which main calls once
+ * every pusher has pushed its segment; ns/op = that / nops (the whole
+ * list, whatever P). Each repetition round runs every P of the list, both
+ * ways, in turn (a warm-up round first, untimed), so the figures for
+ * different P are taken side by side. Metrics "<w>_p<P>" (disjoint) and
+ * "<w>_p<P>_shared", with "cpu_all_ns_per_op": every thread's CPU time
+ * over the timed repetitions (spinning included), per op, and
+ * "cpu_pushers_ns_per_op": the pushers' own while they pushed (a pusher
+ * that runs all the time spends P x the wall time per op). The engine:
+ * kind and max_inflight automatic, as in the other series. */
+
+#define PUSHERS_MAX 16
+
+typedef struct pushers_state {
+  const bench_oplist *L;
+  int maxp;                /* the largest P asked for */
+  weft_var **vars;         /* [maxp * nvars]: pusher p's copy at p * nvars */
+  bench_slot *vals;        /* [maxp * nvars] likewise */
+  bench_slot *ref;         /* [maxp * nvars]: this P's serial segments' values */
+  uint64_t *shared_ref;    /* [nvars]: the shared way's expected values */
+  uint64_t *last;          /* [maxp * nvars]: shared, pusher p's last op on a var, + 1 */
+  atomic_int order_bad;    /* shared: an op ran before an earlier one of its pusher */
+  /* this repetition */
+  int P, shared;
+  pthread_t thr[PUSHERS_MAX];
+  bench_event go[PUSHERS_MAX], done[PUSHERS_MAX];
+  atomic_int quit;
+  int rc[PUSHERS_MAX];     /* a pusher's first weft_push error */
+  uint64_t push_cpu[PUSHERS_MAX]; /* a pusher's own CPU time while it pushed */
+} pushers_state;
+
+static pushers_state ps;
+
+/* The term a shared-way op adds to its var: its index's alone. */
+static inline uint64_t shared_term(size_t i) { return bench_op_kernel(0, 0, 0, (uint64_t)i); }
+
+static size_t seg_begin(size_t nops, int P, int p) { return nops * (size_t)p / (size_t)P; }
+
+static int pushers_disjoint_op(const weft_run_ctx *rc, void *arg) {
+  (void)rc;
+  uintptr_t x = (uintptr_t)arg; /* op index << 4 | pusher */
+  int p = (int)(x & 15);
+  bench_op_exec(ps.vals + (size_t)p * ps.L->nvars, ps.L->ops, (size_t)(x >> 4));
+  return 0;
+}
+
+static int pushers_shared_op(const weft_run_ctx *rc, void *arg) {
+  (void)rc;
+  uintptr_t x = (uintptr_t)arg;
+  int p = (int)(x & 15);
+  size_t i = (size_t)(x >> 4);
+  uint32_t w = ps.L->ops[i].w;
+  uint64_t *last = &ps.last[(size_t)p * ps.L->nvars + w];
+  if (*last > i)
+    atomic_store_explicit(&ps.order_bad, 1, memory_order_relaxed);
+  *last = (uint64_t)i + 1;
+  ps.vals[w].v += shared_term(i);
+  return 0;
+}
+
+/* Pushes pusher p's segment; returns the first error. */
+static int pushers_push(int p) {
+  const bench_oplist *L = ps.L;
+  weft_var **vars = ps.vars + (ps.shared ? 0 : (size_t)p * L->nvars);
+  weft_var *w[1], *r[2];
+  weft_op_desc d;
+  memset(&d, 0, sizeof d);
+  d.fn = ps.shared ? pushers_shared_op : pushers_disjoint_op;
+  d.writes = w;
+  d.num_writes = 1;
+  d.reads = r;
+  d.ctx.type = WEFT_DEV_CPU;
+  d.prop = WEFT_PROP_NORMAL;
+  d.name = L->workload;
+  size_t end = seg_begin(L->nops, ps.P, p + 1);
+  for (size_t i = seg_begin(L->nops, ps.P, p); i < end; i++) {
+    const bench_op *o = &L->ops[i];
+    w[0] = vars[o->w];
+    r[0] = vars[o->r[0]];
+    r[1] = vars[o->r[1]];
+    d.num_reads = o->nr;
+    d.arg = (void *)(uintptr_t)((i << 4) | (size_t)p);
+    int rc = weft_push(engine, &d);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static void *pusher_main(void *arg) {
+  int p = (int)(intptr_t)arg;
+  for (;;) {
+    while (bench_event_wait(&ps.go[p], 3600ull * 1000000000ull)) {
+    }
+    if (atomic_load(&ps.quit))
+      return NULL;
+    uint64_t c0 = bench_thread_cpu_ns();
+    ps.rc[p] = pushers_push(p);
+    ps.push_cpu[p] = bench_thread_cpu_ns() - c0;
+    bench_event_post(&ps.done[p]);
+  }
+}
+
+/* CPU time of the whole process over a repetition's timed part (every
+ * thread's, spinning included), summed per P and way (bench_pushers). */
+static uint64_t pushers_cpu_ns;
+/* The pushers' own CPU time while they pushed, summed, likewise. */
+static uint64_t pushers_push_cpu_ns;
+
+/* One repetition of P pushers, one way: returns the timed ns. */
+static uint64_t pushers_rep(int P, int shared) {
+  const bench_oplist *L = ps.L;
+  ps.P = P;
+  ps.shared = shared;
+  for (int p = 0; p < (shared ? 1 : P); p++)
+    bench_vars_init(L, ps.vals + (size_t)p * L->nvars);
+  if (shared)
+    memset(ps.last, 0, sizeof *ps.last * (size_t)P * L->nvars);
+  atomic_store(&ps.order_bad, 0);
+  uint64_t cpu0 = bench_cpu_ns(); /* the engine is idle: nothing runs between here and t0 */
+  uint64_t t0 = bench_now_ns();
+  for (int p = 1; p < P; p++)
+    bench_event_post(&ps.go[p]);
+  uint64_t c0 = bench_thread_cpu_ns();
+  int rc = pushers_push(0);
+  ps.push_cpu[0] = bench_thread_cpu_ns() - c0;
+  if (rc)
+    note_error(rc);
+  for (int p = 1; p < P; p++) {
+    while (bench_event_wait(&ps.done[p], 3600ull * 1000000000ull)) {
+    }
+    if (ps.rc[p])
+      note_error(ps.rc[p]);
+  }
+  rc = weft_wait_all(engine);
+  uint64_t t1 = bench_now_ns();
+  pushers_cpu_ns = bench_cpu_ns() - cpu0;
+  pushers_push_cpu_ns = 0;
+  for (int p = 0; p < P; p++)
+    pushers_push_cpu_ns += ps.push_cpu[p];
+  if (rc)
+    note_error(rc);
+  check_errors(shared ? "pushers (shared)" : "pushers (disjoint)");
+  return t1 - t0;
+}
+
+/* Checks a repetition's values: 0 when right (else reported). */
+static int pushers_verify(int P, int shared) {
+  const bench_oplist *L = ps.L;
+  size_t bad = 0, first = 0;
+  int firstp = 0;
+  if (shared) {
+    for (size_t v = 0; v < L->nvars; v++)
+      if (ps.vals[v].v != ps.shared_ref[v] && bad++ == 0)
+        first = v;
+    if (atomic_load(&ps.order_bad))
+      bench_fail("%s, %d pushers (shared vars): an op ran before an earlier op of its pusher "
+                 "on the same var", L->workload, P);
+  } else {
+    for (int p = 0; p < P; p++)
+      for (size_t v = 0; v < L->nvars; v++) {
+        size_t k = (size_t)p * L->nvars + v;
+        if (ps.vals[k].v != ps.ref[k].v && bad++ == 0) {
+          first = v;
+          firstp = p;
+        }
+      }
+  }
+  if (bad)
+    bench_fail("%s, %d pushers (%s vars): %zu values differ from the serial run (first: "
+               "pusher %d, var %zu)",
+               L->workload, P, shared ? "shared" : "disjoint", bad, firstp, first);
+  return bad != 0 || atomic_load(&ps.order_bad);
+}
+
+/* The serial run of P's segments, each on its own copy from the initial
+ * values, into ps.ref. */
+static void pushers_make_ref(int P) {
+  const bench_oplist *L = ps.L;
+  for (int p = 0; p < P; p++) {
+    bench_slot *r = ps.ref + (size_t)p * L->nvars;
+    bench_vars_init(L, r);
+    bench_oplist_run(r, L->ops, seg_begin(L->nops, P, p), seg_begin(L->nops, P, p + 1));
+  }
+}
+
+static void bench_pushers(const bench_args *a, const bench_oplist *L, const int *plist, int np) {
+  memset(&ps, 0, sizeof ps);
+  ps.L = L;
+  for (int k = 0; k < np; k++)
+    if (plist[k] > ps.maxp)
+      ps.maxp = plist[k];
+  size_t nv = (size_t)ps.maxp * L->nvars;
+  ps.vars = (weft_var **)calloc(nv, sizeof *ps.vars);
+  ps.last = (uint64_t *)calloc(nv, sizeof *ps.last);
+  ps.shared_ref = (uint64_t *)calloc(L->nvars, sizeof *ps.shared_ref);
+  if (!ps.vars || !ps.last || !ps.shared_ref) {
+    fprintf(stderr, "bench_weft: out of memory\n");
+    exit(1);
+  }
+  ps.vals = bench_vars_alloc(nv);
+  ps.ref = bench_vars_alloc(nv);
+  for (size_t v = 0; v < nv && !bench_failed(); v++) {
+    int rc = weft_var_new(engine, &ps.vars[v]);
+    if (rc)
+      bench_fail("weft_var_new: %s", weft_strerror(rc));
+  }
+  { /* the shared way's expected values: the initial ones plus every term */
+    bench_slot *init = ps.ref; /* scratch, before any segment reference */
+    bench_vars_init(L, init);
+    for (size_t v = 0; v < L->nvars; v++)
+      ps.shared_ref[v] = init[v].v;
+    for (size_t i = 0; i < L->nops; i++)
+      ps.shared_ref[L->ops[i].w] += shared_term(i);
+  }
+  for (int p = 1; p < ps.maxp; p++) {
+    bench_event_init(&ps.go[p]);
+    bench_event_init(&ps.done[p]);
+    if (pthread_create(&ps.thr[p], NULL, pusher_main, (void *)(intptr_t)p)) {
+      fprintf(stderr, "bench_weft: pthread_create failed\n");
+      exit(1);
+    }
+  }
+  bench_series s[PUSHERS_MAX][2];
+  /* CPU ns over the timed repetitions: every thread's, the pushers' */
+  double cpu[PUSHERS_MAX][2] = {{0}}, pcpu[PUSHERS_MAX][2] = {{0}};
+  for (int k = 0; k < np; k++)
+    for (int sh = 0; sh < 2; sh++)
+      bench_series_init(&s[k][sh], a->reps);
+  /* Rounds: every P, both ways, in turn; round -1 is the warm-up. */
+  for (int r = -1; r < a->reps && !bench_failed(); r++)
+    for (int k = 0; k < np && !bench_failed(); k++) {
+      int P = plist[k];
+      pushers_make_ref(P);
+      for (int sh = 0; sh < 2 && !bench_failed(); sh++) {
+        uint64_t ns = pushers_rep(P, sh);
+        if (pushers_verify(P, sh) || bench_failed())
+          break;
+        if (r >= 0) {
+          bench_series_add(&s[k][sh], (double)ns / (double)L->nops);
+          cpu[k][sh] += (double)pushers_cpu_ns;
+          pcpu[k][sh] += (double)pushers_push_cpu_ns;
+        }
+      }
+    }
+  for (int k = 0; k < np; k++)
+    for (int sh = 0; sh < 2; sh++) {
+      char metric[64], extra[512];
+      snprintf(metric, sizeof metric, "%s_p%d%s", L->workload, plist[k], sh ? "_shared" : "");
+      snprintf(extra, sizeof extra,
+               ",\"pushers\":%d,\"pusher_vars\":\"%s\",\"push_from\":\"%d user threads (main "
+               "and %d more), one segment of the list each\",\"cpu_all_ns_per_op\":%.4g,"
+               "\"cpu_pushers_ns_per_op\":%.4g",
+               plist[k], sh ? "shared" : "disjoint", plist[k], plist[k] - 1,
+               s[k][sh].n ? cpu[k][sh] / ((double)L->nops * s[k][sh].n) : 0.0,
+               s[k][sh].n ? pcpu[k][sh] / ((double)L->nops * s[k][sh].n) : 0.0);
+      bench_dep_emit_metric(RT, a, L, metric, &s[k][sh], extra);
+      bench_series_free(&s[k][sh]);
+    }
+  atomic_store(&ps.quit, 1);
+  for (int p = 1; p < ps.maxp; p++) {
+    bench_event_post(&ps.go[p]);
+    pthread_join(ps.thr[p], NULL);
+    bench_event_destroy(&ps.go[p]);
+    bench_event_destroy(&ps.done[p]);
+  }
+  for (size_t v = 0; v < nv; v++)
+    if (ps.vars[v]) {
+      int rc = weft_var_delete(engine, ps.vars[v]);
+      if (rc)
+        bench_fail("weft_var_delete: %s", weft_strerror(rc));
+    }
+  free(ps.vars);
+  free(ps.last);
+  free(ps.shared_ref);
+  bench_vars_free(ps.vals);
+  bench_vars_free(ps.ref);
+}
+
+/* --pushers P[,P...] (main): the pusher counts to run, in order. */
+static int pushers_list[PUSHERS_MAX];
+static int pushers_n;
+
+/* The pushers series alone (--pushers): its own engine on the pool. */
+static void bench_dep_pushers(const bench_args *a) {
+  weft_engine_config ec;
+  weft_engine_config_default(&ec);
+  ec.pool = pool;
+  int rc = weft_engine_create(&engine, &ec);
+  if (rc) {
+    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+    return;
+  }
+  bench_oplist L;
+  bench_oplist_make(&L, a->workload, a->quick);
+  bench_pushers(a, &L, pushers_list, pushers_n);
+  rc = weft_engine_destroy(engine);
+  if (rc)
+    bench_fail("weft_engine_destroy: %s", weft_strerror(rc));
+  engine = NULL;
+  bench_oplist_free(&L);
+}
+
 static void bench_dep(const bench_args *a) {
   weft_engine_config ec;
   weft_engine_config_default(&ec);
@@ -794,8 +1125,32 @@ int main(int argc, char **argv) {
   static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
                                           "chain", "indep",    "dag",       "wave", "pipeline",
                                           NULL};
+  /* --pushers P[,P...] is bench_weft's own (the op lists): taken out
+   * before the common command line is parsed. */
+  int nargs = 0;
+  for (int i = 0; i < argc; i++) {
+    if (i > 0 && !strcmp(argv[i], "--pushers") && i + 1 < argc) {
+      char *list = argv[++i], *end;
+      for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        long p = strtol(tok, &end, 10);
+        if (*end || p < 1 || p >= PUSHERS_MAX || pushers_n == PUSHERS_MAX) {
+          fprintf(stderr, "bench_weft: --pushers takes counts 1-%d, comma-separated\n",
+                  PUSHERS_MAX - 1);
+          return 2;
+        }
+        pushers_list[pushers_n++] = (int)p;
+      }
+      continue;
+    }
+    argv[nargs++] = argv[i];
+  }
+  argc = nargs;
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
+  if (pushers_n > 0 && !bench_is_dep_workload(a.workload)) {
+    fprintf(stderr, "bench_weft: --pushers is for the op lists (chain, indep, dag, wave)\n");
+    return 2;
+  }
 
   weft_pool_config cfg;
   weft_pool_config_default(&cfg);
@@ -828,6 +1183,8 @@ int main(int argc, char **argv) {
     bench_wake_run(RT, &a, submit, NULL, "weft_pool_submit from main (non-worker)");
   } else if (!strcmp(a.workload, "pipeline")) {
     bench_pipeline(&a);
+  } else if (pushers_n > 0) {
+    bench_dep_pushers(&a);
   } else {
     bench_dep(&a);
   }

@@ -15,7 +15,9 @@ Options:
                        the peers' configuration trials)
     --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake (the
                        pool), chain, indep, dag, wave (the dependency engine),
-                       pipeline (a 4-stage pipeline, back pressure)
+                       pipeline (a 4-stage pipeline, back pressure), pushers
+                       (several user threads pushing into one engine, weft
+                       only)
     --threads N[,N]    thread counts (repeatable; default 1 and 2)
     --rt RT[,RT...]    runtimes: weft, tbb, gomp, omp_clang, starpu (default:
                        all built)
@@ -69,6 +71,15 @@ runs the cell's repetitions. oneTBB has one configuration (its arena sized
 to the threads). The footer under the table names each cell's winner with
 the trial figures and gives a command that reruns a cell by hand; --json
 keeps the trials too ("trials", "trial_runs").
+
+Pushers rows (weft only; bench_weft --pushers, bench_weft.c): the op list
+split into P segments, pushed by P user threads (main and P-1 more) into one
+engine, each pusher over its own vars (<w>_p<P>) or all over the same vars
+(<w>_p<P>_shared); --quick: indep at P = 1, 2; full: indep and dag at P = 1,
+2, 4. Every P runs in turn within each repetition round, so the ratio to one
+pusher (its throughput: the 1-pusher ns/op / this row's) is taken round by
+round, side by side: median [min-max] over the rounds, in the notes.
+
 Targets are for information: speed is measured, never asserted. A run during
 which other processes kept the machine busy (from /proc/stat: before the run
 and during it) is marked NOISY in the notes, with a warning under the table.
@@ -92,7 +103,8 @@ import time
 from peers import Config, Trials, omp_configs, shell, starpu_sched_configs
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
-WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS + ["pipeline"]
+WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS + ["pipeline",
+                                                                                 "pushers"]
 METRICS = {
     "fib": ["fib"],
     "pfor_imb": ["pfor_imb"],
@@ -108,6 +120,24 @@ REPLAY_RTS = {"weft", "tbb"}
 for _w in DEP_WORKLOADS:
     METRICS[_w] = [_w, _w + "_replay"]
 METRICS["pipeline"] = ["pipeline", "pipe_alloc", "pipe_alloc_mem", "pipe_bp", "pipe_bp_mem"]
+# pushers (weft only): bench_weft --workload <list> --pushers 1,2[,4] prints
+# "<list>_p<P>" (each pusher its own vars) and "<list>_p<P>_shared" (all
+# over the same vars); the lists and counts run (quick / full):
+PUSHERS_LISTS = {True: ["indep"], False: ["indep", "dag"]}
+PUSHERS_COUNTS = {True: [1, 2], False: [1, 2, 4]}
+# The issue's targets (issue 39, information only): indep, own vars, P
+# pushers at >= this many times one pusher's throughput: P -> (times, the
+# CPUs the run needs, the engine's threads or None for any). 2: on 2 vCPUs,
+# 2 threads; 4: on a 16-core machine.
+PUSHERS_TARGET = {2: (1.6, 2, 2), 4: (3.0, 16, None)}
+
+
+def pushers_metrics(quick):
+    return ["%s_p%d%s" % (w, p, sh) for w in PUSHERS_LISTS[quick] for sh in ("", "_shared")
+            for p in PUSHERS_COUNTS[quick]]
+
+
+METRICS["pushers"] = pushers_metrics(False)
 SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline"]
 # metrics where higher is better (throughput): best peer = the highest, and
 # the ratio column is best peer / weft, so < 1 still means weft is ahead
@@ -159,6 +189,8 @@ def peer_configs(rt, threads):
 
 
 def supports(rt, workload):
+    if workload == "pushers":
+        return rt == "weft"
     return workload in SUPPORTS.get(rt, WORKLOADS)
 
 
@@ -177,15 +209,17 @@ PIPE_ITEM_MIB = 384 / 1024
 
 # repetitions: full run / --quick
 REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10,
-             "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7}
+             "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7, "pushers": 7}
 REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
+REPS_QUICK["pushers"] = 5  # rounds: each one every P, both ways (~0.1 s a round)
 # By runtime: StarPU is ~10-30x slower per op than the others (1M indep ops
 # take ~7 s a repetition): fewer repetitions keep the runs short (quick: the
 # whole suite under 2 min).
 REPS_FULL_RT = {("starpu", w): 3 for w in DEP_WORKLOADS}
 REPS_QUICK_RT = {("starpu", w): 2 for w in DEP_WORKLOADS}
 TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300,
-             "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300}
+             "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300,
+             "pushers": 300}
 
 # The issue's targets for weft (information only). metric -> (limit, unit text)
 TARGET_ABS = {
@@ -350,24 +384,32 @@ class Runner:
             return by_rt[(rt, workload)]
         return (REPS_QUICK if self.quick else REPS_FULL)[workload]
 
-    def cmd(self, rt, workload, threads, reps=None):
-        cmd = [self.exe(rt), "--workload", workload, "--threads", str(threads),
+    def cmd(self, rt, workload, threads, reps=None, oplist=None):
+        """oplist: for workload "pushers", the op list bench_weft runs."""
+        cmd = [self.exe(rt), "--workload", oplist or workload, "--threads", str(threads),
                "--reps", str(reps or self.reps(workload, rt))]
+        if workload == "pushers":
+            cmd += ["--pushers", ",".join(str(p) for p in PUSHERS_COUNTS[self.quick])]
         return cmd + (["--quick"] if self.quick else [])
 
-    def run(self, rt, workload, threads, cfg=None, reps=None, trial=False):
+    def run(self, rt, workload, threads, cfg=None, reps=None, trial=False, oplist=None):
         """One process: its records (by metric). cfg: the peer's
         configuration (its environment); trial: a configuration trial
         (bench/peers.py), whose records are returned but not kept (its
-        failures are)."""
-        cmd = self.cmd(rt, workload, threads, reps)
+        failures are); oplist: for workload "pushers", the op list."""
+        cmd = self.cmd(rt, workload, threads, reps, oplist)
+        expect = METRICS[workload] if rt != "serial" else [workload]
+        if workload == "pushers":
+            expect = [m for m in pushers_metrics(self.quick) if m.startswith(oplist + "_p")]
         env = dict(os.environ)
         env.update(cfg.env if cfg else {})
-        log("  %-10s %-9s threads=%d reps=%d%s" % (
+        log("  %-10s %-9s threads=%d reps=%d%s%s" % (
             rt, workload, threads, reps or self.reps(workload, rt),
             (" (trial: %s)" if trial else " (%s)") % cfg.name if cfg and (trial or cfg.env)
-            else ""))
-        what = "%s %s T%d%s" % (rt, workload, threads, " (trial: %s)" % cfg.name if trial else "")
+            else "",
+            " (%s, pushers %s)" % (oplist, cmd[cmd.index("--pushers") + 1]) if oplist else ""))
+        what = "%s %s T%d%s" % (rt, oplist or workload, threads,
+                                " (trial: %s)" % cfg.name if trial else "")
         pre = machine_load(PRE_WINDOW_S)
         t0 = datetime.datetime.now()
         busy0, kids0 = system_busy_s(), children_cpu_s()
@@ -414,7 +456,7 @@ class Runner:
                 self.records.append(rec)
             if rec.get("check") != "ok":
                 self.failures.append("%s: check failed: %s" % (what, rec.get("check")))
-        for m in (METRICS[workload] if rt != "serial" else [workload]):
+        for m in expect:
             if m not in got and emits(rt, m):
                 self.failures.append("%s: no result for %s" % (what, m))
         if rc != 0:
@@ -475,7 +517,38 @@ def yes_no(ok):
     return "yes" if ok else "NO"
 
 
-def build_rows(r, workloads, threads_list, rts, idle_threads):
+def pushers_note(r, row, metric, t, ncpu):
+    """A pushers row's ratio to one pusher, round by round, and its target."""
+    rec = r.record("weft", metric, t) or {}
+    p = rec.get("pushers")
+    if rec.get("cpu_all_ns_per_op") is not None:
+        row["notes"].append("CPU/op %s" % fmt_num(rec["cpu_all_ns_per_op"]))
+    if not p or p == 1:
+        return
+    base_metric = metric.replace("_p%d" % p, "_p1", 1)
+    base = (r.record("weft", base_metric, t) or {}).get("samples") or []
+    mine = rec.get("samples") or []
+    if not base or not mine:
+        return
+    # sample k of every P comes from round k (bench_weft.c): side by side
+    ratios = [b / m for b, m in zip(base, mine) if m > 0]
+    if not ratios:
+        return
+    q = statistics.median(ratios)
+    row["vs_one_pusher"] = q
+    row["notes"].append("x%.2f one pusher's throughput [%.2f-%.2f] (round by round; medians: "
+                        "%.2f)" % (q, min(ratios), max(ratios),
+                                   statistics.median(base) / statistics.median(mine)))
+    tg = PUSHERS_TARGET.get(p)
+    if tg and metric.startswith("indep_") and not metric.endswith("_shared") and \
+            tg[2] in (None, t):
+        if ncpu >= tg[1]:
+            row["target"] = ">=%gx 1 pusher: %s" % (tg[0], yes_no(q >= tg[0]))
+        else:
+            row["target"] = ">=%gx 1 pusher on %d+ CPUs: n/a here" % (tg[0], tg[1])
+
+
+def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
     rows = []
     peers = [p for p in PEERS if p in rts]
     for w in workloads:
@@ -663,6 +736,8 @@ def build_rows(r, workloads, threads_list, rts, idle_threads):
                             else:
                                 row["target"] = "bounded (<= 1/4 of unbounded): %s" % yes_no(
                                     q <= 0.25)
+                if w == "pushers" and weft:
+                    pushers_note(r, row, metric, t, ncpu)
                 if metric.startswith("idle") and weft:
                     rec = r.record("weft", metric, t)
                     main = (rec or {}).get("main_thread_cpu_ms")
@@ -868,11 +943,16 @@ def main():
         for t in (idle_threads if w == "idle" else threads_list):
             for rt in rts:
                 if r.exe(rt) and supports(rt, w):
-                    r.run_best(rt, w, t)
+                    if w == "pushers":
+                        for ol in PUSHERS_LISTS[a.quick]:
+                            r.run(rt, w, t, oplist=ol)
+                    else:
+                        r.run_best(rt, w, t)
     elapsed = (datetime.datetime.now() - started).total_seconds()
 
     any_serial = any(w in SERIAL_WORKLOADS for w in workloads)
-    rows = build_rows(r, workloads, threads_list, rts, idle_threads)
+    METRICS["pushers"] = pushers_metrics(a.quick)
+    rows = build_rows(r, workloads, threads_list, rts, idle_threads, ncpu)
     print()
     print("weft bench (%s; reps: %s), %s, %d CPUs, %.0f s"
           % ("quick" if a.quick else "full",
@@ -917,6 +997,14 @@ def main():
         print("      'weft fresh push (main)' is the main-mode figure of the same run; "
               "fresh/replay = that / weft replay.")
 
+    if "pushers" in workloads:
+        print("pushers (weft only): <list>_p<P>: the list split into P segments, pushed by P "
+              "user threads (main + P-1) into one engine on N workers,")
+        print("      each pusher its own vars (a copy of the list's); _shared: all over the same "
+              "vars (each op adds its own term to its var: checkable in any")
+        print("      order; each pusher's ops on a var checked in its order). ns/op over the "
+              "whole list, from the pushers' start to main's weft_wait_all. The")
+        print("      ratio to one pusher is taken round by round (every P runs in each round).")
     if "pipeline" in workloads:
         print("pipeline: %s items through load -> preprocess -> compute -> write-back (128 KB "
               "buffers; compute ~2/3 of the work), every stage one item at a time, in order."

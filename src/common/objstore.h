@@ -29,7 +29,11 @@ typedef struct weft_obj_store {
   size_t size;          /* immutable: object size, a multiple of 8, >= 3 words */
   long batch;           /* immutable: objects in a full magazine */
   uint64_t id;          /* immutable: unique over the process's life (never reused) */
-  pthread_mutex_t lock;
+  /* On a line of its own, with what it guards: every thread's allocation
+   * and free reads the fields above, and the lock's line is written at
+   * each magazine exchange (a pusher taking one, a worker giving one back),
+   * which would make every other thread's next allocation miss. */
+  _Alignas(WEFT_CACHE_LINE) pthread_mutex_t lock;
   void *mags;           /* under lock: stack of magazines */
   void *slabs;          /* under lock: linked through each slab's first word */
   struct weft_obj_store *live_next; /* under the registry's lock (objstore.c) */

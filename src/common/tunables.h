@@ -121,10 +121,16 @@
  * exit gives them back; past this many it shares), engines. */
 #define WEFT_OUTSIDE_CLAIMS 8
 
-/* Pools a thread outside them may own the solo injection queue of at once
+/* Pools a thread outside them may own a solo injection queue of at once
  * (pool/solo.h; its exit gives them back; past this many it uses the
  * shared queue), pools. */
 #define WEFT_SOLO_CLAIMS 8
+/* Solo injection queues in a pool: that many threads outside it (users'
+ * threads pushing operators) each fill one of their own, with no CAS and
+ * no line another producer writes; the threads past them share the
+ * injection queue. As many as the engine's outside tallies, queues (each
+ * ~16 KiB: WEFT_INJECT_RING cells). */
+#define WEFT_SOLO_QUEUES 4
 
 /* Largest WEFT_NUM_THREADS accepted, threads. */
 #define WEFT_MAX_THREADS 4096

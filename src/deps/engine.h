@@ -85,9 +85,13 @@ struct weft_engine {
    * cannot hold it up. The threads waiting for a count to fall (wait_all,
    * destroy, pushers held back by max_inflight) sleep on sync's idle_seq. */
   _Alignas(64) _Atomic uint64_t epoch; /* atomic: bumped by weft_wait_all */
+  struct weft_engine_sync *sync; /* immutable: waiters, idle_seq, tallies */
+  /* The cap's counts, on a line of their own: with max_inflight every push
+   * and every finish writes admitted, and every push (from any thread) and
+   * finish reads epoch and sync (above). */
   /* atomic: with max_inflight, operators admitted and not finished; an
    * outside pusher takes a place before it pushes, so the cap is exact. */
-  _Atomic int64_t admitted;
+  _Alignas(64) _Atomic int64_t admitted;
   /* atomic: outside pushers asleep at the cap: only then does a finish
    * that makes room wake anyone (not wait_all's waiters at every finish). */
   _Atomic int cap_waiters;
@@ -100,7 +104,6 @@ struct weft_engine {
    * operator not pushed yet. Touched only when max_inflight is set. */
   _Atomic int64_t async_waits;
   pthread_mutex_t wait_lock; /* one weft_wait_all flips epochs at a time */
-  struct weft_engine_sync *sync; /* immutable: waiters, idle_seq, tallies */
 
   /* Calls from outside the engine's own operators enter it (push.c,
    * weft_engine_enter); destroy closes it and waits for them to leave. */

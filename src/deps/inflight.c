@@ -164,6 +164,27 @@ uint64_t weft_engine_backlog(weft_engine *eng)
   return pushed > done ? pushed - done : 0;
 }
 
+uint64_t weft_engine_finished(weft_engine *eng)
+{
+  weft_engine_sync *sy = eng->sync;
+  uint64_t done = 0;
+  int n = atomic_load_explicit(&sy->ntally, memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 2; k++) /* relaxed: a hint for pacing */
+      done += atomic_load_explicit(&sy->tally[i].done[k], memory_order_relaxed);
+  return done;
+}
+
+int weft_engine_outside_pushers(weft_engine *eng)
+{
+  weft_engine_sync *sy = eng->sync;
+  int first = atomic_load_explicit(&sy->ntally, memory_order_relaxed) - 1 - WEFT_OUTSIDE_TALLIES;
+  int n = 0;
+  for (int i = first; i < first + WEFT_OUTSIDE_TALLIES; i++) /* relaxed: a hint */
+    n += atomic_load_explicit(&sy->tally[i].owner, memory_order_relaxed) != NULL;
+  return n > 0 ? n : 1;
+}
+
 /* ------------------------------------------------ outside tallies
  *
  * A thread outside the pool that pushes claims one of the engine's outside

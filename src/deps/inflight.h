@@ -92,6 +92,13 @@ bool weft_engine_drained(weft_engine *eng, int slot);
 bool weft_engine_light_counters(weft_engine_sync *sy);
 /* Roughly how many operators are pushed and not finished (for pacing). */
 uint64_t weft_engine_backlog(weft_engine *eng);
+/* How many operators have finished, roughly (a count that only grows; for
+ * pacing: whether the workers make progress). */
+uint64_t weft_engine_finished(weft_engine *eng);
+/* How many threads outside the pool own a tally of eng's: users' threads
+ * that pushed to it and have not exited (at least 1, at most
+ * WEFT_OUTSIDE_TALLIES; for pacing, read on lines the backlog reads). */
+int weft_engine_outside_pushers(weft_engine *eng);
 
 /* Wakes threads waiting on eng's counts (after a completion). */
 void weft_engine_notify(weft_engine *eng);

@@ -5,7 +5,7 @@
  * the files above it, from the bottom:
  *
  *   group.c     a group's pending count: spawn, finish, arm a waiter
- *   solo.c      who owns the solo injection queue (one outside thread)
+ *   solo.c      who owns each solo injection queue (one outside thread)
  *   search.c    finding work off the own deque: priority, injection, steal
  *   idle.c      spin, then park; who wakes whom (the searching count)
  *   submit.c    queueing a task: deque or injection queue, then a wake
@@ -48,14 +48,14 @@ typedef struct weft_worker {
   int *victims;              /* immutable: other workers, nearest first */
   int nnear;                 /* immutable: how many of victims share a cache */
   uint32_t park_gen_seen;    /* owner only: the pool's park_gen when it last slept */
-  bool solo_first;           /* owner only: which injection queue to try first */
+  unsigned inject_turn;      /* owner only: which injection queue to try first (search.c) */
   bool fair_due;             /* owner only: take from the injection queues first, next turn */
   unsigned ticks;            /* owner only: pops of its deque in a row (WEFT_FAIR_TICKS) */
   /* owner only: the deque's top and the injection queues' heads at the last
    * weft_pool_yield_due: a queue whose end has not moved since then has
    * had nobody to serve it */
   int64_t fair_top;
-  uint64_t fair_solo_head, fair_inject_head;
+  uint64_t fair_solo_head[WEFT_SOLO_QUEUES], fair_inject_head;
   uintptr_t steal_floor;     /* owner only: below this stack address a
                                 waiter stops stealing (see wait.c) */
   pthread_t thread;          /* written by create, read by destroy */
@@ -85,12 +85,16 @@ struct weft_pool {
 
   weft_task_store tasks; /* internally locked */
   weft_inject inject;    /* internally locked */
-  /* The solo injection queue (solo.h): producer: solo_owner's thread only;
-   * consumers: any, as inject's. */
-  weft_inject solo;
-  /* atomic: the token of the thread outside the pool that owns solo, NULL
-   * when none; claimed and given back by CAS */
-  _Alignas(WEFT_CACHE_LINE) _Atomic(void *) solo_owner;
+  /* The solo injection queues (solo.h): producer of solo[i]: solo_owner[i]'s
+   * thread only; consumers: any, as inject's. */
+  weft_inject solo[WEFT_SOLO_QUEUES];
+  /* atomic: the token of the thread outside the pool that owns solo[i],
+   * NULL when none; claimed and given back by CAS */
+  _Alignas(WEFT_CACHE_LINE) _Atomic(void *) solo_owner[WEFT_SOLO_QUEUES];
+  /* atomic: solo queues ever claimed (only rises, claims take the lowest
+   * free one): consumers look at solo[0, nsolo). Raised (release) before
+   * the claimer's first push into the queue. */
+  _Atomic int nsolo;
   uint64_t uid;                /* immutable after create: unique over the process's life */
   struct weft_pool *solo_next; /* under solo.c's registry lock */
   weft_prio prio;        /* internally locked: taken before any deque */

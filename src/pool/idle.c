@@ -28,14 +28,18 @@
 #include "common/sync.h"
 #include "pool/pool_ext.h"
 #include "pool/search.h"
+#include "pool/solo.h"
 
 /* ------------------------------------------------------ who wakes whom */
 
 bool weft_pool_any_work(weft_pool *pool)
 {
-  if (!weft_inject_looks_empty(&pool->inject) || !weft_inject_looks_empty(&pool->solo) ||
-      !weft_prio_looks_empty(&pool->prio))
+  if (!weft_inject_looks_empty(&pool->inject) || !weft_prio_looks_empty(&pool->prio))
     return true;
+  int ns = weft_solo_count(pool);
+  for (int i = 0; i < ns; i++)
+    if (!weft_inject_looks_empty(&pool->solo[i]))
+      return true;
   for (int i = 0; i < pool->nworkers; i++)
     if (!weft_deque_looks_empty(&pool->workers[i].deque))
       return true;

@@ -206,7 +206,8 @@ static void free_pool(weft_pool *pool)
   weft_task_store_destroy(&pool->tasks);
   weft_solo_unregister(pool);
   weft_inject_destroy(&pool->inject);
-  weft_inject_destroy(&pool->solo);
+  for (int i = 0; i < WEFT_SOLO_QUEUES; i++)
+    weft_inject_destroy(&pool->solo[i]);
   weft_prio_destroy(&pool->prio);
   weft_topo_destroy(&pool->topo);
   weft_prof_destroy(pool->prof);
@@ -265,11 +266,13 @@ int weft_pool_create(weft_pool **out, const weft_pool_config *cfg_in)
     weft_free(pool);
     return WEFT_ENOMEM;
   }
-  weft_inject_init(&pool->solo); /* cannot fail: no memory */
+  for (int i = 0; i < WEFT_SOLO_QUEUES; i++)
+    weft_inject_init(&pool->solo[i]); /* cannot fail: no memory */
   weft_solo_register(pool);
   if (weft_prio_init(&pool->prio)) {
     weft_solo_unregister(pool);
-    weft_inject_destroy(&pool->solo);
+    for (int i = 0; i < WEFT_SOLO_QUEUES; i++)
+      weft_inject_destroy(&pool->solo[i]);
     weft_inject_destroy(&pool->inject);
     weft_task_store_destroy(&pool->tasks);
     weft_topo_destroy(&pool->topo);

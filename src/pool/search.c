@@ -6,6 +6,8 @@
  */
 #include "pool/search.h"
 
+#include "pool/solo.h"
+
 static inline uint32_t rng_next(uint64_t *s)
 {
   uint64_t x = *s; /* xorshift64* */
@@ -69,14 +71,19 @@ static weft_task *steal_sweep(weft_pool *pool, weft_worker *w, bool *retry)
 weft_task *weft_find_injected(weft_pool *pool, weft_worker *w)
 {
   weft_task *batch[WEFT_INJECT_BATCH];
-  /* Both injection queues, the first one in turn, so that a flood into
-   * one does not hold up the other's tasks. */
-  weft_inject *first = w->solo_first ? &pool->solo : &pool->inject;
-  weft_inject *second = w->solo_first ? &pool->inject : &pool->solo;
-  w->solo_first = !w->solo_first;
-  int n = weft_inject_pop_batch(first, batch, WEFT_INJECT_BATCH, pool->nworkers);
-  if (!n)
-    n = weft_inject_pop_batch(second, batch, WEFT_INJECT_BATCH, pool->nworkers);
+  /* Every injection queue (the shared one, then each solo queue claimed:
+   * solo.h), the first one in turn, so that a flood into one does not
+   * hold up the others' tasks. */
+  int nq = 1 + weft_solo_count(pool);
+  unsigned q = w->inject_turn < (unsigned)nq ? w->inject_turn : 0;
+  w->inject_turn = q + 1;
+  int n = 0;
+  for (int k = 0; k < nq && !n; k++) {
+    n = weft_inject_pop_batch(q ? &pool->solo[q - 1] : &pool->inject, batch, WEFT_INJECT_BATCH,
+                              pool->nworkers);
+    if (++q == (unsigned)nq)
+      q = 0;
+  }
   /* Each task's line, and what its argument points to (what a task touches
    * first: an engine operator's block), was written on the submitter's core:
    * ask for them all at once, so that they arrive together rather than one
@@ -101,10 +108,13 @@ weft_task *weft_find_nonlocal(weft_pool *pool, weft_worker *w)
     weft_task *t = weft_prio_pop(&pool->prio);
     if (t)
       return t;
-    if (w)
+    if (w) {
       t = weft_find_injected(pool, w);
-    else if (!(t = weft_inject_pop(&pool->inject)))
-      t = weft_inject_pop(&pool->solo);
+    } else if (!(t = weft_inject_pop(&pool->inject))) {
+      int ns = weft_solo_count(pool);
+      for (int i = 0; i < ns && !t; i++)
+        t = weft_inject_pop(&pool->solo[i]);
+    }
     if (t)
       return t;
     bool retry = false;

@@ -1,4 +1,4 @@
-/* The solo injection queue's ownership (solo.h). */
+/* The solo injection queues' ownership (solo.h). */
 #include "pool/solo.h"
 
 #include <pthread.h>
@@ -9,10 +9,12 @@
 #include "pool/pool_ext.h"
 
 _Thread_local uint64_t weft_solo_last WEFT_TLS;
+_Thread_local weft_inject *weft_solo_last_q WEFT_TLS;
 
-/* The calling thread's claims: uids of pools whose solo queue it owns
- * (0: an empty entry). */
+/* The calling thread's claims: uids of pools one of whose solo queues it
+ * owns (0: an empty entry), and that queue's index. */
 static _Thread_local uint64_t claims[WEFT_SOLO_CLAIMS] WEFT_TLS;
+static _Thread_local int claim_idx[WEFT_SOLO_CLAIMS] WEFT_TLS;
 /* Its address is the thread's token (unique among live threads). */
 static _Thread_local char token WEFT_TLS;
 /* Set by weft_pool_solo_decline: never claim. */
@@ -55,7 +57,9 @@ static void fork_register(void)
 void weft_solo_register(weft_pool *pool)
 {
   pthread_once(&fork_once, fork_register);
-  atomic_init(&pool->solo_owner, NULL);
+  for (int i = 0; i < WEFT_SOLO_QUEUES; i++)
+    atomic_init(&pool->solo_owner[i], NULL);
+  atomic_init(&pool->nsolo, 0);
   pthread_mutex_lock(&live_lock);
   pool->uid = next_uid++;
   pool->solo_next = live;
@@ -87,14 +91,15 @@ static void thread_exit(void *arg)
         void *me = &token;
         /* release: our pushes (tail, the copy of head) come before the
          * next owner's (its acquire CAS) */
-        atomic_compare_exchange_strong_explicit(&p->solo_owner, &me, NULL, memory_order_release,
-                                                memory_order_relaxed);
+        atomic_compare_exchange_strong_explicit(&p->solo_owner[claim_idx[i]], &me, NULL,
+                                                memory_order_release, memory_order_relaxed);
         break;
       }
     claims[i] = 0;
   }
   pthread_mutex_unlock(&live_lock);
   weft_solo_last = 0;
+  weft_solo_last_q = NULL;
 }
 
 static void make_key(void)
@@ -102,20 +107,32 @@ static void make_key(void)
   have_key = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
+/* Notes solo[i] of pool as the calling thread's (the fast path's check). */
+static weft_inject *note(weft_pool *pool, int i)
+{
+  weft_solo_last = pool->uid;
+  weft_solo_last_q = &pool->solo[i];
+  return weft_solo_last_q;
+}
+
 weft_inject *weft_solo_claim(weft_pool *pool)
 {
   if (declined)
     return NULL;
   void *me = &token;
-  /* relaxed: only we store our own token; a value that is ours was ours
-   * all along. Another thread's: the shared queue, with no lock taken
-   * (every submission of a second outside thread comes this way). */
-  void *owner = atomic_load_explicit(&pool->solo_owner, memory_order_relaxed);
-  if (owner == me) {
-    weft_solo_last = pool->uid; /* ours, noted before another pool's */
-    return &pool->solo;
+  int free_q = -1;
+  for (int i = 0; i < WEFT_SOLO_QUEUES; i++) {
+    /* relaxed: only we store our own token; a value that is ours was ours
+     * all along. Others' everywhere: the shared queue, with no lock taken
+     * (every submission of an outside thread past the queues comes this
+     * way). */
+    void *owner = atomic_load_explicit(&pool->solo_owner[i], memory_order_relaxed);
+    if (owner == me)
+      return note(pool, i); /* ours, noted before another pool's */
+    if (!owner && free_q < 0)
+      free_q = i;
   }
-  if (owner)
+  if (free_q < 0)
     return NULL;
   int entry = -1;
   pthread_mutex_lock(&live_lock);
@@ -131,13 +148,25 @@ weft_inject *weft_solo_claim(weft_pool *pool)
   /* Without a note and the key, our exit could not give the claim back. */
   if (entry < 0 || !have_key || pthread_setspecific(exit_key, claims))
     return NULL;
-  void *none = NULL;
-  /* acquire: pairs with the previous owner's release as it gave the queue
-   * back; our pushes continue from its tail */
-  if (!atomic_compare_exchange_strong_explicit(&pool->solo_owner, &none, me, memory_order_acquire,
-                                               memory_order_relaxed))
-    return NULL; /* another thread's */
-  claims[entry] = pool->uid;
-  weft_solo_last = pool->uid;
-  return &pool->solo;
+  for (int i = free_q; i < WEFT_SOLO_QUEUES; i++) {
+    void *none = NULL;
+    /* acquire: pairs with the previous owner's release as it gave the
+     * queue back; our pushes continue from its tail */
+    if (!atomic_compare_exchange_strong_explicit(&pool->solo_owner[i], &none, me,
+                                                 memory_order_acquire, memory_order_relaxed))
+      continue; /* another thread's */
+    claims[entry] = pool->uid;
+    claim_idx[entry] = i;
+    /* release: the consumers that see solo[i] counted (acquire) see it
+     * initialised; raised before our first push into it, so that a
+     * parking worker's re-check of every queue after its fence covers
+     * that push (idle.c: the push, then the submitter's fence) */
+    int n = atomic_load_explicit(&pool->nsolo, memory_order_relaxed);
+    while (n < i + 1 && !atomic_compare_exchange_weak_explicit(&pool->nsolo, &n, i + 1,
+                                                               memory_order_release,
+                                                               memory_order_relaxed)) {
+    }
+    return note(pool, i);
+  }
+  return NULL;
 }

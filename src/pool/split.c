@@ -9,6 +9,7 @@
  */
 #include "pool/split.h"
 
+#include "pool/solo.h"
 #include "pool/submit.h"
 
 /* Whether to split off half of the piece now. A worker keeps one half on
@@ -23,7 +24,13 @@ static bool should_split(weft_pool *pool, weft_worker *w)
     return weft_deque_looks_empty(&w->deque);
   bool idle = atomic_load_explicit(&pool->nsearching, memory_order_relaxed) > 0 ||
               weft_ec_waiters(&pool->ec) > 0;
-  return idle && weft_inject_looks_empty(&pool->inject) && weft_inject_looks_empty(&pool->solo);
+  if (!idle || !weft_inject_looks_empty(&pool->inject))
+    return false;
+  int ns = weft_solo_count(pool);
+  for (int i = 0; i < ns; i++)
+    if (!weft_inject_looks_empty(&pool->solo[i]))
+      return false;
+  return true;
 }
 
 int weft_pfor_piece(void *loop, size_t b, size_t e)

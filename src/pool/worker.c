@@ -26,6 +26,7 @@
 #include "pool/pool_ext.h"
 #include "pool/run.h"
 #include "pool/search.h"
+#include "pool/solo.h"
 
 _Thread_local weft_between_fn weft_tls_between WEFT_TLS;
 
@@ -125,8 +126,10 @@ bool weft_pool_yield_due(weft_pool *pool)
   /* Waiting is not starving: other workers may be taking from these
    * queues. Only a queue whose end has not moved since the last look
    * (WEFT_KEEP_RUN_MAX operators ago) asks this worker to stop. */
-  bool solo = inject_stuck(&pool->solo, &w->fair_solo_head);
-  bool injected = inject_stuck(&pool->inject, &w->fair_inject_head) || solo;
+  bool injected = inject_stuck(&pool->inject, &w->fair_inject_head);
+  int ns = weft_solo_count(pool);
+  for (int i = 0; i < ns; i++) /* each looked at: each keeps its head */
+    injected |= inject_stuck(&pool->solo[i], &w->fair_solo_head[i]);
   /* relaxed: as above */
   int64_t top = atomic_load_explicit(&w->deque.top, memory_order_relaxed);
   bool local = top == w->fair_top && !weft_deque_looks_empty(&w->deque);

@@ -1,14 +1,15 @@
 /*
- * The solo injection queue (src/pool/solo.{h,c}): the first thread outside
- * the pool that submits owns it and fills it without a CAS; other outside
- * threads use the shared injection queue; an owner's exit gives it back,
- * also after its pool is gone (the registry of live pools), a thread
- * notes claims in up to WEFT_SOLO_CLAIMS pools at once, and a thread that
- * declines (the library's GPU workers) never claims.
+ * The solo injection queues (src/pool/solo.{h,c}): the first
+ * WEFT_SOLO_QUEUES threads outside the pool that submit each own one and
+ * fill it without a CAS; other outside threads use the shared injection
+ * queue; an owner's exit gives its queue back, also after its pool is gone
+ * (the registry of live pools), a thread notes claims in up to
+ * WEFT_SOLO_CLAIMS pools at once, and a thread that declines (the
+ * library's GPU workers) never claims.
  *
- * Checked through the internals (who owns pool->solo_owner) and through
- * what runs: every task submitted, by the owner and by the others at once,
- * runs exactly once.
+ * Checked through the internals (who owns pool->solo_owner[]) and through
+ * what runs: every task submitted, by the owners and by the others at
+ * once, runs exactly once.
  */
 #include "../common/testutil.h"
 #include "common/tunables.h"
@@ -26,12 +27,22 @@ static weft_pool *new_pool(int threads)
   return p;
 }
 
-static bool owned(weft_pool *p)
+/* How many of p's solo queues a thread owns. */
+static int nowned(weft_pool *p)
 {
-  return atomic_load(&p->solo_owner) != NULL;
+  int n = 0;
+  for (int i = 0; i < WEFT_SOLO_QUEUES; i++)
+    n += atomic_load(&p->solo_owner[i]) != NULL;
+  return n;
 }
 
-enum { NSUB = 4, PER = 20000 };
+static bool owned(weft_pool *p)
+{
+  return nowned(p) > 0;
+}
+
+/* more submitters than solo queues: some use the shared queue */
+enum { NSUB = WEFT_SOLO_QUEUES + 2, PER = 20000 };
 
 static atomic_uchar *hits;
 
@@ -45,7 +56,11 @@ typedef struct submitter {
   weft_pool *pool;
   int who;
   int rc;
-  bool saw_owner; /* after its first submission: some thread owns the queue */
+  bool saw_owner; /* after its first submission: some thread owns a queue */
+  /* all at once: each has submitted, and none has exited (NSUB), then
+   * each has looked at the owners (2 * NSUB) */
+  atomic_int *arrived;
+  int owners_seen; /* queues owned then */
 } submitter;
 
 static void *submit_many(void *arg)
@@ -57,29 +72,41 @@ static void *submit_many(void *arg)
       s->rc = rc;
       return NULL;
     }
-    if (i == 0)
+    if (i == 0) {
       s->saw_owner = owned(s->pool);
+      atomic_fetch_add(s->arrived, 1);
+      TU_WAIT_UNTIL(atomic_load(s->arrived) == NSUB, TU_DEADLINE_S);
+      s->owners_seen = nowned(s->pool);
+      /* none goes on (and exits, giving its queue back) before all looked */
+      atomic_fetch_add(s->arrived, 1);
+      TU_WAIT_UNTIL(atomic_load(s->arrived) == 2 * NSUB, TU_DEADLINE_S);
+    }
   }
   return NULL;
 }
 
-Test(solo, the_owner_and_the_shared_queue_run_every_task_exactly_once, .timeout = TU_TIMEOUT(60))
+Test(solo, the_owners_and_the_shared_queue_run_every_task_exactly_once, .timeout = TU_TIMEOUT(60))
 {
   hits = calloc(NSUB * PER, sizeof *hits);
   cr_assert_not_null(hits);
   weft_pool *pool = new_pool(2);
   submitter s[NSUB];
   pthread_t t[NSUB];
+  atomic_int arrived = 0;
   for (int i = 0; i < NSUB; i++) {
-    s[i] = (submitter){.pool = pool, .who = i};
+    s[i] = (submitter){.pool = pool, .who = i, .arrived = &arrived};
     cr_assert_eq(pthread_create(&t[i], NULL, submit_many, &s[i]), 0);
   }
   for (int i = 0; i < NSUB; i++) {
     cr_assert_eq(pthread_join(t[i], NULL), 0);
     cr_assert_eq(s[i].rc, 0, "submitter %d: %d", i, s[i].rc);
-    cr_assert(s[i].saw_owner, "submitter %d: nobody owned the solo queue", i);
+    cr_assert(s[i].saw_owner, "submitter %d: nobody owned a solo queue", i);
+    /* every queue taken while they all lived: one each for the first
+     * WEFT_SOLO_QUEUES, the shared queue for the rest */
+    cr_assert_eq(s[i].owners_seen, WEFT_SOLO_QUEUES, "submitter %d: %d of %d queues owned", i,
+                 s[i].owners_seen, WEFT_SOLO_QUEUES);
   }
-  cr_assert_not(owned(pool), "the owner's exit gave the queue back");
+  cr_assert_not(owned(pool), "the owners' exits gave the queues back");
   cr_assert_eq(weft_pool_destroy(pool), 0); /* runs everything submitted */
   for (long i = 0; i < NSUB * PER; i++)
     cr_assert_eq(atomic_load(&hits[i]), 1, "task %ld ran %d times", i, atomic_load(&hits[i]));
