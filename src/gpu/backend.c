@@ -259,3 +259,38 @@ int weft_gpu_copy_async(weft_gpu_backend *b, weft_gpu_stream *s, void *dst, cons
     return 0;
   return b->ops->copy_async(b, s, dst, src, bytes, kind);
 }
+
+int weft_gpu_event_sync(weft_gpu_backend *b, weft_gpu_event *e)
+{
+  if (!b || !e)
+    return WEFT_EINVAL;
+  return b->ops->event_sync(b, e);
+}
+
+int weft_gpu_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w)
+{
+  if (!w)
+    return WEFT_EINVAL;
+  w->host = NULL;
+  w->dev = NULL;
+  w->device = -1;
+  int rc = check_device(b, device);
+  return rc ? rc : b->ops->word_alloc(b, device, w);
+}
+
+void weft_gpu_word_free(weft_gpu_backend *b, weft_gpu_word *w)
+{
+  if (b && w && w->host) {
+    b->ops->word_free(b, w);
+    w->host = NULL;
+    w->dev = NULL;
+  }
+}
+
+int weft_gpu_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_word *w,
+                               uint32_t value)
+{
+  if (!b || !s || !w || !w->host)
+    return WEFT_EINVAL;
+  return b->ops->stream_write_word(b, s, w, value);
+}

@@ -26,13 +26,26 @@
 #define WEFT_GPU_BACKEND_H
 #include "gpu/layer.h" /* layer guard: no include from a lower layer */
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "weft_config.h"
 
 typedef struct weft_gpu_backend weft_gpu_backend;
 typedef struct weft_gpu_stream weft_gpu_stream; /* a backend's stream (opaque) */
 typedef struct weft_gpu_event weft_gpu_event;   /* a backend's event (opaque) */
+
+/* A host word (WEFT_GPU_COMPLETION=hostword): 32 bits of host memory that
+ * the device writes from a stream (CUDA: pinned and mapped) and the CPU
+ * reads with plain loads, no driver call. host: immutable after
+ * word_alloc; the completion thread reads it (acquire), the device or the
+ * host backend's stream thread writes it (release); nobody else. */
+typedef struct weft_gpu_word {
+  _Atomic uint32_t *host; /* what the CPU reads */
+  void *dev;              /* what the stream writes (CUDA: the mapped device address) */
+  int device;             /* immutable: the device whose streams may write it */
+} weft_gpu_word;
 
 typedef enum {
   WEFT_GPU_BACKEND_AUTO = 0, /* WEFT_GPU_BACKEND, else cuda when built with it, else none */
@@ -95,6 +108,22 @@ typedef struct weft_gpu_backend_ops {
    * its start, so that operators launch on their stream's device). NULL:
    * nothing to do. */
   int (*bind_thread)(weft_gpu_backend *b, int device);
+  /* Blocks until the work the event's latest record (at call time)
+   * captured completed, without spinning (CUDA: events are created with
+   * cudaEventBlockingSync, so cudaEventSynchronize sleeps): 0
+   * (WEFT_GPU_EVENT_COMPLETE) or WEFT_EDEVICE. A re-record meanwhile does
+   * not change what it waits for. */
+  int (*event_sync)(weft_gpu_backend *b, weft_gpu_event *e);
+  /* Host words: word_alloc fills w (its word reads 0), word_free frees
+   * it (its streams' writes must have completed). */
+  int (*word_alloc)(weft_gpu_backend *b, int device, weft_gpu_word *w);
+  void (*word_free)(weft_gpu_backend *b, weft_gpu_word *w);
+  /* Enqueues a write of value into w after all work enqueued on s so far,
+   * with a system-scope fence before it: a CPU that reads value (acquire)
+   * sees that work's effects on host memory. On a failed stream the write
+   * never happens (CUDA: a sticky error; host: later items are skipped). */
+  int (*stream_write_word)(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_word *w,
+                           uint32_t value);
 } weft_gpu_backend_ops;
 
 /* The common part of every backend: the implementations embed it first. */
@@ -139,6 +168,13 @@ int weft_gpu_event_query(weft_gpu_backend *b, weft_gpu_event *e);
 int weft_gpu_stream_wait_event(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_event *e);
 int weft_gpu_copy_async(weft_gpu_backend *b, weft_gpu_stream *s, void *dst, const void *src,
                         size_t bytes, weft_gpu_copy_kind kind);
+int weft_gpu_event_sync(weft_gpu_backend *b, weft_gpu_event *e);
+/* w's device: 0 <= device < device count, else WEFT_ENODEV (w is then
+ * zeroed). */
+int weft_gpu_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w);
+void weft_gpu_word_free(weft_gpu_backend *b, weft_gpu_word *w);
+int weft_gpu_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_word *w,
+                               uint32_t value);
 
 /*
  * Testing hook (not part of the public API): from now on the n-th stream or

@@ -1,16 +1,32 @@
 /*
  * The cuda backend: the CUDA runtime API (cudart_static, so the library has
  * no load-time dependency on the driver). Streams are created
- * cudaStreamNonBlocking, events cudaEventDisableTiming. Every call sets its
- * object's device on the calling thread first (cudaSetDevice is per
- * thread), and every failure is logged with cudaGetErrorName and mapped to
- * a WEFT_E* code.
+ * cudaStreamNonBlocking, events cudaEventDisableTiming |
+ * cudaEventBlockingSync (event_sync then sleeps in the driver instead of
+ * spinning; records, queries and stream waits cost the same). Every call
+ * makes its object's device current on the calling thread first
+ * (cudaGetDevice, a read of the runtime's thread state, and cudaSetDevice
+ * only when another device is current), and every failure is logged with
+ * cudaGetErrorName and mapped to a WEFT_E* code.
+ *
+ * Host words: pinned, mapped host memory (cudaHostAllocMapped |
+ * cudaHostAllocPortable), written from a stream by cuStreamWriteValue32
+ * (default flags: a memory fence before the write), reached through
+ * cudaGetDriverEntryPointByVersion so that nothing links libcuda; where
+ * the driver offers no stream memory operations, by a one-thread kernel
+ * (word_kernel.cu) that fences system-wide, then writes.
  */
+#include <cuda.h> /* types only: the driver's entry point comes at run time */
 #include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "common/alloc.h"
 #include "common/error.h"
 #include "gpu/backend.h"
+#include "gpu/cuda_word.h"
 #include "weft/weft.h"
 
 typedef struct weft_cuda_stream {
@@ -37,8 +53,27 @@ static int fail(const char *what, int device, cudaError_t err)
 
 static int set_device(int device)
 {
+  int cur;
+  if (cudaGetDevice(&cur) == cudaSuccess && cur == device)
+    return 0; /* already current: no cudaSetDevice on the launch path */
   cudaError_t err = cudaSetDevice(device);
   return err == cudaSuccess ? 0 : fail("cudaSetDevice", device, err);
+}
+
+/* cuStreamWriteValue32 from the driver, or NULL (then word_kernel.cu).
+ * Looked up once (pthread_once, at the first open with a device, which
+ * orders it before every use: streams come from an open backend). */
+typedef CUresult (*write_value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                     unsigned int flags);
+static write_value32_fn write_value32;
+/* Testing: force the kernel path (weft_gpu_cuda_test_word_kernel). atomic,
+ * relaxed: a test's setting, read at each write. */
+static _Atomic int force_kernel;
+static pthread_once_t write_value32_once = PTHREAD_ONCE_INIT;
+
+void weft_gpu_cuda_test_word_kernel(int on)
+{
+  atomic_store_explicit(&force_kernel, on, memory_order_relaxed);
 }
 
 static void cuda_close(weft_gpu_backend *b)
@@ -110,7 +145,7 @@ static int cuda_event_create(weft_gpu_backend *b, int device, weft_gpu_event **o
     return WEFT_ENOMEM;
   int rc = set_device(device);
   if (!rc) {
-    cudaError_t err = cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming);
+    cudaError_t err = cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming | cudaEventBlockingSync);
     if (err != cudaSuccess)
       rc = fail("cudaEventCreateWithFlags", device, err);
   }
@@ -199,6 +234,68 @@ static int cuda_bind_thread(weft_gpu_backend *b, int device)
   return set_device(device);
 }
 
+static int cuda_event_sync(weft_gpu_backend *b, weft_gpu_event *ev)
+{
+  (void)b;
+  weft_cuda_event *e = CE(ev);
+  int rc = set_device(e->device);
+  if (rc)
+    return rc;
+  cudaError_t err = cudaEventSynchronize(e->event);
+  return err == cudaSuccess ? 0 : fail("cudaEventSynchronize", e->device, err);
+}
+
+static int cuda_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w)
+{
+  (void)b;
+  int rc = set_device(device);
+  if (rc)
+    return rc;
+  void *host = NULL, *dev = NULL;
+  cudaError_t err = cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (err != cudaSuccess)
+    return fail("cudaHostAlloc (a host word)", device, err);
+  err = cudaHostGetDevicePointer(&dev, host, 0);
+  if (err != cudaSuccess) {
+    cudaFreeHost(host);
+    return fail("cudaHostGetDevicePointer (a host word)", device, err);
+  }
+  w->host = host;
+  atomic_init(w->host, 0);
+  w->dev = dev;
+  w->device = device;
+  return 0;
+}
+
+static void cuda_word_free(weft_gpu_backend *b, weft_gpu_word *w)
+{
+  (void)b;
+  cudaError_t err = cudaFreeHost((void *)w->host);
+  if (err != cudaSuccess)
+    fail("cudaFreeHost (a host word)", w->device, err);
+}
+
+static int cuda_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_word *w,
+                                  uint32_t value)
+{
+  (void)b;
+  weft_cuda_stream *s = CS(st);
+  if (w->device != s->device)
+    return WEFT_EINVAL;
+  int rc = set_device(s->device);
+  if (rc)
+    return rc;
+  if (write_value32 && !atomic_load_explicit(&force_kernel, memory_order_relaxed)) {
+    CUresult r = write_value32((CUstream)s->stream, (CUdeviceptr)(uintptr_t)w->dev, value, 0);
+    if (r == CUDA_SUCCESS)
+      return 0;
+    weft_log("cuda device %d: cuStreamWriteValue32 failed: CUresult %d", s->device, (int)r);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ENOMEM : WEFT_EDEVICE;
+  }
+  cudaError_t err = weft_cuda_word_kernel_launch(s->stream, w->dev, value);
+  return err == cudaSuccess ? 0 : fail("the host word's kernel launch", s->device, err);
+}
+
 static const weft_gpu_backend_ops cuda_ops = {
   .bind_thread = cuda_bind_thread,
   .name = "cuda",
@@ -213,7 +310,30 @@ static const weft_gpu_backend_ops cuda_ops = {
   .event_query = cuda_event_query,
   .stream_wait_event = cuda_stream_wait_event,
   .copy_async = cuda_copy_async,
+  .event_sync = cuda_event_sync,
+  .word_alloc = cuda_word_alloc,
+  .word_free = cuda_word_free,
+  .stream_write_word = cuda_stream_write_word,
 };
+
+/* The driver's stream write, by version (12.0's ABI), so that nothing
+ * links libcuda; NULL when the driver lacks it (the kernel then writes). */
+static void find_write_value32(void)
+{
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  cudaError_t err =
+    cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q);
+  if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
+    (void)cudaGetLastError(); /* not the application's error */
+    weft_log("cuda: no cuStreamWriteValue32 in the driver (%s): host words are written "
+                  "by a one-thread kernel",
+                  err != cudaSuccess ? cudaGetErrorName(err) : "symbol not found");
+    fn = NULL;
+  }
+  /* POSIX (dlsym's rule): a function's address travels as void *. */
+  memcpy(&write_value32, &fn, sizeof write_value32);
+}
 
 int weft_gpu_cuda_open(weft_gpu_backend **out)
 {
@@ -236,6 +356,8 @@ int weft_gpu_cuda_open(weft_gpu_backend **out)
     return WEFT_ENOMEM;
   b->ops = &cuda_ops;
   b->num_devices = count > 0 ? count : 0;
+  if (b->num_devices)
+    pthread_once(&write_value32_once, find_write_value32);
   *out = b;
   return 0;
 }

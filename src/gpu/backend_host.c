@@ -8,6 +8,8 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/sync.h"
+#include "common/tunables.h"
 #include "gpu/host.h"
 #include "weft/weft.h"
 
@@ -179,6 +181,72 @@ static int host_copy_async(weft_gpu_backend *b, weft_gpu_stream *st, void *dst, 
   return 0;
 }
 
+static int host_event_sync(weft_gpu_backend *b, weft_gpu_event *ev)
+{
+  (void)b;
+  weft_host_event *e = HE(ev);
+  pthread_mutex_lock(&e->mu);
+  weft_host_marker *m = e->latest; /* the snapshot: the latest record now */
+  if (m)
+    /* relaxed: taking a reference while holding one (the event's) */
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&e->mu);
+  if (!m)
+    return 0; /* never recorded: complete */
+  uint32_t st;
+  /* acquire: pairs with the stream thread's release store of the state
+   * (the recorded work's effects). */
+  while ((st = atomic_load_explicit(&m->state, memory_order_acquire)) == WEFT_HOST_PENDING)
+    weft_futex_wait(&m->state, WEFT_HOST_PENDING, -1);
+  int rc = 0;
+  if (st == WEFT_HOST_FAILED) {
+    rc = WEFT_EDEVICE;
+    if (!atomic_exchange_explicit(&m->logged, 1, memory_order_relaxed))
+      weft_log("host device %d: event %p completed on a failed stream (WEFT_EDEVICE)",
+               m->device, (void *)e);
+  }
+  weft_host_marker_unref(m);
+  return rc;
+}
+
+/* A host word is an ordinary host allocation: the "device" is this
+ * process. On a line of its own, as CUDA's pinned page would be. */
+static int host_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w)
+{
+  (void)b;
+  _Atomic uint32_t *p = weft_aligned_alloc(WEFT_CACHE_LINE, WEFT_CACHE_LINE);
+  if (!p)
+    return WEFT_ENOMEM;
+  atomic_init(p, 0);
+  w->host = p;
+  w->dev = (void *)p;
+  w->device = device;
+  return 0;
+}
+
+static void host_word_free(weft_gpu_backend *b, weft_gpu_word *w)
+{
+  (void)b;
+  weft_free((void *)w->host);
+}
+
+static int host_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_word *w,
+                                  uint32_t value)
+{
+  (void)b;
+  weft_host_stream *s = HS(st);
+  if (w->device != s->device)
+    return WEFT_EINVAL; /* as CUDA: only its own device maps it (portable aside) */
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!it)
+    return WEFT_ENOMEM;
+  it->kind = WEFT_HOST_ITEM_WORD;
+  it->word = w->host;
+  it->value = value;
+  weft_host_stream_push(s, it);
+  return 0;
+}
+
 static const weft_gpu_backend_ops host_ops = {
   .name = "host",
   .close = host_close,
@@ -192,6 +260,10 @@ static const weft_gpu_backend_ops host_ops = {
   .event_query = host_event_query,
   .stream_wait_event = host_stream_wait_event,
   .copy_async = host_copy_async,
+  .event_sync = host_event_sync,
+  .word_alloc = host_word_alloc,
+  .word_free = host_word_free,
+  .stream_write_word = host_stream_write_word,
 };
 
 int weft_gpu_host_open(weft_gpu_backend **out, int devices, unsigned jitter_us)

@@ -50,6 +50,7 @@ typedef enum {
   WEFT_HOST_ITEM_RECORD, /* complete marker */
   WEFT_HOST_ITEM_WAIT,   /* sleep until marker completes */
   WEFT_HOST_ITEM_ERROR,  /* injected device error: the stream fails */
+  WEFT_HOST_ITEM_WORD,   /* store value into word (a host word: backend.h) */
 } weft_host_item_kind;
 
 typedef struct weft_host_item {
@@ -61,6 +62,8 @@ typedef struct weft_host_item {
   const void *src;
   size_t bytes;
   weft_host_marker *marker; /* RECORD, WAIT: a reference the item owns */
+  _Atomic uint32_t *word;   /* WORD */
+  uint32_t value;           /* WORD */
 } weft_host_item;
 
 /*

@@ -197,6 +197,14 @@ static void run_item(weft_host_stream *s, weft_host_item *it)
     weft_host_marker_unref(m);
     break;
   }
+  case WEFT_HOST_ITEM_WORD:
+    /* release: publishes the effects of every item before this one (as
+     * the device's system-scope fence before its write does); pairs with
+     * the completion thread's acquire load of the word. A failed stream
+     * never writes it, as a CUDA context after a sticky error. */
+    if (!s->failed)
+      atomic_store_explicit(it->word, it->value, memory_order_release);
+    break;
   case WEFT_HOST_ITEM_ERROR:
     if (!s->failed) {
       weft_log("host device %d: device error on stream %p (injected): later work on it is "

@@ -26,6 +26,8 @@
 #ifndef WEFT_TESTS_GPU_CONFORMANCE_H
 #define WEFT_TESTS_GPU_CONFORMANCE_H
 
+#include <pthread.h>
+
 #include "../common/testutil.h"
 #include "gpu/backend.h"
 
@@ -430,6 +432,102 @@ static void gt_bad_args(void)
   weft_gpu_backend_close(b);
 }
 
+
+/* A host word reads 0 when allocated; a write enqueued behind held work
+ * does not land before it, and once the word shows the value, the work
+ * before the write is visible; later writes overwrite it in order. */
+static void gt_host_word(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_word w;
+  gt_ok(weft_gpu_word_alloc(b, 0, &w), "word_alloc");
+  cr_assert_not_null(w.host);
+  cr_assert_eq(atomic_load_explicit(w.host, memory_order_acquire), 0u, "a new word is not 0");
+  int x = 0;
+  gt_gate *gate = gt_gate_put(b, s);
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_stream_write_word(b, s, &w, 7), "write_word 7");
+  for (int i = 0; i < 100; i++) {
+    uint32_t v = atomic_load_explicit(w.host, memory_order_acquire);
+    if (v != 0) {
+      gt_gate_open(gate);
+      cr_assert_fail("read %d: the word is %u with the work before its write held back", i, v);
+    }
+  }
+  gt_gate_open(gate);
+  /* acquire: pairs with the stream's fenced write; x's store is visible. */
+  cr_assert(TU_WAIT_UNTIL(atomic_load_explicit(w.host, memory_order_acquire) == 7, TU_DEADLINE_S),
+            "the word never showed 7");
+  cr_assert_eq(x, 1, "the word showed 7 before the work enqueued before its write was visible");
+  for (uint32_t v = 8; v < 40; v++)
+    gt_ok(weft_gpu_stream_write_word(b, s, &w, v), "write_word");
+  cr_assert(TU_WAIT_UNTIL(atomic_load_explicit(w.host, memory_order_acquire) == 39, TU_DEADLINE_S),
+            "the last write did not win");
+  cr_assert_eq(weft_gpu_stream_write_word(b, s, NULL, 1), WEFT_EINVAL);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  weft_gpu_word_free(b, &w);
+  cr_assert_null(w.host, "word_free leaves the handle empty");
+  weft_gpu_word_free(b, &w); /* a second free does nothing */
+  cr_assert_eq(weft_gpu_word_alloc(b, weft_gpu_device_count(b), &w), WEFT_ENODEV);
+  cr_assert_null(w.host);
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
+typedef struct gt_syncer {
+  weft_gpu_backend *b;
+  weft_gpu_event *e;
+  atomic_int done; /* release: after rc; the test's acquire load pairs */
+  int rc;
+} gt_syncer;
+
+static void *gt_sync_main(void *arg)
+{
+  gt_syncer *y = arg;
+  y->rc = weft_gpu_event_sync(y->b, y->e);
+  atomic_store_explicit(&y->done, 1, memory_order_release);
+  return NULL;
+}
+
+/* event_sync blocks until the recorded work completed (held back by a
+ * gate meanwhile), then returns 0 with the work visible; a never-recorded
+ * event returns at once. */
+static void gt_event_sync(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  gt_ok(weft_gpu_event_sync(b, e), "event_sync on a never-recorded event");
+  int x = 0;
+  gt_gate *gate = gt_gate_put(b, s);
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_event_record(b, e, s), "record");
+  gt_syncer y = {.b = b, .e = e};
+  atomic_init(&y.done, 0);
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, gt_sync_main, &y), 0);
+  for (int i = 0; i < 100; i++) {
+    if (atomic_load_explicit(&y.done, memory_order_acquire)) {
+      gt_gate_open(gate);
+      pthread_join(t, NULL);
+      cr_assert_fail("event_sync returned %d with the recorded work held back", y.rc);
+    }
+    tu_sleep_us(100);
+  }
+  gt_gate_open(gate);
+  pthread_join(t, NULL);
+  cr_assert_eq(y.rc, 0, "event_sync = %d", y.rc);
+  cr_assert_eq(x, 1, "event_sync returned before the recorded work was visible");
+  cr_assert_eq(weft_gpu_event_sync(NULL, e), WEFT_EINVAL);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
 #define GT_TIMEOUT TU_TIMEOUT(60)
 
 /* GT_SUITE goes through one more macro so that it is expanded before Test
@@ -459,6 +557,8 @@ static void gt_bad_args(void)
     gt_destroy_drains();                                                                     \
   }                                                                                          \
   Test(GT_SUITE, copy_async, .init = init_fn, .timeout = GT_TIMEOUT) { gt_copy(); }          \
-  Test(GT_SUITE, bad_args, .init = init_fn, .timeout = GT_TIMEOUT) { gt_bad_args(); }
+  Test(GT_SUITE, bad_args, .init = init_fn, .timeout = GT_TIMEOUT) { gt_bad_args(); }        \
+  Test(GT_SUITE, host_word, .init = init_fn, .timeout = GT_TIMEOUT) { gt_host_word(); }      \
+  Test(GT_SUITE, event_sync, .init = init_fn, .timeout = GT_TIMEOUT) { gt_event_sync(); }
 
 #endif /* WEFT_TESTS_GPU_CONFORMANCE_H */

@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include "gpu/cuda_word.h"
+
 int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s);
 int weft_test_kernel_spin(long long cycles, cudaStream_t s);
 int weft_test_kernel_gate(const void *open, void *timed_out, long long timeout_ns, cudaStream_t s);
@@ -142,4 +144,14 @@ Test(cuda, host_enqueue_rejects_cuda_streams, .init = setup, .timeout = TU_TIMEO
   cr_assert_eq(weft_gpu_host_enqueue(native, gt_set_fn, NULL), WEFT_EINVAL);
   gt_ok(weft_gpu_stream_destroy(b, s), "destroy");
   weft_gpu_backend_close(b);
+}
+
+/* The host word's other writer: the one-thread kernel (word_kernel.cu),
+ * which stands in where the driver has no cuStreamWriteValue32, passes the
+ * same checks as the driver's stream write (host_word above). */
+Test(cuda, host_word_by_kernel, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_cuda_test_word_kernel(1);
+  gt_host_word();
+  weft_gpu_cuda_test_word_kernel(0);
 }

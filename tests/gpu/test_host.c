@@ -195,6 +195,33 @@ Test(host, injected_device_error, .init = setup, .timeout = TU_TIMEOUT(30))
 
 /* ------------------------------------------------------------ faults */
 
+/* A failed stream never writes a host word (as a CUDA context after a
+ * sticky error), and event_sync on its later record says WEFT_EDEVICE. */
+Test(host, a_failed_stream_writes_no_word, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  weft_gpu_word w;
+  gt_ok(weft_gpu_word_alloc(b, 0, &w), "word_alloc");
+  gt_ok(weft_gpu_stream_write_word(b, s, &w, 1), "write 1");
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  gt_ok(weft_gpu_host_test_inject_error(weft_gpu_stream_native(b, s)), "inject");
+  gt_ok(weft_gpu_stream_write_word(b, s, &w, 2), "write 2 (enqueued; never runs)");
+  gt_ok(weft_gpu_event_record(b, e, s), "record");
+  cr_assert_eq(weft_gpu_event_sync(b, e), WEFT_EDEVICE);
+  cr_assert_eq(weft_gpu_stream_sync(b, s), WEFT_EDEVICE);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(atomic_load_explicit(w.host, memory_order_acquire), 1u,
+               "a failed stream wrote its word");
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  weft_gpu_word_free(b, &w);
+  weft_gpu_backend_close(b);
+}
+
 Test(host, creation_fault_hook, .init = setup, .timeout = TU_TIMEOUT(30))
 {
   int base = tu_thread_baseline();
