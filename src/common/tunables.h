@@ -277,11 +277,26 @@
 #define WEFT_GPU_WORKERS_DEFAULT 2
 #define WEFT_GPU_COPY_WORKERS_DEFAULT 1
 #define WEFT_GPU_WORKERS_MAX 64
-/* The completion poller: spins this long after a completion, ns; then
- * sleeps from MIN doubling to MAX between sweeps, ns. */
-#define WEFT_GPU_POLL_SPIN_NS 50000
+/* The completion thread (src/gpu/poller.c; WEFT_GPU_COMPLETION): it spins
+ * WEFT_GPU_SPIN_US after its last progress (a retired operator, a launch
+ * after a park), us (default, most accepted). Then: hostword mode blocks
+ * (one busy lane: its waiter's event_sync; several: sleeps from
+ * WEFT_GPU_WORD_SLEEP_MIN_NS doubling to _MAX_NS, woken early by a launch
+ * or the waiter); event mode sleeps from WEFT_GPU_POLL_SLEEP_MIN_NS
+ * doubling to _MAX_NS; blocking mode does not spin. ns. */
+#define WEFT_GPU_SPIN_US_DEFAULT 50
+#define WEFT_GPU_SPIN_US_MAX 1000000
+#define WEFT_GPU_WORD_SLEEP_MIN_NS 1000
+#define WEFT_GPU_WORD_SLEEP_MAX_NS 50000
 #define WEFT_GPU_POLL_SLEEP_MIN_NS 2000
 #define WEFT_GPU_POLL_SLEEP_MAX_NS 500000
+/* hostword: a head operator whose word has not come this long after the
+ * completion thread first saw it pending gets its event queried (a device
+ * error stops the words), and again every as long, ns. */
+#define WEFT_GPU_WORD_OVERDUE_NS 1000000
+/* hostword: a stream worker enqueues its lane's word write when its queue
+ * runs empty, or after this many launches without one. */
+#define WEFT_GPU_WORD_BATCH 16
 /* An operator's device work pending this long fails it and its device
  * (WEFT_GPU_WATCHDOG_MS; 0 turns it off), ms. */
 #define WEFT_GPU_WATCHDOG_MS_DEFAULT 600000

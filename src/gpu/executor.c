@@ -8,10 +8,12 @@
  * the host-to-device stream; from it: the device-to-host stream); a compute
  * operator to the compute worker that launched one of the predecessors it
  * waits for on the device (same stream: no wait at all, OneFlow's
- * shortcut), else to the next compute worker in turn.
+ * shortcut), unless another successor of that predecessor went there first
+ * (a fan-out spreads), else to the next compute worker in turn.
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/assert.h"
@@ -78,6 +80,7 @@ static void x_release(void *self, weft_exec_op *op)
   st->phase = WEFT_GPU_OP_FREE;
   st->op = NULL;
   st->lane = NULL;
+  atomic_store_explicit(&st->followed, 0, memory_order_relaxed); /* relaxed: as in choose_lane */
   weft_exec_op_set_state(op, NULL);
   pthread_mutex_lock(&d->pool_lock);
   st->next_free = d->free;
@@ -90,9 +93,11 @@ static void x_release(void *self, weft_exec_op *op)
 static void worker_close(weft_gpu_exec *x, weft_gpu_worker *w)
 {
   weft_gpu_worker_stop(w);
-  for (int l = 0; l < 2; l++)
-    if (w->lane[l].stream)
+  for (int l = 0; l < 2; l++) {
+    if (w->lane[l].stream) /* drains: its word writes are done after this */
       weft_gpu_stream_destroy(x->b, w->lane[l].stream);
+    weft_gpu_word_free(x->b, &w->lane[l].word);
+  }
   pthread_cond_destroy(&w->cond);
   pthread_mutex_destroy(&w->lock);
 }
@@ -121,13 +126,17 @@ static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kin
   }
   int rc = 0;
   for (int l = 0; l < nlanes && !rc; l++) {
-    rc = weft_gpu_stream_create(x->b, device, &w->lane[l].stream);
+    weft_gpu_lane *lane = &w->lane[l];
+    weft_gpu_launched_init(&lane->launched);
+    rc = weft_gpu_stream_create(x->b, device, &lane->stream);
     if (!rc) {
-      w->lane[l].native = weft_gpu_stream_native(x->b, w->lane[l].stream);
-      w->lane[l].worker = w;
+      lane->native = weft_gpu_stream_native(x->b, lane->stream);
+      lane->worker = w;
     } else {
-      w->lane[l].stream = NULL;
+      lane->stream = NULL;
     }
+    if (!rc && x->completion == WEFT_GPU_COMPLETION_HOSTWORD)
+      rc = weft_gpu_word_alloc(x->b, device, &lane->word);
   }
   if (!rc)
     rc = weft_gpu_worker_start(w);
@@ -195,11 +204,17 @@ static weft_gpu_lane *choose_lane(weft_gpu_exec *x, weft_exec_op *op)
     unsigned k = atomic_fetch_add_explicit(&d->rr_copy, 1, memory_order_relaxed);
     return &d->copy[k % (unsigned)x->ncopy].lane[prop == WEFT_PROP_COPY_FROM_GPU];
   }
+  /* Behind a predecessor on its stream (no wait at all), if no other
+   * successor followed it there yet: a chain stays on one stream, while a
+   * fan-out (a tile factorization's TRSMs after their POTRF) spreads over
+   * the compute workers instead of queueing behind each other. */
   int n = weft_exec_op_ndevwaits(op);
   for (int k = 0; k < n; k++) {
-    weft_gpu_lane *l = ((weft_gpu_opstate *)weft_exec_op_state(weft_exec_op_devwait(op, k)))->lane;
-    if (l->worker->kind == WEFT_GPU_COMPUTE)
-      return l; /* behind its predecessor on the same stream */
+    weft_gpu_opstate *pst = weft_exec_op_state(weft_exec_op_devwait(op, k));
+    /* relaxed: only steers placement */
+    if (pst->lane->worker->kind == WEFT_GPU_COMPUTE &&
+        !atomic_exchange_explicit(&pst->followed, 1, memory_order_relaxed))
+      return pst->lane;
   }
   unsigned k = atomic_fetch_add_explicit(&d->rr_compute, 1, memory_order_relaxed); /* relaxed: same */
   return &d->compute[k % (unsigned)x->ncompute].lane[0];
@@ -299,6 +314,10 @@ static int x_run_sync(void *self, weft_exec_op *op)
 static void x_close(void *self)
 {
   weft_gpu_exec *x = self;
+  /* The engine drained: nothing is launched. The completion thread goes
+   * first: it reads the lanes (their words) that worker_close frees. */
+  weft_gpu_poller_stop(x);
+  WEFT_ASSERT(atomic_load_explicit(&x->nlaunched, memory_order_relaxed) == 0);
   for (int i = 0; i < x->ndev; i++) {
     weft_gpu_device *d = &x->dev[i];
     if (atomic_load_explicit(&d->started, memory_order_relaxed)) {
@@ -308,8 +327,6 @@ static void x_close(void *self)
         worker_close(x, &d->copy[k]);
     }
   }
-  weft_gpu_poller_stop(x); /* the engine drained: nothing is launched */
-  WEFT_ASSERT(x->nlaunched == 0);
   for (int i = 0; i < x->ndev; i++) {
     weft_gpu_device *d = &x->dev[i];
     if (d->sync_stream)
@@ -328,8 +345,34 @@ static void x_close(void *self)
   pthread_mutex_destroy(&x->start_lock);
   pthread_mutex_destroy(&x->poll_lock);
   pthread_cond_destroy(&x->poll_cond);
+  pthread_cond_destroy(&x->wait_cond);
   weft_gpu_backend_close(x->b);
   weft_free(x);
+}
+
+/* WEFT_GPU_COMPLETION: hostword (unset or empty too), event or blocking;
+ * anything else is WEFT_EINVAL with a line naming it. */
+static int read_completion(weft_gpu_completion *out)
+{
+  static const struct {
+    const char *name;
+    weft_gpu_completion mode;
+  } modes[] = {{"hostword", WEFT_GPU_COMPLETION_HOSTWORD},
+               {"event", WEFT_GPU_COMPLETION_EVENT},
+               {"blocking", WEFT_GPU_COMPLETION_BLOCKING}};
+  *out = WEFT_GPU_COMPLETION_HOSTWORD;
+  const char *s = weft_env_str("WEFT_GPU_COMPLETION");
+  if (!s)
+    return 0;
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (!strcmp(s, modes[i].name)) {
+      *out = modes[i].mode;
+      return 0;
+    }
+  weft_log("malformed WEFT_GPU_COMPLETION=\"%s\": expected \"hostword\", \"event\" or "
+           "\"blocking\"",
+           s);
+  return WEFT_EINVAL;
 }
 
 static int read_env(long *ncompute, long *ncopy, long *watchdog_ms)
@@ -349,8 +392,13 @@ static int read_env(long *ncompute, long *ncopy, long *watchdog_ms)
 
 static int x_open(weft_pool *pool, void **self, int *num_devices)
 {
-  long ncompute, ncopy, watchdog_ms;
+  long ncompute, ncopy, watchdog_ms, spin_us = WEFT_GPU_SPIN_US_DEFAULT;
+  weft_gpu_completion completion;
   int rc = read_env(&ncompute, &ncopy, &watchdog_ms);
+  if (!rc)
+    rc = read_completion(&completion);
+  if (!rc && weft_env_int("WEFT_GPU_SPIN_US", 0, WEFT_GPU_SPIN_US_MAX, &spin_us) < 0)
+    rc = WEFT_EINVAL;
   if (rc)
     return rc;
   weft_gpu_exec *x = weft_calloc(1, sizeof *x);
@@ -360,6 +408,8 @@ static int x_open(weft_pool *pool, void **self, int *num_devices)
   x->ncompute = (int)ncompute;
   x->ncopy = (int)ncopy;
   x->watchdog_ns = (int64_t)watchdog_ms * 1000000;
+  x->completion = completion;
+  x->spin_ns = (int64_t)spin_us * 1000;
   weft_gpu_backend_config cfg;
   weft_gpu_backend_config_default(&cfg);
   cfg.host_jitter_us = atomic_load_explicit(&test_jitter_us, memory_order_relaxed);
@@ -385,7 +435,15 @@ static int x_open(weft_pool *pool, void **self, int *num_devices)
   pthread_mutexattr_destroy(&ma);
   pthread_mutex_init(&x->start_lock, NULL);
   pthread_mutex_init(&x->poll_lock, NULL);
-  pthread_cond_init(&x->poll_cond, NULL);
+  pthread_condattr_t ca; /* poll_cond's timed waits count on CLOCK_MONOTONIC (poller.c) */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&x->poll_cond, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&x->wait_cond, NULL);
+  atomic_init(&x->nlaunched, 0);
+  atomic_init(&x->launches, 0);
+  atomic_init(&x->parked, 0);
   *self = x;
   *num_devices = x->ndev;
   return 0;

@@ -24,22 +24,36 @@
 #include "common/prof.h"
 #include "deps/executor.h"
 #include "gpu/backend.h"
+#include "gpu/launched.h"
 
 struct weft_gpu_exec;
 struct weft_gpu_worker;
 
+/* How the completion thread learns that device work completed
+ * (WEFT_GPU_COMPLETION; docs/config.md). */
+typedef enum {
+  WEFT_GPU_COMPLETION_HOSTWORD = 0, /* host words (backend.h), spin then block; default */
+  WEFT_GPU_COMPLETION_EVENT,        /* event queries, spin then back-off sleeps */
+  WEFT_GPU_COMPLETION_BLOCKING,     /* event queries, then event_sync on the oldest */
+} weft_gpu_completion;
+
 /* One stream a worker owns, with the operators launched on it whose work
- * the poller has not seen complete, oldest first. */
+ * the completion thread has not seen complete, oldest first (launched.h:
+ * the worker appends, the completion thread takes from the head). */
 typedef struct weft_gpu_lane {
   weft_gpu_stream *stream;     /* immutable after open */
   void *native;                /* immutable: what operators receive as rc.stream */
   struct weft_gpu_worker *worker; /* immutable: the owner */
-  weft_fifo launched;          /* under the executor's poll_lock: weft_gpu_opstate (lnode),
-                                  launched, not done */
-  long nlaunched;              /* under poll_lock: the length of launched */
-  int64_t head_since_ns;       /* poller only: when the poller first saw head pending */
-  weft_prof_track *track;      /* the stream's trace track (poller only), or NULL */
-  int64_t last_end;            /* poller only: when its last traced operator completed */
+  weft_gpu_word word;          /* immutable after open (hostword mode only, else zero):
+                                  the stream writes each launched operator's seq */
+  uint32_t seq;                /* the worker only: seq of its last launched operator */
+  uint32_t written;            /* the worker only: the last seq whose word write it enqueued */
+  weft_gpu_launched launched;  /* launched.h: worker appends, completion thread removes */
+  int64_t head_since_ns;       /* completion thread only: when it first saw head pending */
+  int64_t queried_ns;          /* completion thread only (hostword): its last query of an
+                                  overdue head's event */
+  weft_prof_track *track;      /* the stream's trace track (completion thread only), or NULL */
+  int64_t last_end;            /* completion thread only: its last traced completion */
 } weft_gpu_lane;
 
 /* An operator's life as the executor sees it; every step is asserted, so
@@ -62,9 +76,16 @@ typedef struct weft_gpu_opstate {
   weft_gpu_lane *lane;         /* set by the submitter: where it runs */
   int64_t launched;            /* profiling: when fn returned (weft_prof_now ticks) */
   weft_gpu_op_phase phase;     /* see weft_gpu_op_phase */
-  bool in_lane;                /* under poll_lock: lnode is on lane->launched (release
-                                  reads it after the poller's removal, without it) */
-  weft_fifo_node lnode;        /* under poll_lock: lane->launched link */
+  uint32_t seq;                /* set by the worker before it appends the state to its
+                                  lane: the word value that says its work completed */
+  bool in_lane;                /* set by the worker before the append, cleared by the
+                                  completion thread after the removal (release reads it
+                                  after the engine recycled the operator) */
+  weft_gpu_link lnode;         /* launched.h: the lane's link */
+  /* atomic: a successor took this operator's lane (executor.c,
+   * choose_lane: the first one follows it on its stream, the others
+   * spread). relaxed: only steers placement. Reset when it is freed. */
+  _Atomic int followed;
   struct weft_gpu_opstate *next_free; /* under the device's pool lock while free */
 } weft_gpu_opstate;
 
@@ -113,12 +134,29 @@ typedef struct weft_gpu_exec {
   weft_gpu_device *dev;        /* [ndev], immutable after open */
   pthread_mutex_t start_lock;  /* starting a device's workers and the poller */
 
+  weft_gpu_completion completion; /* immutable: WEFT_GPU_COMPLETION */
+  int64_t spin_ns;             /* immutable: the completion thread's spin budget (WEFT_GPU_SPIN_US) */
+
+  /* The completion thread (poller.c) and, in hostword mode, its waiter. */
   pthread_t poller;            /* immutable once started */
   bool poller_started;         /* creator only */
-  pthread_mutex_t poll_lock;   /* the lanes' launched lists, nlaunched, poll_stop */
-  pthread_cond_t poll_cond;    /* the poller sleeps here while nothing is launched */
-  long nlaunched;              /* under poll_lock */
+  pthread_t waiter;            /* immutable once started (hostword mode) */
+  bool waiter_started;         /* creator only */
+  /* atomic: operators on lanes, not yet retired. seq_cst (with parked and
+   * launches): the parking protocol, poller.c. */
+  _Atomic long nlaunched;
+  _Atomic unsigned long launches; /* atomic: appends ever (seq_cst: the parking protocol) */
+  _Atomic int parked;          /* atomic: the completion thread waits on poll_cond */
+  pthread_mutex_t poll_lock;   /* poll_cond's; the fields below */
+  pthread_cond_t poll_cond;    /* the completion thread parks here */
   bool poll_stop;              /* under poll_lock */
+  /* hostword mode: what the waiter thread blocks on for the completion
+   * thread (an event to event_sync), and how often it came back. */
+  pthread_cond_t wait_cond;    /* the waiter sleeps here for a request */
+  weft_gpu_event *wait_req;    /* under poll_lock: the next event to wait for, or NULL */
+  bool wait_busy;              /* under poll_lock: the waiter is in event_sync */
+  weft_gpu_event *wait_cur;    /* under poll_lock: the event it is in event_sync on */
+  unsigned long wait_returns;  /* under poll_lock: event_sync calls that returned */
 } weft_gpu_exec;
 
 /* stream_worker.c */
@@ -131,12 +169,22 @@ void weft_gpu_worker_stop(weft_gpu_worker *w);
  * (non-zero), dropping the device waits it holds. */
 void weft_gpu_fail_submitted(weft_exec_op *op, int status);
 
+/* Enqueues the word write for the lane's operators launched since the
+ * last one (the worker only; a no-op when all are covered). */
+void weft_gpu_lane_flush_word(weft_gpu_exec *x, weft_gpu_lane *lane);
+
 /* poller.c */
 int weft_gpu_poller_start(weft_gpu_exec *x);
-/* Appends a launched operator (its state) to its lane (the poller takes it
- * from there). */
+/* Appends a launched operator (its state) to its lane (the completion
+ * thread takes it from there). The lane's worker only. */
 void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate *st);
 void weft_gpu_poller_stop(weft_gpu_exec *x);
+
+/* retire.c: one pass over every lane of started devices in the engine's
+ * mode; returns how many operators it retired. pending: set to the number
+ * of lanes with work still pending, and *head to one pending head's event
+ * (the oldest lane's in scan order), or NULL. */
+int weft_gpu_sweep(weft_gpu_exec *x, int *pending, weft_gpu_event **head);
 
 /* executor.c */
 extern const weft_executor_ops weft_gpu_executor_ops;

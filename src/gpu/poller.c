@@ -1,23 +1,36 @@
 /*
- * The completion poller: one thread per engine with devices. It watches the
- * oldest launched operator of every lane (a stream's operators complete in
- * launch order, so only the head can be next) and finishes each operator
- * whose event completed, which releases its CPU successors and var waits.
+ * The completion thread ("weft-gpu-poll"): one per engine with devices. It
+ * sweeps the lanes (retire.c), which retires every operator whose device
+ * work completed and so releases its CPU successors and var waits; this
+ * file decides what it does between sweeps, per WEFT_GPU_COMPLETION:
  *
- * CPU use: while something is launched it polls, spinning for
- * WEFT_GPU_POLL_SPIN_NS after the last completion it saw, then sleeping
- * with a doubling back-off (WEFT_GPU_POLL_SLEEP_MIN_NS to _MAX_NS); with
- * nothing launched it sleeps on a condition variable until a worker
- * launches something.
+ *  hostword (default): spins (reading host words: no driver call) for
+ *    x->spin_ns after its last progress; then blocks. With one lane busy
+ *    it hands that lane's head event to its waiter thread
+ *    ("weft-gpu-wait"), which sleeps in event_sync (a BlockingSync event:
+ *    no CPU while a long kernel runs), and parks until the waiter returns
+ *    or a worker launches more; with several busy lanes it parks with a
+ *    short doubling timeout (WEFT_GPU_WORD_SLEEP_MIN_NS.._MAX_NS), woken
+ *    early the same ways.
+ *  event: spins on event queries for x->spin_ns, then sleeps with a
+ *    doubling back-off (WEFT_GPU_POLL_SLEEP_MIN_NS.._MAX_NS).
+ *  blocking: no spin at all: event queries at each wake-up, and between
+ *    them its waiter sleeps in event_sync on the first pending head while
+ *    it parks (woken by the waiter or by a launch); completions on other
+ *    lanes wait for that head or for the next launch (or the back-off's
+ *    timeouts when the waiter is busy): StarPU's and OneFlow's trade.
  *
- * A device error fails only the operators whose own events report it (and
- * those not yet launched, at their worker): one on another stream of the
- * failed device completes when its own work does, never early.
+ * With nothing launched it parks until a worker launches something.
  *
- * Watchdog: an operator whose event stays pending for the executor's
- * watchdog_ns fails with WEFT_EDEVICE, and its device with it.
+ * The parking protocol: the completion thread stores parked = 1 and then
+ * reads launches; a worker adds to launches after its append and then
+ * reads parked (all four seq_cst). So either the completion thread sees
+ * the new launch and does not sleep, or the worker sees parked and signals
+ * poll_cond under poll_lock, which the completion thread holds from before
+ * its store until it waits. No wake-up is lost, and a worker signals only
+ * while the completion thread parks: a launch costs no lock otherwise.
  */
-#include <inttypes.h>
+#include <errno.h>
 #include <time.h>
 
 #include "common/alloc.h"
@@ -27,100 +40,74 @@
 #include "common/tunables.h"
 #include "gpu/gpu.h"
 
+/* A single-lane block's timeout, so that the watchdog and the overdue
+ * checks still run while a kernel never ends, ns. */
+#define BLOCK_MAX_NS 100000000
+
 void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate *st)
 {
-  pthread_mutex_lock(&x->poll_lock);
   WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED && !st->in_lane);
-  WEFT_ASSERT((lane->nlaunched == 0) == weft_fifo_empty(&lane->launched));
-  weft_fifo_push(&lane->launched, &st->lnode);
   st->in_lane = true;
-  lane->nlaunched++;
-  if (x->nlaunched++ == 0)
+  weft_gpu_launched_append(&lane->launched, &st->lnode);
+  /* relaxed: made visible by the seq_cst add below (it is a release) */
+  atomic_fetch_add_explicit(&x->nlaunched, 1, memory_order_relaxed);
+  /* seq_cst: the parking protocol (see the top of this file). */
+  atomic_fetch_add_explicit(&x->launches, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&x->parked, memory_order_seq_cst)) {
+    pthread_mutex_lock(&x->poll_lock);
     pthread_cond_signal(&x->poll_cond);
+    pthread_mutex_unlock(&x->poll_lock);
+  }
+}
+
+static void deadline_after(struct timespec *ts, int64_t ns)
+{
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ns += ts->tv_nsec;
+  ts->tv_sec += ns / 1000000000;
+  ts->tv_nsec = ns % 1000000000;
+}
+
+enum { PARK_STOP, PARK_WOKEN, PARK_TIMEOUT };
+
+/* Parks until a launch after `seen`, a return of the waiter, the timeout
+ * or a stop. timeout_ns < 0: none. post (hostword): an event for the
+ * waiter to sleep on; if it takes it, the park's timeout is BLOCK_MAX_NS
+ * instead (the waiter wakes it). */
+static int park(weft_gpu_exec *x, unsigned long seen, int64_t timeout_ns, weft_gpu_event *post)
+{
+  pthread_mutex_lock(&x->poll_lock);
+  if (post && x->wait_busy && x->wait_cur == post) {
+    timeout_ns = BLOCK_MAX_NS; /* the waiter already sleeps on it */
+  } else if (post && !x->wait_busy && !x->wait_req) {
+    x->wait_req = post;
+    pthread_cond_signal(&x->wait_cond);
+    timeout_ns = BLOCK_MAX_NS;
+  }
+  struct timespec ts;
+  if (timeout_ns >= 0)
+    deadline_after(&ts, timeout_ns);
+  unsigned long returns = x->wait_returns;
+  /* seq_cst: the parking protocol (see the top of this file). */
+  atomic_store_explicit(&x->parked, 1, memory_order_seq_cst);
+  int why = PARK_WOKEN;
+  /* seq_cst: the parking protocol. */
+  while (!x->poll_stop && atomic_load_explicit(&x->launches, memory_order_seq_cst) == seen &&
+         x->wait_returns == returns) {
+    if (timeout_ns < 0) {
+      pthread_cond_wait(&x->poll_cond, &x->poll_lock);
+    } else if (pthread_cond_timedwait(&x->poll_cond, &x->poll_lock, &ts) == ETIMEDOUT) {
+      why = PARK_TIMEOUT;
+      break;
+    }
+  }
+  /* relaxed: read by workers only as a hint to signal; a late 0 costs one
+   * signal. */
+  atomic_store_explicit(&x->parked, 0, memory_order_relaxed);
+  if (x->poll_stop)
+    why = PARK_STOP;
   pthread_mutex_unlock(&x->poll_lock);
-}
-
-/* Finishes every completed operator at the head of lane; returns how many. */
-static int drain_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu_lane *lane,
-                      int64_t now)
-{
-  int done = 0;
-  for (;;) {
-    pthread_mutex_lock(&x->poll_lock);
-    weft_fifo_node *head = weft_fifo_peek(&lane->launched);
-    pthread_mutex_unlock(&x->poll_lock);
-    if (!head)
-      return done;
-    weft_gpu_opstate *st = weft_fifo_entry(head, weft_gpu_opstate, lnode);
-    weft_exec_op *op = st->op;
-    /* Its own event decides, also on a failed device: an operator of
-     * another stream may still run there (its kernel reading a buffer a CPU
-     * successor would overwrite), so it completes only once its event says
-     * its work stopped: done, or failed (after a device error the backends
-     * fail what is queued behind it: CUDA's errors are sticky, the host
-     * backend's failed stream completes its later events as failed). Work
-     * that never completes is the watchdog's. */
-    int q = weft_gpu_event_query(x->b, st->ev);
-    if (q == WEFT_GPU_EVENT_PENDING) {
-      if (!x->watchdog_ns)
-        return done;
-      if (!lane->head_since_ns) {
-        lane->head_since_ns = now;
-        return done;
-      }
-      if (now - lane->head_since_ns < x->watchdog_ns)
-        return done;
-      weft_log("GPU %d: operator %s did not complete within %" PRId64
-               " ms (WEFT_GPU_WATCHDOG_MS); the device is failed",
-               device, weft_exec_op_name(op), x->watchdog_ns / 1000000);
-      q = WEFT_EDEVICE;
-    }
-    lane->head_since_ns = 0;
-    if (lane->track) {
-      /* The stream's span for op: from its launch (or the stream's previous
-       * completion, if later: the stream runs one operator at a time) to the
-       * completion seen here. */
-      int64_t t1 = weft_prof_now(), t0 = st->launched > lane->last_end ? st->launched : lane->last_end;
-      weft_prof_span(lane->track, weft_exec_op_name(op), t0 < t1 ? t0 : t1, t1);
-      lane->last_end = t1;
-    }
-    if (q != WEFT_GPU_EVENT_COMPLETE) /* release: pairs with the workers' acquire loads */
-      atomic_store_explicit(&d->failed, 1, memory_order_release);
-    /* Its own event decides: work that completed before another stream's
-     * failure succeeded (operators launched after it fail at the worker). */
-    int status = q == WEFT_GPU_EVENT_COMPLETE ? 0 : WEFT_EDEVICE;
-    pthread_mutex_lock(&x->poll_lock);
-    WEFT_ASSERT(weft_fifo_peek(&lane->launched) == head && lane->nlaunched > 0 && x->nlaunched > 0);
-    weft_fifo_pop(&lane->launched);
-    st->in_lane = false;
-    lane->nlaunched--;
-    x->nlaunched--;
-    WEFT_ASSERT((lane->nlaunched == 0) == weft_fifo_empty(&lane->launched));
-    pthread_mutex_unlock(&x->poll_lock);
-    WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED); /* device done once per launch */
-    st->phase = WEFT_GPU_OP_DONE;
-    weft_exec_op_device_done(op, status);
-    done++;
-  }
-}
-
-static int sweep(weft_gpu_exec *x)
-{
-  int64_t now = weft_now_ns();
-  int done = 0;
-  for (int i = 0; i < x->ndev; i++) {
-    weft_gpu_device *d = &x->dev[i];
-    /* acquire: pairs with the release that publishes a started device's
-     * workers (executor.c, device_ready). */
-    if (!atomic_load_explicit(&d->started, memory_order_acquire))
-      continue;
-    for (int k = 0; k < x->ncompute; k++)
-      done += drain_lane(x, d, i, &d->compute[k].lane[0], now);
-    for (int k = 0; k < x->ncopy; k++)
-      for (int l = 0; l < 2; l++)
-        done += drain_lane(x, d, i, &d->copy[k].lane[l], now);
-  }
-  return done;
+  return why;
 }
 
 static void *poller_main(void *arg)
@@ -128,30 +115,88 @@ static void *poller_main(void *arg)
   weft_gpu_exec *x = arg;
   pthread_setname_np(pthread_self(), "weft-gpu-poll");
   weft_engine_executor_thread(); /* no user operator runs inline here */
-  int64_t sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
-  int64_t spin_end = 0;
-  pthread_mutex_lock(&x->poll_lock);
+  int64_t last_progress = weft_now_ns();
+  int64_t sleep_ns = 0; /* the current back-off; 0: start over */
   for (;;) {
-    while (x->nlaunched == 0 && !x->poll_stop) {
-      pthread_cond_wait(&x->poll_cond, &x->poll_lock);
-      spin_end = weft_now_ns() + WEFT_GPU_POLL_SPIN_NS; /* fresh work: watch it closely */
-      sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
+    /* seq_cst: the parking protocol. Read before the sweep: a launch
+     * after it is seen by the next sweep or wakes the park below. */
+    unsigned long seen = atomic_load_explicit(&x->launches, memory_order_seq_cst);
+    int pending;
+    weft_gpu_event *head;
+    if (weft_gpu_sweep(x, &pending, &head)) {
+      last_progress = weft_now_ns();
+      sleep_ns = 0;
+      continue;
     }
-    if (x->nlaunched == 0) /* stopped with nothing in flight */
-      break;
-    pthread_mutex_unlock(&x->poll_lock);
-    if (sweep(x)) {
-      spin_end = weft_now_ns() + WEFT_GPU_POLL_SPIN_NS;
-      sleep_ns = WEFT_GPU_POLL_SLEEP_MIN_NS;
-    } else if (weft_now_ns() < spin_end) {
+    /* relaxed: launches (read above) ordered the appends this needs. */
+    if (!pending && atomic_load_explicit(&x->nlaunched, memory_order_relaxed) == 0) {
+      if (park(x, seen, -1, NULL) == PARK_STOP &&
+          atomic_load_explicit(&x->nlaunched, memory_order_relaxed) == 0)
+        break; /* stopped with nothing in flight: the engine drained */
+      last_progress = weft_now_ns(); /* fresh work: watch it closely */
+      sleep_ns = 0;
+      continue;
+    }
+    if (!pending) { /* an append between its two steps (launched.h) */
       weft_cpu_pause();
-    } else {
+      continue;
+    }
+    bool blocking = x->completion == WEFT_GPU_COMPLETION_BLOCKING;
+    if (!blocking && weft_now_ns() - last_progress < x->spin_ns) {
+      weft_cpu_pause();
+      continue;
+    }
+    if (x->completion == WEFT_GPU_COMPLETION_EVENT) {
+      sleep_ns = sleep_ns ? sleep_ns * 2 : WEFT_GPU_POLL_SLEEP_MIN_NS;
+      if (sleep_ns > WEFT_GPU_POLL_SLEEP_MAX_NS)
+        sleep_ns = WEFT_GPU_POLL_SLEEP_MAX_NS;
       struct timespec ts = {0, (long)sleep_ns};
       nanosleep(&ts, NULL);
-      if (sleep_ns < WEFT_GPU_POLL_SLEEP_MAX_NS)
-        sleep_ns *= 2;
+      continue;
     }
+    /* hostword, blocking: block. One busy lane (blocking: any number): its
+     * head for the waiter, and a long park; several (or the waiter still on
+     * an older event): a short one. */
+    sleep_ns = sleep_ns ? sleep_ns * 2 : WEFT_GPU_WORD_SLEEP_MIN_NS;
+    if (sleep_ns > WEFT_GPU_WORD_SLEEP_MAX_NS)
+      sleep_ns = WEFT_GPU_WORD_SLEEP_MAX_NS;
+    int why = park(x, seen, sleep_ns, pending == 1 || blocking ? head : NULL);
+    if (why == PARK_STOP) /* stop comes once the engine drained: sweep on */
+      continue;
+    if (why == PARK_WOKEN) { /* a launch, or the waiter's event completed */
+      last_progress = weft_now_ns();
+      sleep_ns = 0;
+    }
+  }
+  return NULL;
+}
+
+/* hostword, blocking: sleeps in event_sync on the event the completion
+ * thread posts, then wakes it. */
+static void *waiter_main(void *arg)
+{
+  weft_gpu_exec *x = arg;
+  pthread_setname_np(pthread_self(), "weft-gpu-wait");
+  pthread_mutex_lock(&x->poll_lock);
+  for (;;) {
+    while (!x->wait_req && !x->poll_stop)
+      pthread_cond_wait(&x->wait_cond, &x->poll_lock);
+    if (!x->wait_req)
+      break; /* stopped */
+    weft_gpu_event *ev = x->wait_req;
+    x->wait_req = NULL;
+    x->wait_busy = true;
+    x->wait_cur = ev;
+    pthread_mutex_unlock(&x->poll_lock);
+    /* Its outcome is the sweep's to read (the word, or the event's query):
+     * this only ends the completion thread's park. Events are destroyed
+     * only after this thread is joined (executor.c, x_close). */
+    (void)weft_gpu_event_sync(x->b, ev);
     pthread_mutex_lock(&x->poll_lock);
+    x->wait_busy = false;
+    x->wait_cur = NULL;
+    x->wait_returns++;
+    pthread_cond_signal(&x->poll_cond);
   }
   pthread_mutex_unlock(&x->poll_lock);
   return NULL;
@@ -159,21 +204,34 @@ static void *poller_main(void *arg)
 
 int weft_gpu_poller_start(weft_gpu_exec *x)
 {
-  int rc = weft_thread_create(&x->poller, NULL, poller_main, x);
-  if (rc)
-    return WEFT_EAGAIN; /* errno from pthread_create */
+  if (x->completion != WEFT_GPU_COMPLETION_EVENT) {
+    if (weft_thread_create(&x->waiter, NULL, waiter_main, x))
+      return WEFT_EAGAIN; /* errno from pthread_create */
+    x->waiter_started = true;
+  }
+  if (weft_thread_create(&x->poller, NULL, poller_main, x)) {
+    weft_gpu_poller_stop(x); /* the waiter */
+    return WEFT_EAGAIN;
+  }
   x->poller_started = true;
   return 0;
 }
 
 void weft_gpu_poller_stop(weft_gpu_exec *x)
 {
-  if (!x->poller_started)
+  if (!x->poller_started && !x->waiter_started)
     return;
   pthread_mutex_lock(&x->poll_lock);
   x->poll_stop = true;
   pthread_cond_signal(&x->poll_cond);
+  pthread_cond_broadcast(&x->wait_cond);
   pthread_mutex_unlock(&x->poll_lock);
-  pthread_join(x->poller, NULL);
-  x->poller_started = false;
+  if (x->poller_started)
+    pthread_join(x->poller, NULL);
+  if (x->waiter_started)
+    pthread_join(x->waiter, NULL);
+  x->poller_started = x->waiter_started = false;
+  pthread_mutex_lock(&x->poll_lock);
+  x->poll_stop = false; /* a failed start is tried again by a later submit */
+  pthread_mutex_unlock(&x->poll_lock);
 }

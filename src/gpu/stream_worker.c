@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/error.h"
+#include "common/tunables.h"
 #include "gpu/gpu.h"
 
 void weft_gpu_fail_submitted(weft_exec_op *op, int status)
@@ -81,7 +82,29 @@ static void run_one(weft_gpu_worker *w, weft_exec_op *op)
     return;
   }
   weft_exec_op_launched(op, status);
+  st->seq = ++lane->seq; /* before the append publishes st */
   weft_gpu_poller_add(x, lane, st);
+  if (x->completion == WEFT_GPU_COMPLETION_HOSTWORD && lane->seq - lane->written >= WEFT_GPU_WORD_BATCH)
+    weft_gpu_lane_flush_word(x, lane);
+}
+
+void weft_gpu_lane_flush_word(weft_gpu_exec *x, weft_gpu_lane *lane)
+{
+  if (lane->seq == lane->written)
+    return;
+  /* A failed write (logged by the backend) leaves those operators to the
+   * completion thread's overdue query of their events. */
+  (void)weft_gpu_stream_write_word(x->b, lane->stream, &lane->word, lane->seq);
+  lane->written = lane->seq;
+}
+
+/* Before the worker sleeps: every launched operator's word is on its way. */
+static void flush_words(weft_gpu_worker *w)
+{
+  if (w->x->completion != WEFT_GPU_COMPLETION_HOSTWORD)
+    return;
+  for (int l = 0; l < (w->kind == WEFT_GPU_COPY ? 2 : 1); l++)
+    weft_gpu_lane_flush_word(w->x, &w->lane[l]);
 }
 
 static void *worker_main(void *arg)
@@ -98,6 +121,11 @@ static void *worker_main(void *arg)
   weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {
     pthread_mutex_lock(&w->lock);
+    if (weft_fifo_empty(&w->queue)) { /* about to sleep: words first */
+      pthread_mutex_unlock(&w->lock);
+      flush_words(w);
+      pthread_mutex_lock(&w->lock);
+    }
     while (weft_fifo_empty(&w->queue) && !w->stop)
       pthread_cond_wait(&w->cond, &w->lock);
     weft_fifo_node *node = weft_fifo_pop(&w->queue);

@@ -612,6 +612,8 @@ Test(gpu_engine, malformed_environment, .init = setup, .timeout = TU_TIMEOUT(30)
       {"WEFT_GPU_COPY_WORKERS", "-1"}, {"WEFT_GPU_COPY_WORKERS", "99999"},
       {"WEFT_GPU_WATCHDOG_MS", "soon"}, {"WEFT_GPU_BACKEND", "opencl"},
       {"WEFT_GPU_HOST_DEVICES", "0"},
+      /* last, in this order: setup() leaves these two set */
+      {"WEFT_GPU_SPIN_US", "-5"},      {"WEFT_GPU_COMPLETION", "polling"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     setup();
@@ -687,6 +689,61 @@ Test(gpu_engine, an_idle_executor_burns_no_cpu_and_starts_threads_lazily, .init 
   cr_assert_leq(after - before, 2, "the idle poller used %ld ticks in 0.5 s", after - before);
   cr_assert_eq(te_free(&t), 0);
   cr_assert_eq(tu_threads_named("weft-gpu-poll"), 0, "the poller outlived the engine");
+}
+
+/* A long device operation (0.4 s) costs the completion thread next to no
+ * CPU in the hostword and blocking modes: after its spin it blocks, its
+ * waiter sleeping in event_sync. The CPU successor still starts once the
+ * work completed. (The event mode's back-off sleeps cost a little: logged,
+ * not checked.) */
+static void long_item(void *arg)
+{
+  tu_sleep_us(400000);
+  atomic_store((atomic_int *)arg, 1);
+}
+
+static int long_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, long_item, arg);
+}
+
+static int after_long_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  TU_CHECK(atomic_load((atomic_int *)arg) == 1, "a CPU successor ran before the device work");
+  return 0;
+}
+
+static long completion_ticks(void)
+{
+  long poll = thread_ticks("weft-gpu-poll"), wait = thread_ticks("weft-gpu-wait");
+  return (poll > 0 ? poll : 0) + (wait > 0 ? wait : 0);
+}
+
+Test(gpu_engine, a_long_device_op_costs_the_completion_thread_no_cpu, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  const char *mode = getenv("WEFT_GPU_COMPLETION");
+  bool event_mode = mode && !strcmp(mode, "event");
+  te t = te_new(NULL, 1, 0);
+  weft_var *v = te_var(t.eng);
+  atomic_int done = 0;
+  cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, v), 0); /* starts the threads */
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(tu_threads_named("weft-gpu-wait"), event_mode ? 0 : 1,
+               "a waiter thread in the hostword and blocking modes only");
+  long before = completion_ticks();
+  cr_assert_eq(push_rw(t.eng, gpu_desc(long_fn, &done, 0), NULL, v), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(after_long_fn, &done), v, NULL), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  long used = completion_ticks() - before;
+  cr_log_info("mode %s: the completion threads used %ld ticks during a 0.4 s device op",
+              mode ? mode : "hostword", used);
+  if (!event_mode)
+    cr_assert_leq(used, 5, "the completion threads used %ld ticks (of 40) during a 0.4 s op",
+                  used);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
 }
 
 Test(gpu_engine, events_are_reused, .init = setup, .timeout = TU_TIMEOUT(60))
