@@ -269,9 +269,9 @@ static void b1_run(const b1_backend *be, int n, b1_layout layout)
               atomic_load(&fail.stream), atomic_load(&sh->trap.ran) ? "ran" : "never ran",
               teardown, errlog);
 
-  cr_expect(reading, "the readers were not all reading within %.0f s (launched, started)",
+  cr_assert(reading, "the readers were not all reading within %.0f s (launched, started)",
             TU_DEADLINE_S);
-  cr_expect_eq(early, 0,
+  cr_assert_eq(early, 0,
                "%d of %d buffers released early: a CPU writer ran while its reader, on another "
                "stream of the failed device, could still read:%s",
                early, n, why);
@@ -279,10 +279,10 @@ static void b1_run(const b1_backend *be, int n, b1_layout layout)
   void *fs = atomic_load(&fail.stream);
   for (int i = 0; i < n; i++) {
     void *s = atomic_load(&b[i].stream);
-    cr_expect(s && s != fs, "reader %d ran on the failing op's stream (%p): placement changed "
+    cr_assert(s && s != fs, "reader %d ran on the failing op's stream (%p): placement changed "
               "(choose_lane), the scenario no longer tests B1", i, s);
     for (int k = 0; k < i; k++)
-      cr_expect(layout == B1_SPREAD ? s != atomic_load(&b[k].stream)
+      cr_assert(layout == B1_SPREAD ? s != atomic_load(&b[k].stream)
                                     : s == atomic_load(&b[k].stream),
                 "readers %d and %d: %s (placement changed: choose_lane)", k, i,
                 layout == B1_SPREAD ? "one stream, expected a stream each"
@@ -290,29 +290,29 @@ static void b1_run(const b1_backend *be, int n, b1_layout layout)
   }
   /* Every operator accounted for. */
   for (int i = 0; i < n; i++) {
-    cr_expect_eq(atomic_load(&b[i].reads), 1, "reader %d's fn ran %d times", i,
+    cr_assert_eq(atomic_load(&b[i].reads), 1, "reader %d's fn ran %d times", i,
                  atomic_load(&b[i].reads));
-    cr_expect_eq(atomic_load(&b[i].writes), 1, "writer %d ran %d times", i,
+    cr_assert_eq(atomic_load(&b[i].writes), 1, "writer %d ran %d times", i,
                  atomic_load(&b[i].writes));
-    cr_expect_eq(rc_buf[i], 0, "buffer %d (its writer's var) = %d (%s)", i, rc_buf[i],
+    cr_assert_eq(rc_buf[i], 0, "buffer %d (its writer's var) = %d (%s)", i, rc_buf[i],
                  weft_strerror(rc_buf[i]));
   }
-  cr_expect_eq(atomic_load(&fail.runs), 1, "the failing op's fn ran %d times",
+  cr_assert_eq(atomic_load(&fail.runs), 1, "the failing op's fn ran %d times",
                atomic_load(&fail.runs));
-  cr_expect(atomic_load(&sh->trap.ran), "the failing work never ran on the device");
-  cr_expect_eq(atomic_load(&skipped_runs), 0, "the failing op's CPU reader ran");
-  cr_expect_eq(atomic_load(&late_runs), 0, "a GPU op ran on the failed device");
-  cr_expect_eq(rc_f, WEFT_EDEVICE, "the failing op's var = %d (%s)", rc_f, weft_strerror(rc_f));
-  cr_expect_eq(rc_after, WEFT_EDEVICE, "its reader's var = %d (%s)", rc_after,
+  cr_assert(atomic_load(&sh->trap.ran), "the failing work never ran on the device");
+  cr_assert_eq(atomic_load(&skipped_runs), 0, "the failing op's CPU reader ran");
+  cr_assert_eq(atomic_load(&late_runs), 0, "a GPU op ran on the failed device");
+  cr_assert_eq(rc_f, WEFT_EDEVICE, "the failing op's var = %d (%s)", rc_f, weft_strerror(rc_f));
+  cr_assert_eq(rc_after, WEFT_EDEVICE, "its reader's var = %d (%s)", rc_after,
                weft_strerror(rc_after));
-  cr_expect_eq(rc_late, WEFT_EDEVICE, "the later GPU op's var = %d (%s)", rc_late,
+  cr_assert_eq(rc_late, WEFT_EDEVICE, "the later GPU op's var = %d (%s)", rc_late,
                weft_strerror(rc_late));
-  cr_expect(rc_a == 0 || rc_a == WEFT_EDEVICE, "the anchor reader's var = %d (%s)", rc_a,
+  cr_assert(rc_a == 0 || rc_a == WEFT_EDEVICE, "the anchor reader's var = %d (%s)", rc_a,
             weft_strerror(rc_a));
-  cr_expect_eq(rc_all, WEFT_EDEVICE, "weft_wait_all = %d (%s)", rc_all, weft_strerror(rc_all));
-  cr_expect_eq(rc_all2, 0, "the failure was reported twice (second weft_wait_all = %d)", rc_all2);
-  cr_expect_eq(rc_free, 0, "weft_engine_destroy = %d (%s)", rc_free, weft_strerror(rc_free));
-  cr_expect(tu_line_has_all(errlog, "weft: ", be->log_needle, NULL),
+  cr_assert_eq(rc_all, WEFT_EDEVICE, "weft_wait_all = %d (%s)", rc_all, weft_strerror(rc_all));
+  cr_assert_eq(rc_all2, 0, "the failure was reported twice (second weft_wait_all = %d)", rc_all2);
+  cr_assert_eq(rc_free, 0, "weft_engine_destroy = %d (%s)", rc_free, weft_strerror(rc_free));
+  cr_assert(tu_line_has_all(errlog, "weft: ", be->log_needle, NULL),
             "no \"weft: \" log line naming the device error (%s): \"%s\"", be->log_needle,
             errlog);
   tu_assert_no_errors();

@@ -54,7 +54,7 @@ static void *cuda_alloc(size_t bytes)
   void *p = NULL;
   cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocMapped);
   if (err != cudaSuccess) {
-    cr_log_error("cudaHostAlloc(%zu, mapped): %s", bytes, cudaGetErrorName(err));
+    cr_log_warn("cudaHostAlloc(%zu, mapped): %s", bytes, cudaGetErrorName(err));
     return NULL;
   }
   memset(p, 0, bytes);
