@@ -459,7 +459,8 @@ pack)
     "$([ -x "$bundle/ompi/bin/mpirun" ] && echo "Open MPI ($(du -sh "$bundle/ompi" | cut -f1))" || echo "no Open MPI")"
   echo "device.sh: CUDA programs: $(cd "$bundle" && ls -d tests/test_gpu_cuda* examples/gpu_cuda_streams \
     examples/cholesky_gpu bench/bench_gpu 2>/dev/null | tr '\n' ' ')"
-  echo "device.sh: left to the device (CUDA math libraries): $(tr '\n' ' ' <"$bundle/device-libs")"
+  echo "device.sh: left to the device (CUDA math libraries):" \
+    "$([ -s "$bundle/device-libs" ] && tr '\n' ' ' <"$bundle/device-libs" || echo "none (no program needs one)")"
   ;;
 check)
   check
