@@ -6,13 +6,16 @@
 #       bench on, MPI on; WEFT_DEVICE_BUILDDIR names another directory,
 #       WEFT_BUILD_JOBS ninja's -j), copies its bench executables, the
 #       Cholesky example and its peers, the MPI Cholesky and ping-pong, the
-#       CUDA conformance suite (when this machine has the toolkit), libweft,
-#       libweft_mpi, Open MPI (below), StarPU-MPI's mpi_cholesky and every
-#       shared library they load that is not glibc's own into BUNDLE (default
-#       .dev/bundle, ignored by git), then runs the bundle's check.
+#       CUDA programs (when this machine has the toolkit: the conformance
+#       suite, bug B1's suite, examples gpu_cuda_streams and cholesky_gpu,
+#       bench_gpu; each when built), libweft, libweft_mpi, Open MPI (below),
+#       StarPU-MPI's mpi_cholesky and every shared library they load that is
+#       neither glibc's own nor a CUDA math library (below) into BUNDLE
+#       (default .dev/bundle, ignored by git), then runs the bundle's check.
 #   scripts/device.sh check [BUNDLE]        either side: every executable of
 #       the bundle loads every library from the bundle, except glibc's own
-#       (ldd, with the bundle's LD_LIBRARY_PATH); exit 1 and the culprit if not.
+#       and the CUDA math libraries (ldd, with the bundle's LD_LIBRARY_PATH);
+#       exit 1 and the culprit if not.
 #   scripts/device.sh run [BUNDLE] [ARGS]   there: the check, then
 #       bench/run.py --builddir BUNDLE ARGS (the tree's own run.py, which the
 #       device's copy of the working tree has; default: the dependency lists
@@ -39,8 +42,33 @@
 #       (the trials lengthen every section).
 #   The bundle is carried packed (pack writes BUNDLE.tar.xz, ~17 MB):
 #       carry .dev/bundle.tar.xz; there: tar xJf .dev/bundle.tar.xz -C .dev
-#   scripts/device.sh gpu [BUNDLE]          there: nvidia-smi's view of the
-#       device, then the cuda backend's conformance suite on it.
+#   scripts/device.sh gpu [BUNDLE] [--dry] [--log FILE]
+#       there, the one device call of the GPU work (under 9 minutes: each
+#       step has a timeout, the whole a deadline, WEFT_DEVICE_GPU_S, 530 s):
+#       nvidia-smi's view of the device; the CUDA math libraries the bundle
+#       leaves to the device (below), found and put on LD_LIBRARY_PATH after
+#       the bundle's lib; then, each step's exit status reported and the
+#       next run after a failure: the cuda backend's conformance suite (40 s)
+#       and bug B1 on CUDA (tests/gpu/test_cuda_faults.c) once per
+#       WEFT_GPU_COMPLETION mode, hostword, event and blocking (20 s each);
+#       the CUDA examples, gpu_cuda_streams and cholesky_gpu (15 s each);
+#       bench_gpu, full (240 s); bench/run_cholesky_gpu.py (what is left, at
+#       most 120 s). One report at the end; exit 1 if a step failed or timed
+#       out. A program the bundle lacks is reported "not in the bundle: not
+#       built" (bench_gpu and cholesky_gpu come from their own branches).
+#       --dry: here, without a GPU: every step once, small (bench_gpu
+#       --quick, run_cholesky_gpu.py --quick when it takes it); the CUDA
+#       programs exit 77, reported "skipped: no GPU". --log FILE: the whole
+#       output also goes to FILE (the report is its tail).
+#
+# The CUDA math libraries (cuBLAS, cuBLASLt, cuSOLVER, cuSPARSE, nvJitLink,
+# ...: hundreds of MB) are not carried: the device has them, in its CUDA
+# toolkit or in Python's nvidia-* wheels (PyTorch, CuPy). pack lists the
+# sonames the bundle needs in BUNDLE/device-libs; gpu looks for each in
+# WEFT_CUDA_LIBDIRS (colon-separated, first), /usr/local/cuda/lib64,
+# /usr/local/cuda-*/lib64 and lib, python3's site-packages (nvidia/*/lib,
+# torch/lib), the loader's cache, then a find under /opt, /usr and the home
+# directories (20 s at most), and says which directory it used for each.
 #
 # Open MPI is carried as Debian installs it (openmpi-bin 4.1): mpirun, the
 # plugins it and the ranks dlopen, its help texts and Debian's MCA defaults,
@@ -56,14 +84,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-}
-bundle=${2:-.dev/bundle}
-[ $# -ge 2 ] && shift 2 || shift $#
+[ $# -eq 0 ] || shift
+bundle=.dev/bundle # unless named (an option is not a bundle: "gpu --dry")
+if [ $# -gt 0 ] && [[ $1 != -* ]]; then
+  bundle=$1
+  shift
+fi
 
 # glibc's own libraries: present on any Linux machine that runs our binaries
 glibc_re='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv)[.-]'
+# the CUDA math libraries: found on the device (the header), never carried
+cuda_math_re='^lib(cublas|cublasLt|cusolver|cusolverMg|cusparse|cufft|cufftw|curand|nvJitLink|nvrtc|nvblas)[.]so'
+# what gpu looks for when the bundle names none (cholesky_gpu's, with CUDA 13)
+cuda_math_default=(libcublas.so.13 libcublasLt.so.13 libcusolver.so.12 libcusparse.so.12
+  libnvJitLink.so.13)
 bins=(bench_weft bench_tbb bench_gomp bench_omp_clang bench_serial bench_xfer bench_skeleton
   bench_cholesky_gomp bench_cholesky_omp_clang bench_cholesky_tbb bench_xnnpack
-  bench_mpi_pingpong)
+  bench_mpi_pingpong bench_gpu)
 # weft's pthreadpool drop-in, beside bench_xnnpack (run_pthreadpool.py finds it here)
 dropin=src/compat/pthreadpool/libpthreadpool.so.0
 # the Open MPI plugins left out of the bundle: those that load these (see above)
@@ -81,6 +118,7 @@ check() {
     local name arrow path
     while read -r name arrow path _; do
       [[ $name =~ $glibc_re ]] && continue
+      [[ $name =~ $cuda_math_re ]] && continue # the device's own (gpu: cuda_libs)
       [ "$arrow" = "=>" ] || continue
       case "$path" in
       "$root"/*) ;;
@@ -153,6 +191,212 @@ mpi_section() {
   ) || echo "== MPI: exit $?"
 }
 
+# ------------------------------------------------------------ gpu's parts
+
+# The directories where python3's packages may hold the CUDA math libraries:
+# the nvidia-* wheels (nvidia/<lib>/lib; CUDA 13's: nvidia/cu13/lib) and
+# torch/lib, on every site-packages python3 knows.
+python_cuda_dirs() {
+  command -v python3 >/dev/null || return 0
+  timeout 15 python3 - <<'PY' 2>/dev/null || true
+import glob, os, site, sys
+roots = []
+try:
+    import nvidia  # a namespace package: one path per site-packages
+    roots += [os.path.dirname(p) for p in nvidia.__path__]
+except Exception:
+    pass
+try:
+    roots += site.getsitepackages() + [site.getusersitepackages()]
+except Exception:
+    pass
+roots += [p for p in sys.path if p.endswith("-packages")]
+seen = set()
+for r in roots:
+    for d in sorted(glob.glob(os.path.join(r, "nvidia", "*", "lib"))) + [os.path.join(r, "torch", "lib")]:
+        if os.path.isdir(d) and d not in seen:
+            seen.add(d)
+            print(d)
+PY
+}
+
+# Finds each CUDA math library the bundle needs (BUNDLE/device-libs, the
+# header) and puts the directories after the bundle's lib on
+# LD_LIBRARY_PATH; says where each was found, or what is there instead.
+# Sets cuda_libs_status for the report.
+cuda_libs() {
+  local want=() cands=() dirs=() missing=() s d hit ldc
+  [ ! -s "$bundle/device-libs" ] || mapfile -t want <"$bundle/device-libs"
+  if [ ${#want[@]} -eq 0 ]; then
+    echo "no program of the bundle needs one (no cholesky_gpu); looking for CUDA 13's anyway"
+    want=("${cuda_math_default[@]}")
+  fi
+  [ -z "${WEFT_CUDA_LIBDIRS:-}" ] || IFS=: read -r -a cands <<<"$WEFT_CUDA_LIBDIRS"
+  cands+=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib)
+  mapfile -t -O ${#cands[@]} cands < <(ls -d /usr/local/cuda-*/lib64 /usr/local/cuda-*/lib 2>/dev/null |
+    sort -rV)
+  mapfile -t -O ${#cands[@]} cands < <(python_cuda_dirs)
+  ldc=$( (command -v ldconfig || echo /sbin/ldconfig) | head -1)
+  for s in "${want[@]}"; do
+    hit=
+    for d in "${cands[@]}"; do
+      if [ -e "$d/$s" ]; then
+        hit=$d
+        break
+      fi
+    done
+    if [ -z "$hit" ]; then # the loader's cache (added all the same: it says where)
+      hit=$("$ldc" -p 2>/dev/null | awk -v s="$s" '$1 == s {print $NF}' | head -1) || true
+      hit=${hit%/*}
+    fi
+    if [ -n "$hit" ]; then
+      echo "$s: $hit"
+      [[ " ${dirs[*]} " == *" $hit "* ]] || dirs+=("$hit")
+    else
+      missing+=("$s")
+    fi
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    local expr=() f
+    for s in "${missing[@]}"; do expr+=(-o -name "${s%%.so*}.so*"); done
+    echo "searching /opt /usr /home /root for ${missing[*]} (20 s at most)"
+    mapfile -t f < <(timeout 20 find /opt /usr /home /root -xdev \( "${expr[@]:1}" \) \
+      \( -type f -o -type l \) 2>/dev/null | sort)
+    for s in "${missing[@]}"; do
+      hit=$(printf '%s\n' "${f[@]}" | awk -v s="$s" '{n = split($0, p, "/")} p[n] == s' | head -1) ||
+        true
+      if [ -n "$hit" ]; then
+        echo "$s: ${hit%/*}"
+        [[ " ${dirs[*]} " == *" ${hit%/*} "* ]] || dirs+=("${hit%/*}")
+      else
+        echo "$s: NOT FOUND; other versions here: $(printf '%s\n' "${f[@]}" |
+          grep -F "/${s%%.so*}.so" | head -3 | tr '\n' ' ')"
+      fi
+    done
+  fi
+  local root joined
+  root=$(realpath "$bundle")
+  joined=$(IFS=:; echo "${dirs[*]}")
+  # after the bundle's lib (set first by gpu), before the rest
+  [ ${#dirs[@]} -eq 0 ] || export LD_LIBRARY_PATH="$root/lib:$joined${LD_LIBRARY_PATH#"$root/lib"}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  # what still does not load (the header: the bundle's check left these out)
+  local bad=() b
+  for b in "$bundle"/tests/* "$bundle"/examples/* "$bundle"/bench/*; do
+    [ -f "$b" ] && [ -x "$b" ] || continue
+    if ldd "$b" 2>/dev/null | grep 'not found' >/dev/null; then # (no -q: pipefail, SIGPIPE)
+      bad+=("${b#"$bundle"/}: $(ldd "$b" | awk '/not found/ {print $1}' | tr '\n' ' ')")
+    fi
+  done
+  if [ ${#bad[@]} -eq 0 ]; then
+    cuda_libs_status="found: ${dirs[*]:-nothing to add}"
+  else
+    printf 'does not load: %s\n' "${bad[@]}"
+    cuda_libs_status="MISSING for ${bad[*]}"
+  fi
+  [ ${#missing[@]} -eq 0 ] || cuda_libs_status+=" (searched for: ${missing[*]})"
+}
+
+# One step of gpu: NAME, LIMIT (s), a command. Runs it under timeout (the
+# deadline may shorten the limit), prints its exit status, adds a line to
+# the report; never stops the script.
+gpu_report=()
+gpu_failed=0
+gpu_step() {
+  local name=$1 limit=$2 rc status left t0
+  shift 2
+  left=$((gpu_deadline - SECONDS))
+  [ "$limit" -le "$left" ] || limit=$left
+  if [ "$limit" -lt 5 ]; then
+    gpu_note "$name" "NOT RUN: out of time (WEFT_DEVICE_GPU_S)"
+    gpu_failed=1
+    return 0
+  fi
+  echo "== $name (at most ${limit} s): $*"
+  t0=$SECONDS
+  set +e
+  timeout -k 5 "$limit" "$@"
+  rc=$?
+  set -e
+  case $rc in
+  0) status=ok ;;
+  77) status="skipped: no GPU" ;;
+  124 | 137) status="TIMED OUT after ${limit} s" gpu_failed=1 ;;
+  *) status="FAILED (exit $rc)" gpu_failed=1 ;;
+  esac
+  echo "== $name: $status"
+  gpu_report+=("$(printf '%-44s %-26s %4d s' "$name" "$status" $((SECONDS - t0)))")
+}
+
+gpu_note() { # NAME WHY: a step that does not run
+  echo "== $1: $2"
+  gpu_report+=("$(printf '%-44s %s' "$1" "$2")")
+}
+
+# gpu's body (the header), after its arguments: exit 1 if a step failed.
+gpu_main() {
+  gpu_deadline=$((SECONDS + ${WEFT_DEVICE_GPU_S:-530}))
+  check || exit 1 # (errexit does not hold in gpu's pipeline with tee)
+  export LD_LIBRARY_PATH="$(realpath "$bundle")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "== device.sh gpu${dry:+ $dry}, $(date -u '+%Y-%m-%d %H:%M UTC'), built from $(cat "$bundle/commit")"
+  if command -v nvidia-smi >/dev/null; then
+    timeout 10 nvidia-smi || echo "nvidia-smi: exit $?"
+    gpu_device=$(timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
+      --format=csv,noheader 2>&1 | head -4 | tr '\n' ';') || true
+  else
+    gpu_device="no nvidia-smi on this machine (no GPU here)"
+  fi
+  echo "device: $gpu_device"
+  echo "== the CUDA math libraries"
+  cuda_libs_status=
+  cuda_libs
+  # The suite (one process per test, the tests in parallel) and bug B1,
+  # once per completion mode (one test at a time: each traps its context).
+  run_bin() { # NAME LIMIT PATH ARGS...: a program of the bundle, if there
+    local name=$1 limit=$2 path=$3
+    shift 3
+    if [ -x "$bundle/$path" ]; then
+      gpu_step "$name" "$limit" "$bundle/$path" "$@"
+    else
+      gpu_note "$name" "not in the bundle: not built"
+    fi
+  }
+  run_bin "CUDA conformance suite" 40 tests/test_gpu_cuda --verbose -j4
+  for mode in hostword event blocking; do
+    if [ -x "$bundle/tests/test_gpu_cuda_faults" ]; then
+      gpu_step "bug B1, WEFT_GPU_COMPLETION=$mode" 20 \
+        env WEFT_GPU_COMPLETION=$mode "$bundle/tests/test_gpu_cuda_faults" --verbose -j1
+    else
+      gpu_note "bug B1, WEFT_GPU_COMPLETION=$mode" "not in the bundle: not built"
+    fi
+  done
+  run_bin "examples/gpu_cuda_streams 32 8" 15 examples/gpu_cuda_streams 32 8
+  run_bin "examples/cholesky_gpu" 15 examples/cholesky_gpu
+  if [ -n "$dry" ]; then
+    run_bin "bench_gpu --quick" 60 bench/bench_gpu --quick
+  else
+    run_bin "bench_gpu" 240 bench/bench_gpu
+  fi
+  chol=(python3 -u bench/run_cholesky_gpu.py --builddir "$bundle")
+  if [ ! -f bench/run_cholesky_gpu.py ]; then
+    gpu_note "run_cholesky_gpu.py" "not in the tree: not merged"
+  elif [ ! -x "$bundle/examples/cholesky_gpu" ]; then
+    gpu_note "run_cholesky_gpu.py" "not run: examples/cholesky_gpu not in the bundle"
+  else
+    # --dry: its small run, if it has one
+    if [ -n "$dry" ] && [[ $(timeout 10 "${chol[@]}" --help 2>&1) == *--quick* ]]; then
+      chol+=(--quick)
+    fi
+    gpu_step "run_cholesky_gpu.py${dry:+ (small)}" 120 "${chol[@]}"
+  fi
+  echo
+  echo "== device.sh gpu${dry:+ $dry}: report (built from $(cat "$bundle/commit"), $SECONDS s)"
+  echo "device: $gpu_device"
+  echo "CUDA math libraries: $cuda_libs_status"
+  printf '%s\n' "${gpu_report[@]}"
+  exit $gpu_failed
+}
+
 case "$cmd" in
 pack)
   scripts/deps.sh bench
@@ -161,7 +405,8 @@ pack)
   scripts/meson-setup.sh "$builddir" -Dtests=enabled -Dbench=true -Dmpi=enabled >/dev/null
   targets=()
   for b in "${bins[@]}"; do targets+=("bench/$b"); done
-  targets+=(examples/cholesky examples/cholesky_mpi tests/test_gpu_cuda "$dropin")
+  targets+=(examples/cholesky examples/cholesky_mpi tests/test_gpu_cuda tests/test_gpu_cuda_faults
+    examples/gpu_cuda_streams examples/cholesky_gpu "$dropin")
   known=$(ninja -C "$builddir" -t targets all | cut -d: -f1)
   want=()
   for t in "${targets[@]}"; do
@@ -190,9 +435,14 @@ pack)
   fi
   # (each of these may be absent: no Open MPI, PMIx plugins or StarPU-MPI here)
   found+=($(find "$bundle/ompi" "$bundle/pmix" "$bundle/starpu" -type f \( -name '*.so' -o -perm -u+x \) 2>/dev/null || true))
+  : >"$bundle/device-libs"
   { ldd "${found[@]}" 2>/dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
     while read -r name path; do
       [[ $name =~ $glibc_re ]] && continue
+      if [[ $name =~ $cuda_math_re ]]; then # too large to carry: the device has them
+        echo "$name" >>"$bundle/device-libs"
+        continue
+      fi
       [[ $path == "$PWD/$builddir/"* ]] && continue # libweft, copied above
       [ -e "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
     done
@@ -207,6 +457,10 @@ pack)
     "$(cat <(ls "$bundle/bench") <(ls "$bundle/examples") <(ls "$bundle/tests") | wc -l) executables," \
     "$(ls "$bundle/lib" | wc -l) libraries," \
     "$([ -x "$bundle/ompi/bin/mpirun" ] && echo "Open MPI ($(du -sh "$bundle/ompi" | cut -f1))" || echo "no Open MPI")"
+  echo "device.sh: CUDA programs: $(cd "$bundle" && ls -d tests/test_gpu_cuda* examples/gpu_cuda_streams \
+    examples/cholesky_gpu bench/bench_gpu 2>/dev/null | tr '\n' ' ')"
+  echo "device.sh: left to the device (CUDA math libraries):" \
+    "$([ -s "$bundle/device-libs" ] && tr '\n' ' ' <"$bundle/device-libs" || echo "none (no program needs one)")"
   ;;
 check)
   check
@@ -271,12 +525,25 @@ cpu)
   fi
   ;;
 gpu)
-  check
-  export LD_LIBRARY_PATH="$(realpath "$bundle")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  echo "== device.sh gpu, $(date -u '+%Y-%m-%d %H:%M UTC'), built from $(cat "$bundle/commit")"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || echo "nvidia-smi: exit $?"
-  [ -x "$bundle/tests/test_gpu_cuda" ] || { echo "device.sh: no CUDA suite in the bundle (no toolkit at pack time)" >&2; exit 1; }
-  "$bundle/tests/test_gpu_cuda" --verbose -j4
+  dry= log=
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --dry) dry=--dry ;;
+    --log) log=${2:?device.sh gpu: --log takes a file}; shift ;;
+    *) echo "device.sh gpu: unknown argument $1 (gpu [BUNDLE] [--dry] [--log FILE])" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  if [ -z "$log" ]; then
+    gpu_main
+  else # everything to the file as well (the report is its tail)
+    set +e
+    gpu_main 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    echo "the whole output: $log"
+    exit "$rc"
+  fi
   ;;
 *)
   awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2

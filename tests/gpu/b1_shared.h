@@ -1,0 +1,59 @@
+/*
+ * Bug B1's shared words (b1.h): what a reading "kernel" and the host both
+ * reach. On CUDA they live in pinned host memory mapped into the device, so
+ * the host sees each of the kernel's observations as it makes it, and a CPU
+ * operator's overwrite of the buffer reaches the kernel's next read. Seen by
+ * C (the tests: C11 atomics, which TSan understands in the host variant) and
+ * by nvcc's C++ (fault_kernels.cu: volatile words, each access a fresh load
+ * or store over the bus); an _Atomic int or unsigned long long has the size
+ * and alignment of the plain type on the ABIs we build for (checked below).
+ */
+#ifndef WEFT_TESTS_GPU_B1_SHARED_H
+#define WEFT_TESTS_GPU_B1_SHARED_H
+
+#ifdef __cplusplus
+#define B1_WORD(T) volatile T
+#else
+#include <stdatomic.h>
+#define B1_WORD(T) _Atomic T
+#endif
+
+/* The buffer's value while its reader may read it, and its writer's value. */
+#define B1_CANARY 42
+#define B1_OVERWRITTEN 7
+
+typedef struct b1_reader {
+  B1_WORD(int) canary;   /* the buffer: B1_CANARY until its writer overwrites it */
+  B1_WORD(int) started;  /* the reader set it on entry */
+  B1_WORD(int) finished; /* set on a normal exit (its time was up, or stop): a
+                            kernel killed by the device error never sets it */
+  B1_WORD(int) stop;     /* the host asks the reader to end now */
+  B1_WORD(int) bad;      /* reads that saw a canary other than B1_CANARY */
+  int pad;
+  B1_WORD(unsigned long long) beats;     /* reads so far: the reader's heartbeat */
+  B1_WORD(unsigned long long) first_bad; /* beats at the first bad read */
+} b1_reader;
+
+typedef struct b1_trap {
+  B1_WORD(int) ran; /* the failing work started (set just before it fails) */
+  int pad;
+} b1_trap;
+
+#ifndef __cplusplus
+_Static_assert(sizeof(b1_reader) == 40 && sizeof(b1_trap) == 8,
+               "b1_shared.h: C and nvcc's C++ must lay the words out alike");
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* fault_kernels.cu's launchers: each enqueues one single-thread kernel on
+ * stream s (a cudaStream_t) and returns the launch's cudaError_t (0: done).
+ * r and t are device addresses of mapped host memory. */
+int weft_test_b1_read(b1_reader *r, long long max_ns, void *s);
+int weft_test_b1_trap(b1_trap *t, void *s);
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TESTS_GPU_B1_SHARED_H */

@@ -1,0 +1,64 @@
+/*
+ * Kernels of the CUDA fault suite (test_cuda_faults.c, b1.h): a reader that
+ * keeps reading a buffer (a canary in mapped host memory) and records every
+ * observation, and a kernel that fails the device (__trap: a sticky error,
+ * which aborts every kernel of the context, the other streams' included).
+ */
+#include <cuda_runtime.h>
+
+#include "b1_shared.h"
+
+static __device__ unsigned long long b1_ns(void)
+{
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/* Reads r->canary until r->stop or max_ns of the GPU's global timer: each
+ * read counts a beat, a read that sees the buffer overwritten counts as
+ * bad. The fences push each record out to host memory at once, so the
+ * host sees the kernel alive (beats moving) for as long as it runs. */
+__global__ void weft_test_b1_read_kernel(b1_reader *r, long long max_ns)
+{
+  unsigned long long t0 = b1_ns(), beats = 0;
+  r->started = 1;
+  __threadfence_system();
+  for (;;) {
+    int c = r->canary;
+    beats++;
+    if (c != B1_CANARY) {
+      int bad = r->bad;
+      if (bad == 0)
+        r->first_bad = beats;
+      r->bad = bad + 1;
+    }
+    r->beats = beats;
+    __threadfence_system();
+    if (r->stop || (long long)(b1_ns() - t0) > max_ns)
+      break;
+  }
+  r->finished = 1;
+  __threadfence_system();
+}
+
+/* Says it ran, then fails the device: the trap is a sticky error of the
+ * context (every later CUDA call of the process reports it). */
+__global__ void weft_test_b1_trap_kernel(b1_trap *t)
+{
+  t->ran = 1;
+  __threadfence_system();
+  __trap();
+}
+
+extern "C" int weft_test_b1_read(b1_reader *r, long long max_ns, void *s)
+{
+  weft_test_b1_read_kernel<<<1, 1, 0, (cudaStream_t)s>>>(r, max_ns);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int weft_test_b1_trap(b1_trap *t, void *s)
+{
+  weft_test_b1_trap_kernel<<<1, 1, 0, (cudaStream_t)s>>>(t);
+  return (int)cudaGetLastError();
+}
