@@ -39,8 +39,10 @@
 #       (the trials lengthen every section).
 #   The bundle is carried packed (pack writes BUNDLE.tar.xz, ~17 MB):
 #       carry .dev/bundle.tar.xz; there: tar xJf .dev/bundle.tar.xz -C .dev
-#   scripts/device.sh gpu [BUNDLE]          there: nvidia-smi's view of the
-#       device, then the cuda backend's conformance suite on it.
+#   scripts/device.sh gpu [BUNDLE] [ARGS]   there: nvidia-smi's view of the
+#       device, the cuda backend's conformance suite on it, then bench_gpu
+#       ARGS (e.g. --quick; bench/bench_gpu.c: CUDA's floors and the GPU
+#       layer's figures per completion mode, ~1 minute).
 #
 # Open MPI is carried as Debian installs it (openmpi-bin 4.1): mpirun, the
 # plugins it and the ranks dlopen, its help texts and Debian's MCA defaults,
@@ -63,7 +65,7 @@ bundle=${2:-.dev/bundle}
 glibc_re='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv)[.-]'
 bins=(bench_weft bench_tbb bench_gomp bench_omp_clang bench_serial bench_xfer bench_skeleton
   bench_cholesky_gomp bench_cholesky_omp_clang bench_cholesky_tbb bench_xnnpack
-  bench_mpi_pingpong)
+  bench_mpi_pingpong bench_gpu)
 # weft's pthreadpool drop-in, beside bench_xnnpack (run_pthreadpool.py finds it here)
 dropin=src/compat/pthreadpool/libpthreadpool.so.0
 # the Open MPI plugins left out of the bundle: those that load these (see above)
@@ -276,7 +278,11 @@ gpu)
   echo "== device.sh gpu, $(date -u '+%Y-%m-%d %H:%M UTC'), built from $(cat "$bundle/commit")"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || echo "nvidia-smi: exit $?"
   [ -x "$bundle/tests/test_gpu_cuda" ] || { echo "device.sh: no CUDA suite in the bundle (no toolkit at pack time)" >&2; exit 1; }
-  "$bundle/tests/test_gpu_cuda" --verbose -j4
+  grc=0
+  "$bundle/tests/test_gpu_cuda" --verbose -j4 || grc=$?
+  echo "== bench_gpu $*"
+  "$bundle/bench/bench_gpu" "$@" || { echo "== bench_gpu: exit $?"; grc=1; }
+  exit "$grc"
   ;;
 *)
   awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2
