@@ -9,7 +9,10 @@
 # trip), --quick passed on. Every peer runs in its best configuration on
 # this machine (OpenMP's binding, StarPU's scheduler and binding, each tried
 # per row; bench/peers.py), and every table's footer says how each ran and
-# how to rerun one cell by hand. Non-zero exit if any of them found a failure.
+# how to rerun one cell by hand. Then, when nvidia-smi -L shows a GPU,
+# bench_gpu (bench/bench_gpu.c: CUDA's floors and the GPU layer's figures
+# per completion mode; --quick passed on). Non-zero exit if any of them
+# found a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -25,4 +28,13 @@ for a in "$@"; do [ "$a" = --quick ] && quick=(--quick); done
 python3 bench/run_pthreadpool.py --builddir "$builddir" "${quick[@]}" || rc=1
 python3 bench/run_cholesky.py --builddir "$builddir" "${quick[@]}" || rc=1
 python3 bench/run_mpi.py --builddir "$builddir" "${quick[@]}" || rc=1
+# (no grep -q: with pipefail, nvidia-smi's SIGPIPE would read as "no GPU")
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; then
+  grc=0
+  "$builddir/bench/bench_gpu" "${quick[@]}" || grc=$?
+  # 77: bench_gpu found no usable device after all (a build without CUDA, no driver)
+  [ "$grc" = 0 ] || [ "$grc" = 77 ] || rc=1
+else
+  echo "no GPU: bench_gpu skipped"
+fi
 exit "$rc"
