@@ -19,7 +19,9 @@ Rows (N 16384, double, 3 repetitions by default):
                 the first tile size with 4 compute streams (WEFT_GPU_WORKERS=4)
   hybrid        POTRF on a CPU worker (MAGMA's split), the rest on the GPU
   hybrid-panel  POTRF and TRSM on CPU workers, SYRK and GEMM on the GPU
-The residual ||A - L L^T|| is computed once, on the first row (OpenBLAS on
+Before the rows, the cuda meson tests' small runs (N 1024 b 256: every
+mode, both precisions, the not-SPD report; --no-smoke skips them). The
+residual ||A - L L^T|| is computed once, on the first row (OpenBLAS on
 every core: seconds at N 16384); the other rows rely on the comparison with
 cuSOLVER's factor. Target (issue 38): weft's GPU mode >= 80% of
 cusolverDnDpotrf at N 16384 in double (the best gpu row); measured and
@@ -50,6 +52,13 @@ import time
 from runutil import print_table, run_main
 
 TARGET = 0.80
+
+# First, the small correctness runs of the cuda meson tests (examples/
+# meson.build), each under a second on an H200: every mode, both
+# precisions, the not-SPD report. --no-smoke skips them.
+SMOKE = [[], ["--prec", "float"], ["--mode", "hybrid"],
+         ["--mode", "hybrid-panel", "--prec", "float"], ["--gpu-workers", "4"],
+         ["--not-spd"], ["--mode", "hybrid", "--not-spd"]]
 
 
 def lib_dirs():
@@ -156,6 +165,7 @@ def main():
     ap.add_argument("--backend", default="cuda", choices=["cuda", "host"],
                     help="host: weft's emulated devices (a dry run on a machine without a GPU)")
     ap.add_argument("--budget", type=float, default=170, help="seconds after which no row starts")
+    ap.add_argument("--no-smoke", action="store_true", help="skip the small correctness runs")
     a = ap.parse_args()
     try:
         bs = [int(x) for x in a.b.split(",") if x]
@@ -171,10 +181,29 @@ def main():
               "and LAPACKE: examples/meson.build)" % exe, file=sys.stderr)
         return 1
     env = loader_env(exe)
+    failures = []
+    if not a.no_smoke:
+        passed = 0
+        for extra in SMOKE:
+            cmd = [exe, "--n", "1024", "--b", "256", "--reps", "2", "--check",
+                   "--backend", a.backend] + extra
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            if p.returncode == 77:
+                print("run_cholesky_gpu: skipped: %s" % (p.stdout.strip() or p.stderr.strip()),
+                      file=sys.stderr)
+                return 77
+            if p.returncode == 0:
+                passed += 1
+            else:
+                failures.append("%s: exit %d: %s" % (" ".join(cmd), p.returncode,
+                                                     (p.stderr + p.stdout).strip()[-600:]))
+                print("run_cholesky_gpu: FAILED: %s" % failures[-1], file=sys.stderr)
+        print("correctness runs (N 1024 b 256: gpu, float, hybrid, hybrid-panel float, 4 streams, "
+              "not SPD in gpu and hybrid modes): %d of %d passed" % (passed, len(SMOKE)))
     rows = [("gpu", b, 0) for b in bs] + [("gpu", bs[0], 4), ("hybrid", bs[0], 0),
                                           ("hybrid-panel", bs[0], 0)]
     start = time.monotonic()
-    results, failures, skipped = [], [], []
+    results, skipped = [], []
     slowest = 0.0
     for k, (mode, b, workers) in enumerate(rows):
         left = a.budget - (time.monotonic() - start)
@@ -198,7 +227,7 @@ def main():
         print("run_cholesky_gpu: %s b %d done (%.1f s)" % (mode, b, time.monotonic() - t0),
               file=sys.stderr)
     if not results:
-        return 1
+        return 1  # every failure was printed above
     ref = results[0]["ref"]
     hdr = ["mode", "N", "b", "streams", "weft GFLOP/s", ref + " GFLOP/s", "weft/ref",
            "target >= %.0f%%" % (TARGET * 100), "kernels per stream (timed runs)", "copies",
