@@ -566,6 +566,16 @@ static bool infos_ok(const run *r)
   return true;
 }
 
+/* What a failed run's weft_wait_all status means. */
+static const char *status_name(int rc)
+{
+  if (rc == CHOL_NOT_SPD)
+    return "a CPU POTRF found its tile not positive definite";
+  if (rc == -1)
+    return "an operator failed: its message is above";
+  return weft_strerror(rc); /* WEFT_EDEVICE: the device failed (the CUDA error is in the log) */
+}
+
 static void stats(double *t, int n, double flops, double g[3])
 {
   qsort(t, (size_t)n, sizeof *t, tiles_cmp_double);
@@ -653,8 +663,8 @@ int main(int argc, char **argv)
     rc = push_prepare(eng);
     int wrc = weft_wait_all(eng);
     if (rc || wrc) {
-      fprintf(stderr, "cholesky_gpu: FAILED: making the streams' handles: push %s, wait %d\n",
-              weft_strerror(rc), wrc);
+      fprintf(stderr, "cholesky_gpu: FAILED: making the streams' handles: push %s, wait %d (%s)\n",
+              weft_strerror(rc), wrc, status_name(wrc));
       return 1;
     }
   }
@@ -667,6 +677,7 @@ int main(int argc, char **argv)
   for (int it = 0; it <= reps && ok; it++) {
     bool timed = it > 0;
     if (run_reset(&r, &a)) {
+      fprintf(stderr, "cholesky_gpu: FAILED: uploading the matrix (run %d)\n", it);
       ok = false;
       break;
     }
@@ -681,6 +692,7 @@ int main(int argc, char **argv)
       return 2;
     }
     if (run_collect(&r)) {
+      fprintf(stderr, "cholesky_gpu: FAILED: reading the factor back (run %d)\n", it);
       ok = false;
       break;
     }
@@ -689,7 +701,8 @@ int main(int argc, char **argv)
       break;
     }
     if (wrc) {
-      fprintf(stderr, "cholesky_gpu: FAILED: weft_wait_all returned %d\n", wrc);
+      fprintf(stderr, "cholesky_gpu: FAILED: weft_wait_all returned %d (%s)\n", wrc,
+              status_name(wrc));
       ok = false;
       break;
     }
