@@ -187,7 +187,12 @@ def main():
         for extra in SMOKE:
             cmd = [exe, "--n", "1024", "--b", "256", "--reps", "2", "--check",
                    "--backend", a.backend] + extra
-            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            try:
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                failures.append("%s: no result after 120 s" % " ".join(cmd))
+                print("run_cholesky_gpu: FAILED: %s" % failures[-1], file=sys.stderr)
+                continue
             if p.returncode == 77:
                 print("run_cholesky_gpu: skipped: %s" % (p.stdout.strip() or p.stderr.strip()),
                       file=sys.stderr)
