@@ -55,7 +55,7 @@
 #       bench_gpu, full (240 s); bench/run_cholesky_gpu.py (what is left, at
 #       most 120 s). One report at the end; exit 1 if a step failed or timed
 #       out. A program the bundle lacks is reported "not in the bundle: not
-#       built" (bench_gpu and cholesky_gpu come from their own branches).
+#       built".
 #       --dry: here, without a GPU: every step once, small (bench_gpu
 #       --quick, run_cholesky_gpu.py --quick when it takes it); the CUDA
 #       programs exit 77, reported "skipped: no GPU". --log FILE: the whole
@@ -371,7 +371,8 @@ gpu_main() {
     fi
   done
   run_bin "examples/gpu_cuda_streams 32 8" 15 examples/gpu_cuda_streams 32 8
-  run_bin "examples/cholesky_gpu" 15 examples/cholesky_gpu
+  run_bin "examples/cholesky_gpu --n 2048 --b 512 --check" 30 \
+    examples/cholesky_gpu --n 2048 --b 512 --reps 1 --check
   if [ -n "$dry" ]; then
     run_bin "bench_gpu --quick" 60 bench/bench_gpu --quick
   else
@@ -383,9 +384,11 @@ gpu_main() {
   elif [ ! -x "$bundle/examples/cholesky_gpu" ]; then
     gpu_note "run_cholesky_gpu.py" "not run: examples/cholesky_gpu not in the bundle"
   else
-    # --dry: its small run, if it has one
-    if [ -n "$dry" ] && [[ $(timeout 10 "${chol[@]}" --help 2>&1) == *--quick* ]]; then
-      chol+=(--quick)
+    # its row budget within the step's 120 s; --dry: small, on emulated devices
+    if [ -n "$dry" ]; then
+      chol+=(--backend host --n 1024 --b 256 --reps 1 --budget 30)
+    else
+      chol+=(--budget 100)
     fi
     gpu_step "run_cholesky_gpu.py${dry:+ (small)}" 120 "${chol[@]}"
   fi
