@@ -18,13 +18,24 @@ static inline bool hazard(const weft_var_req *r, const weft_var_req *f)
   return r->write || f->write; /* reads after reads run together */
 }
 
+/*
+ * v->fences is newest first (a launch prepends its fence, and a writer
+ * launches only after every earlier request of v launched). The newest
+ * write fence was itself checked against every fence older than it, so
+ * its work completes only after theirs: r needs the read fences newer than
+ * it (if r writes) and it, nothing older. A chain of writers on a device
+ * thus waits for one predecessor, not for all of them in flight (which,
+ * past WEFT_OPR_DEV_WAITS, went to the host).
+ */
 bool weft_fence_check(weft_var_impl *v, weft_var_req *r)
 {
   weft_opr *o = r->op;
   bool host = false;
-  for (weft_var_req *f = v->fences; f; f = f->fnext) {
+  bool last = false; /* f is the newest write fence: the last one r needs */
+  for (weft_var_req *f = v->fences; f && !last; f = f->fnext) {
     if (!hazard(r, f))
       continue;
+    last = f->write;
     weft_opr *fo = f->op;
     if (o->ctx.type == WEFT_DEV_GPU && o->ctx.id == fo->ctx.id) {
       /* relaxed: a slot index; the slots are published with o's dispatch

@@ -142,6 +142,64 @@ Test(gpu_engine, chain_of_1000_ops_on_one_var, .init = setup, .timeout = TU_TIME
   tu_assert_no_errors();
 }
 
+/* ------------------------------ a long chain of writers stays on the device */
+
+/* 40 GPU writers of one var, the first one's device work held until every
+ * other was launched: each waits on the device for its predecessor alone
+ * (the newest write fence covers the older ones), so none goes to the host
+ * however many are in flight (past WEFT_OPR_DEV_WAITS fences, they did). */
+enum { WCHAIN = 40 };
+
+typedef struct wchain {
+  atomic_int launched; /* fns that ran */
+  atomic_int next;     /* the work items in order */
+  atomic_int bad;
+} wchain;
+
+typedef struct wlink {
+  wchain *c;
+  int index;
+} wlink;
+
+static void wlink_item(void *arg)
+{
+  wlink *l = arg;
+  if (l->index == 0) /* held until every writer was launched */
+    TU_CHECK(TU_WAIT_UNTIL(atomic_load(&l->c->launched) == WCHAIN, TU_DEADLINE_S),
+             "only %d of %d writers launched while the first one's work was pending "
+             "(host round trips)", atomic_load(&l->c->launched), WCHAIN);
+  if (atomic_fetch_add(&l->c->next, 1) != l->index)
+    atomic_fetch_add(&l->c->bad, 1);
+}
+
+static int wlink_fn(const weft_run_ctx *rc, void *arg)
+{
+  wlink *l = arg;
+  atomic_fetch_add(&l->c->launched, 1);
+  return weft_gpu_host_enqueue(rc->stream, wlink_item, arg);
+}
+
+Test(gpu_engine, a_chain_of_writers_waits_on_the_device_however_long, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng);
+  wchain c;
+  atomic_init(&c.launched, 0);
+  atomic_init(&c.next, 0);
+  atomic_init(&c.bad, 0);
+  wlink l[WCHAIN];
+  for (int i = 0; i < WCHAIN; i++) {
+    l[i] = (wlink){&c, i};
+    cr_assert_eq(push_rw(t.eng, gpu_desc(wlink_fn, &l[i], 0), NULL, v), 0);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&c.next), WCHAIN);
+  cr_assert_eq(atomic_load(&c.bad), 0, "a writer's work ran out of order");
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
 /* ------------------------- a successor on another stream waits on device */
 
 typedef struct xs {
