@@ -29,11 +29,13 @@
  *
  * Placement (src/gpu/executor.c, choose_lane): a compute operator with a
  * pending same-device predecessor goes to that predecessor's stream, any
- * other to the next compute worker in turn. B1_SPREAD: n readers with no
- * predecessor on WEFT_GPU_WORKERS n + 1 workers, a stream each, all reading
- * when the device fails; the failing op gets the last stream. B1_ONE_STREAM:
- * reader 0 writes an anchor var the others read, so all n queue on its
- * stream (WEFT_GPU_WORKERS 2); the failing op gets the other one. The
+ * other to the next compute worker in turn (of a predecessor's successors,
+ * only the first follows it). B1_SPREAD: n readers with no predecessor on
+ * WEFT_GPU_WORKERS n + 1 workers, a stream each, all reading when the
+ * device fails; the failing op gets the last stream. B1_ONE_STREAM: every
+ * reader writes an anchor var, a chain in which each follows the one
+ * before, so all n queue on one stream (WEFT_GPU_WORKERS 2); the failing op
+ * gets the other one. The
  * scenario checks the streams it got, so a change of placement fails it
  * with that message rather than making it pass vacuously.
  *
@@ -211,10 +213,8 @@ static void b1_run(const b1_backend *be, int n, b1_layout layout)
     int rc;
     if (layout == B1_SPREAD)
       rc = b1_push(t.eng, b1_read_fn, &b[i], true, TE_V(buf[i]), TE_NONE);
-    else if (i == 0) /* the anchor: the others queue behind it */
+    else /* each writes the anchor: a chain, each behind the one before */
       rc = b1_push(t.eng, b1_read_fn, &b[i], true, TE_V(buf[i]), TE_V(a));
-    else
-      rc = b1_push(t.eng, b1_read_fn, &b[i], true, TE_V(buf[i], a), TE_NONE);
     TU_CHECK(rc == 0, "push reader %d = %d", i, rc);
   }
   bool reading = TU_WAIT_UNTIL(b1_reading(b, n, layout), TU_DEADLINE_S);
