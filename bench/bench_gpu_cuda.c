@@ -29,7 +29,7 @@
  *     (WEFT_PROP_COPY_FROM_GPU, reads dout[s], writes hout[s]), check (a
  *     CPU operator reading hout[s]), all pushed at once; weft_wait_all.
  */
-#include "bench_gpu.h"
+#include "bench_gpu_shared.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * bench_gpu's kernels, with C-callable launchers (bench_gpu.h). Each
+ * bench_gpu's kernels, with C-callable launchers (bench_gpu_shared.h). Each
  * launcher enqueues on the given stream and returns the launch's
  * cudaError_t as an int (0: launched).
  *
@@ -9,7 +9,7 @@
  */
 #include <cuda_runtime.h>
 
-#include "bench_gpu.h"
+#include "bench_gpu_shared.h"
 
 static __device__ __forceinline__ unsigned long long gb_globaltimer(void)
 {

@@ -1,11 +1,12 @@
 /*
- * bench_gpu: what its parts share (bench_gpu.c: options, the weft rows,
- * the table; bench_gpu_cuda.c: the raw CUDA floors, the device side of the
+ * bench_gpu: what its parts share (bench_gpu.c: options, the weft rows;
+ * bench_gpu_table.c: the rows, the table, the watchdog, gb_push;
+ * bench_gpu_cuda.c: the raw CUDA floors, the device side of the
  * weft rows on CUDA and the copy/compute overlap; bench_gpu_kernels.cu:
  * the kernels). See bench_gpu.c for what each figure measures.
  */
-#ifndef WEFT_BENCH_GPU_H
-#define WEFT_BENCH_GPU_H
+#ifndef WEFT_BENCH_GPU_SHARED_H
+#define WEFT_BENCH_GPU_SHARED_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +79,13 @@ int gb_push(weft_engine *eng, weft_op_fn fn, void *arg, weft_var *const *reads, 
             weft_var *const *writes, size_t nw, int gpu, weft_prop prop);
 
 double gb_median(const bench_series *s);
+/* The q-quantile (0..1) of s's samples. */
+double gb_quantile(const bench_series *s, double q);
+/* Prints the table of every gb_row so far (after the JSON lines). */
+void gb_print_table(void);
+/* From now on, a run still going after seconds prints gb_stage's last
+ * stage and exits 1. */
+void gb_watchdog_start(int seconds);
 
 #if BENCH_GPU_CUDA
 /* --- bench_gpu_kernels.cu: launchers, each returns the launch's cudaError_t --- */
@@ -121,4 +129,4 @@ const char *gb_cuda_error_name(int e);
 }
 #endif
 
-#endif /* WEFT_BENCH_GPU_H */
+#endif /* WEFT_BENCH_GPU_SHARED_H */
