@@ -113,7 +113,6 @@ static int park(weft_gpu_exec *x, unsigned long seen, int64_t timeout_ns, weft_g
 static void *poller_main(void *arg)
 {
   weft_gpu_exec *x = arg;
-  pthread_setname_np(pthread_self(), "weft-gpu-poll");
   weft_engine_executor_thread(); /* no user operator runs inline here */
   int64_t last_progress = weft_now_ns();
   int64_t sleep_ns = 0; /* the current back-off; 0: start over */
@@ -176,7 +175,6 @@ static void *poller_main(void *arg)
 static void *waiter_main(void *arg)
 {
   weft_gpu_exec *x = arg;
-  pthread_setname_np(pthread_self(), "weft-gpu-wait");
   pthread_mutex_lock(&x->poll_lock);
   for (;;) {
     while (!x->wait_req && !x->poll_stop)
@@ -208,12 +206,15 @@ int weft_gpu_poller_start(weft_gpu_exec *x)
     if (weft_thread_create(&x->waiter, NULL, waiter_main, x))
       return WEFT_EAGAIN; /* errno from pthread_create */
     x->waiter_started = true;
+    /* Named by their creator: so named from the start (tests count them). */
+    pthread_setname_np(x->waiter, "weft-gpu-wait");
   }
   if (weft_thread_create(&x->poller, NULL, poller_main, x)) {
     weft_gpu_poller_stop(x); /* the waiter */
     return WEFT_EAGAIN;
   }
   x->poller_started = true;
+  pthread_setname_np(x->poller, "weft-gpu-poll");
   return 0;
 }
 

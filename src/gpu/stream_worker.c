@@ -110,10 +110,6 @@ static void flush_words(weft_gpu_worker *w)
 static void *worker_main(void *arg)
 {
   weft_gpu_worker *w = arg;
-  char name[16];
-  snprintf(name, sizeof name, "weft-g%d%c%d", w->device % 100,
-           w->kind == WEFT_GPU_COMPUTE ? 'c' : 'x', w->index % 100);
-  pthread_setname_np(pthread_self(), name);
   /* CUDA's current device is per thread: operators launch on ours. A
    * failure fails every operator this worker gets. */
   int bound = weft_gpu_bind_thread(w->x->b, w->device);
@@ -145,6 +141,12 @@ int weft_gpu_worker_start(weft_gpu_worker *w)
   int rc = weft_thread_create(&w->thread, NULL, worker_main, w);
   if (rc)
     return WEFT_EAGAIN; /* errno from pthread_create */
+  /* Named here, not by the thread: it is "weft-g..." as soon as the
+   * device started, whether or not it ran yet. */
+  char name[16];
+  snprintf(name, sizeof name, "weft-g%d%c%d", w->device % 100,
+           w->kind == WEFT_GPU_COMPUTE ? 'c' : 'x', w->index % 100);
+  pthread_setname_np(w->thread, name);
   w->started = true;
   return 0;
 }
