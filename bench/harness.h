@@ -329,7 +329,8 @@ size_t bench_oplist_verify(const bench_oplist *L, const bench_slot *vals, const 
 /* The per-op work: a few dependent multiply/xor-shift rounds over the written
  * var's value w, the read vars' values (0 for a read the op does not have)
  * and the op's index i (~10-20 ns on this machine: small, so that scheduling
- * dominates). Returns the written var's new value. Out of line (harness.c). */
+ * dominates). Returns the written var's new value. Out of line and never inlined
+ * (harness.c). */
 uint64_t bench_op_kernel(uint64_t w, uint64_t r0, uint64_t r1, uint64_t i);
 /* Runs op i of ops on vals: vals[w] = kernel(vals[w], vals[r0], vals[r1], i).
  * Out of line: every runtime runs this same machine code. */
