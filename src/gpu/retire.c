@@ -20,7 +20,8 @@
  * failed device completes when its own work does, never early.
  *
  * Watchdog: an operator pending for the executor's watchdog_ns fails with
- * WEFT_EDEVICE, and its device with it.
+ * WEFT_EDEVICE, and its device with it, and so do the operators launched
+ * behind it on its stream (they cannot run before it), at once.
  */
 #include <inttypes.h>
 
@@ -76,6 +77,7 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
 {
   int done = 0;
   bool words = x->completion == WEFT_GPU_COMPLETION_HOSTWORD;
+  bool stuck = false; /* the watchdog failed a head: what follows it on the stream fails too */
   /* acquire: pairs with the stream's release of the word (the device's
    * fence before its write; the host backend's release store), so the
    * retired operators' effects on host memory are visible here. */
@@ -86,6 +88,15 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
     WEFT_ASSERT(st->in_lane && st->lane == lane);
     if (words && (int32_t)(word - st->seq) >= 0) {
       retire(x, d, lane, st, 0);
+      done++;
+      continue;
+    }
+    if (stuck) {
+      /* Behind the stuck work on its stream: it cannot run before that
+       * work ends, which the watchdog gave up on; it fails now, as the
+       * operators not yet launched on the failed device do at their
+       * worker, not one watchdog period each. */
+      retire(x, d, lane, st, WEFT_EDEVICE);
       done++;
       continue;
     }
@@ -108,6 +119,7 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
       if (!watchdog(x, lane, st, device, now))
         goto still_pending;
       q = WEFT_EDEVICE;
+      stuck = true;
     }
     retire(x, d, lane, st, q == WEFT_GPU_EVENT_COMPLETE ? 0 : WEFT_EDEVICE);
     done++;
