@@ -111,6 +111,10 @@ static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kin
   w->index = index;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->cond, NULL);
+  weft_gpu_launched_init(&w->queue);
+  atomic_init(&w->queued, 0);
+  atomic_init(&w->pushes, 0);
+  atomic_init(&w->parked, 0);
   int nlanes = kind == WEFT_GPU_COPY ? 2 : 1;
   if (x->prof) { /* tracks: the worker's (fn) and each stream's (the device work) */
     static const char *lane_name[2][2] = {{"stream", ""}, {"h2d stream", "d2h stream"}};

@@ -81,7 +81,8 @@ typedef struct weft_gpu_opstate {
   bool in_lane;                /* set by the worker before the append, cleared by the
                                   completion thread after the removal (release reads it
                                   after the engine recycled the operator) */
-  weft_gpu_link lnode;         /* launched.h: the lane's link */
+  weft_gpu_link lnode;         /* launched.h: its worker's queue's link from submit until
+                                  the worker takes it, then its lane's once launched */
   /* atomic: a successor took this operator's lane (executor.c,
    * choose_lane: the first one follows it on its stream, the others
    * spread). relaxed: only steers placement. Reset when it is freed. */
@@ -100,9 +101,15 @@ typedef struct weft_gpu_worker {
   weft_prof_track *track;      /* its own trace track (fn's spans), or NULL */
   pthread_t thread;            /* immutable once started */
   bool started;                /* creator only */
-  pthread_mutex_t lock;
+  /* Ready operators, oldest first (launched.h: submitters append their
+   * state's lnode, the worker takes them): no lock unless the worker is
+   * parked (the parking protocol: stream_worker.c, park). */
+  weft_gpu_launched queue;
+  _Atomic long queued;         /* atomic: appended, not yet taken (relaxed: a count) */
+  _Atomic unsigned long pushes; /* atomic: appends ever (seq_cst: the parking protocol) */
+  _Atomic int parked;          /* atomic: the worker waits on cond */
+  pthread_mutex_t lock;        /* cond's; stop */
   pthread_cond_t cond;
-  weft_fifo queue;             /* under lock: ready operators (weft_exec_op_node) */
   bool stop;                   /* under lock */
 } weft_gpu_worker;
 

@@ -107,6 +107,36 @@ static void flush_words(weft_gpu_worker *w)
     weft_gpu_lane_flush_word(w->x, &w->lane[l]);
 }
 
+/* The next queued operator, or NULL when the queue is empty (the worker
+ * only). */
+static weft_exec_op *queue_take(weft_gpu_worker *w)
+{
+  weft_gpu_link *node = weft_gpu_launched_peek(&w->queue);
+  if (!node)
+    return NULL;
+  weft_gpu_launched_pop(&w->queue, node); /* before run_one reuses the link */
+  atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed); /* relaxed: a count */
+  return ((weft_gpu_opstate *)((char *)node - offsetof(weft_gpu_opstate, lnode)))->op;
+}
+
+/* Parks until a push after `seen`, or a stop; returns whether stopped.
+ * The parking protocol: the worker stores parked = 1, then reads pushes; a
+ * submitter adds to pushes after its append, then reads parked (all
+ * seq_cst), and signals under the lock the worker holds until it waits. */
+static bool park(weft_gpu_worker *w, unsigned long seen)
+{
+  pthread_mutex_lock(&w->lock);
+  /* seq_cst: the parking protocol (above). */
+  atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
+  while (!w->stop && atomic_load_explicit(&w->pushes, memory_order_seq_cst) == seen)
+    pthread_cond_wait(&w->cond, &w->lock);
+  /* relaxed: a hint to submitters; a late 0 costs one signal. */
+  atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+  bool stop = w->stop;
+  pthread_mutex_unlock(&w->lock);
+  return stop;
+}
+
 static void *worker_main(void *arg)
 {
   weft_gpu_worker *w = arg;
@@ -116,23 +146,25 @@ static void *worker_main(void *arg)
   weft_engine_executor_thread(); /* no user operator runs inline here */
   weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {
-    pthread_mutex_lock(&w->lock);
-    if (weft_fifo_empty(&w->queue)) { /* about to sleep: words first */
-      pthread_mutex_unlock(&w->lock);
-      flush_words(w);
-      pthread_mutex_lock(&w->lock);
+    /* seq_cst: the parking protocol. Read before the take: a push after
+     * it is taken next time round or wakes the park. */
+    unsigned long seen = atomic_load_explicit(&w->pushes, memory_order_seq_cst);
+    weft_exec_op *op = queue_take(w);
+    if (op) {
+      if (bound)
+        weft_gpu_fail_submitted(op, bound);
+      else
+        run_one(w, op);
+      continue;
     }
-    while (weft_fifo_empty(&w->queue) && !w->stop)
-      pthread_cond_wait(&w->cond, &w->lock);
-    weft_fifo_node *node = weft_fifo_pop(&w->queue);
-    pthread_mutex_unlock(&w->lock);
-    if (!node) /* stopped, queue empty */
-      return NULL;
-    weft_exec_op *op = weft_exec_op_of_node(node);
-    if (bound)
-      weft_gpu_fail_submitted(op, bound);
-    else
-      run_one(w, op);
+    /* relaxed: pushes (read above) ordered the appends this needs. */
+    if (atomic_load_explicit(&w->queued, memory_order_relaxed) != 0) {
+      weft_cpu_pause(); /* an append between its two steps (launched.h) */
+      continue;
+    }
+    flush_words(w); /* about to sleep: every launched operator's word first */
+    if (park(w, seen) && !weft_gpu_launched_peek(&w->queue))
+      return NULL; /* stopped, queue empty */
   }
 }
 
@@ -153,10 +185,18 @@ int weft_gpu_worker_start(weft_gpu_worker *w)
 
 void weft_gpu_worker_push(weft_gpu_worker *w, weft_exec_op *op)
 {
-  pthread_mutex_lock(&w->lock);
-  weft_fifo_push(&w->queue, weft_exec_op_node(op));
-  pthread_cond_signal(&w->cond);
-  pthread_mutex_unlock(&w->lock);
+  weft_gpu_opstate *st = weft_exec_op_state(op);
+  WEFT_ASSERT(st->op == op && st->phase == WEFT_GPU_OP_SUBMITTED);
+  /* relaxed: made visible by the seq_cst add below (a release). */
+  atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);
+  weft_gpu_launched_append(&w->queue, &st->lnode);
+  /* seq_cst: the parking protocol (park). */
+  atomic_fetch_add_explicit(&w->pushes, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&w->parked, memory_order_seq_cst)) {
+    pthread_mutex_lock(&w->lock);
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+  }
 }
 
 void weft_gpu_worker_stop(weft_gpu_worker *w)
@@ -169,5 +209,6 @@ void weft_gpu_worker_stop(weft_gpu_worker *w)
   pthread_mutex_unlock(&w->lock);
   pthread_join(w->thread, NULL);
   w->started = false;
-  WEFT_ASSERT(weft_fifo_empty(&w->queue)); /* it stops only once its queue is empty */
+  /* it stops only once its queue is empty */
+  WEFT_ASSERT(atomic_load_explicit(&w->queued, memory_order_relaxed) == 0);
 }
