@@ -162,7 +162,15 @@ static bool b1_reading(b1_buf *b, int n, b1_layout layout)
   return true;
 }
 
-static void b1_run(const b1_backend *be, int n, b1_layout layout)
+/* What a run saw, for the test's own verdict (b1_run also checks every
+ * point of the contract above as it goes). */
+typedef struct b1_result {
+  int readers;     /* readers whose buffer's writer ran */
+  int early;       /* buffers released early */
+  int wait_all_rc; /* weft_wait_all's first result */
+} b1_result;
+
+static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
 {
   cr_assert(n >= 1 && n <= B1_MAX_READERS);
   char workers[16];
@@ -317,6 +325,10 @@ static void b1_run(const b1_backend *be, int n, b1_layout layout)
             errlog);
   tu_assert_no_errors();
   be->free(sh);
+  b1_result res = {0, early, rc_all};
+  for (int i = 0; i < n; i++)
+    res.readers += atomic_load(&b[i].writes) == 1;
+  return res;
 }
 
 #endif /* WEFT_TESTS_GPU_B1_H */

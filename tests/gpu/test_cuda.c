@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda_skip.h"
+
 #include "gpu/cuda_word.h"
 
 int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s);
@@ -20,27 +22,7 @@ static void setup(void)
   unsetenv("WEFT_GPU_BACKEND");
 }
 
-/* Without a device the whole executable reports itself skipped (exit 77,
- * which meson counts as SKIP): Criterion leaves skipped tests out of its
- * closing "Synthesis" count, so per-test skips alone would count as
- * nothing. Runs before the runner's main, in the parent and in each
- * test's child alike. */
-__attribute__((constructor)) static void skip_without_devices(void)
-{
-  weft_gpu_backend_config cfg;
-  weft_gpu_backend_config_default(&cfg);
-  cfg.kind = WEFT_GPU_BACKEND_CUDA;
-  weft_gpu_backend *b = NULL;
-  if (weft_gpu_backend_open(&b, &cfg) != 0)
-    return; /* the tests report the failure */
-  int n = weft_gpu_device_count(b);
-  weft_gpu_backend_close(b);
-  if (n == 0) {
-    fprintf(stderr, "gpu/cuda: no CUDA device (or no driver) on this machine: skipped\n");
-    fflush(stderr);
-    _exit(77);
-  }
-}
+WEFT_CUDA_SKIP_WITHOUT_DEVICES("gpu/cuda")
 
 static weft_gpu_backend *gt_open(unsigned jitter_us)
 {

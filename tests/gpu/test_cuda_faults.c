@@ -15,6 +15,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda_skip.h"
+
 /* A reader's time unless the trap stops it: long enough that a kernel the
  * trap did not stop is seen in the report, short enough that the suite
  * still ends in the 20 s scripts/device.sh gives it (4 readers in a row on
@@ -26,26 +28,7 @@ static void setup(void)
   te_clear_env();
 }
 
-/* As test_cuda.c: exit 77 (meson's SKIP) before Criterion's runner starts,
- * in the runner and in each test's process alike, when the backend finds
- * no device (no driver: error 35, the stub: 34, no GPU: 100). Any other
- * failure is left to the tests to report. */
-__attribute__((constructor)) static void skip_without_devices(void)
-{
-  weft_gpu_backend_config cfg;
-  weft_gpu_backend_config_default(&cfg);
-  cfg.kind = WEFT_GPU_BACKEND_CUDA;
-  weft_gpu_backend *b = NULL;
-  if (weft_gpu_backend_open(&b, &cfg) != 0)
-    return;
-  int n = weft_gpu_device_count(b);
-  weft_gpu_backend_close(b);
-  if (n == 0) {
-    fprintf(stderr, "gpu/cuda_faults: no CUDA device (or no driver) on this machine: skipped\n");
-    fflush(stderr);
-    _exit(77);
-  }
-}
+WEFT_CUDA_SKIP_WITHOUT_DEVICES("gpu/cuda_faults")
 
 /* Pinned host memory mapped into the device: the host sees the kernels'
  * records as they are made and the kernels see the writer's overwrite. */
@@ -99,18 +82,27 @@ static const b1_backend cuda_backend = {
  * on the second compute worker's stream. */
 Test(cuda_faults, b1_one_reader, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_run(&cuda_backend, 1, B1_SPREAD);
+  b1_result r = b1_run(&cuda_backend, 1, B1_SPREAD);
+  cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
+  cr_assert_eq(r.readers, 1, "%d of 1 writers ran once", r.readers);
+  cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
 /* Four kernels reading at once, on four streams; the trap on a fifth. */
 Test(cuda_faults, b1_four_readers_a_stream_each, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_run(&cuda_backend, 4, B1_SPREAD);
+  b1_result r = b1_run(&cuda_backend, 4, B1_SPREAD);
+  cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
+  cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
+  cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
 /* Four readers queued on one stream (the first reading, three behind it);
  * the trap on the other. */
 Test(cuda_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_run(&cuda_backend, 4, B1_ONE_STREAM);
+  b1_result r = b1_run(&cuda_backend, 4, B1_ONE_STREAM);
+  cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
+  cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
+  cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }

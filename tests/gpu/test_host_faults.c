@@ -69,15 +69,24 @@ static const b1_backend host_backend = {
 
 Test(host_faults, b1_one_reader, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_run(&host_backend, 1, B1_SPREAD);
+  b1_result r = b1_run(&host_backend, 1, B1_SPREAD);
+  cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
+  cr_assert_eq(r.readers, 1, "%d of 1 writers ran once", r.readers);
+  cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
 Test(host_faults, b1_four_readers_a_stream_each, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_run(&host_backend, 4, B1_SPREAD);
+  b1_result r = b1_run(&host_backend, 4, B1_SPREAD);
+  cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
+  cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
+  cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
 Test(host_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_run(&host_backend, 4, B1_ONE_STREAM);
+  b1_result r = b1_run(&host_backend, 4, B1_ONE_STREAM);
+  cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
+  cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
+  cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
