@@ -90,7 +90,9 @@ int weft_exec_op_skip_status(const weft_opr *op)
 }
 
 /* A held operator's block (ext.h) outlives its run: its executor state
- * goes back when the run is done with it, not with the block. */
+ * goes back when the run is done with it (its completion, and every
+ * successor its layer released at its launch issued its device wait), not
+ * with the block. */
 static void held_state_release(weft_opr *op)
 {
   if (op->exec_state)
@@ -133,8 +135,19 @@ void weft_exec_op_launched(weft_opr *op, int status)
   WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING || !WEFT_ASSERTS_ON);
   WEFT_OPR_SET(op, WEFT_OPR_ST_LAUNCHED);
   op->status = status;
-  if (op->internal == WEFT_OPR_HELD)
-    return; /* its holder holds the vars: successors wait for device_done */
+  if (op->internal == WEFT_OPR_HELD) {
+    /* Its holder holds the vars: its layer releases the successors that
+     * wait for it on the device now (ext.h), the rest at its finish. */
+    /* relaxed: the launched work's reference; the successors' devwait
+     * entries are published with their release (ext.h). */
+    atomic_store_explicit(&op->dev_refs, 1, memory_order_relaxed);
+    if (status == 0 && op->eng->ext->launched) {
+      weft_fifo ready = WEFT_FIFO_INIT;
+      op->eng->ext->launched(op, &ready);
+      weft_opr_ready_list(&ready);
+    }
+    return;
+  }
   /* relaxed: published with the fences (under each var's lock). */
   atomic_store_explicit(&op->dev_refs, 1, memory_order_relaxed);
   for (int k = 0; k < op->nvars; k++) {
@@ -161,7 +174,7 @@ void weft_exec_op_device_done(weft_opr *op, int status)
   if (op->internal == WEFT_OPR_HELD) { /* its vars are its holder's: its layer finishes it */
     WEFT_ASSERT(op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON); /* once per run */
     int final = op->status ? op->status : status;
-    held_state_release(op);
+    fence_unref(op); /* the launched work's reference */
     weft_fifo ready = WEFT_FIFO_INIT;
     weft_opr *next = eng->ext->finish(op, final, false, &ready, NULL);
     WEFT_ASSERT(!next); /* keep_one false: nothing kept */
@@ -213,8 +226,12 @@ void weft_exec_op_device_done(weft_opr *op, int status)
 
 static void fence_unref(weft_opr *op)
 {
-  /* acq_rel: the last reference recycles the block after every holder is
-   * done with it. */
-  if (atomic_fetch_sub_explicit(&op->dev_refs, 1, memory_order_acq_rel) == 1)
+  /* acq_rel: the last reference recycles the block (a held operator's:
+   * gives its executor state back) after every holder is done with it. */
+  if (atomic_fetch_sub_explicit(&op->dev_refs, 1, memory_order_acq_rel) != 1)
+    return;
+  if (op->internal == WEFT_OPR_HELD)
+    held_state_release(op);
+  else
     weft_opr_free(op->eng, op);
 }

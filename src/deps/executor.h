@@ -34,7 +34,9 @@
  * its wait counter per such var, taken off by the device_done that removes
  * the var's last relevant fence). Successors on the same device thus never
  * make a host round trip; CPU successors and weft_var_wait are released by
- * the poller.
+ * the poller. A graph's GPU node (a held operator, ext.h) leaves no fence:
+ * its layer releases its same-device GPU successors at its launch (ext.h,
+ * launched) with the node in their devwait[], the same way.
  */
 #ifndef WEFT_DEPS_EXECUTOR_H
 #define WEFT_DEPS_EXECUTOR_H

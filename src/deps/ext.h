@@ -102,6 +102,16 @@ typedef struct weft_opr_ext_ops {
    * weft_done_signal, the executor's completion or failure. */
   weft_opr *(*finish)(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
                       weft_between_fn hook);
+  /* Held GPU op's device work is enqueued, with status 0 (its fn's, and
+   * an event tracks the work): the layer may release successors that wait
+   * for it on the device (as a pushed operator's fences let successors on
+   * the same device go at its launch: executor.h). For each, it appends op
+   * to the successor's devwait[] (a slot claimed with ndevwaits) and takes
+   * one reference on op's dev_refs (weft_exec_op_devwaits_done drops it;
+   * the last one gives op's executor state back), sets op->dev_released,
+   * and appends the successors it makes ready to ready. From the device
+   * worker, before op's completion can be seen. NULL: none. */
+  void (*launched)(weft_opr *op, weft_fifo *ready);
   /* The holder whose requests hold op's vars while op runs (op runs on
    * this thread, or waits for what this thread runs): stable meanwhile. */
   weft_opr *(*holder)(const weft_opr *op);

@@ -130,6 +130,11 @@ typedef struct weft_opr {
    * names it; the block is recycled at zero. */
   _Atomic int dev_refs;
   void *exec_state;           /* the executor's (its event, its worker) */
+  /* A held operator (ext.h): its layer released successors at its launch
+   * (ext->launched), which its finish must then pass by. Written by the
+   * launching device worker, read and cleared by the finish (the executor's
+   * hand-off from launch to completion orders them). */
+  bool dev_released;
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
 _Static_assert(offsetof(weft_opr, ext) + WEFT_OPR_EXT_BYTES <= 2 * WEFT_CACHE_LINE &&

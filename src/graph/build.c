@@ -32,6 +32,10 @@ typedef struct build {
   bool *gv_write;    /* [nv] */
   weft_var_impl **gv_var; /* [nv] */
   int *npred, *nsucc; /* [n] */
+  /* [n]: node i's device edges in, and whether it has any out (graph.h,
+   * WEFT_GRAPH_DEVICE); set by make_nodes */
+  int *ndevin;
+  bool *devout;
   /* Each node's successors, by capture index, in capture order (place_nodes
    * builds them; make_nodes copies them out by place): node i's are
    * sadj[soff[i] .. soff[i + 1]). */
@@ -164,7 +168,7 @@ static int make_counters(struct weft_graph *g, const build *b)
 {
   int nsinks = 0;
   for (int i = 0; i < b->n && !b->in_order; i++) /* in order: the sweeper alone */
-    if (b->nsucc[i] == 0)
+    if (b->nsucc[i] == 0 || b->devout[i]) /* device edges: as a sink (graph.h) */
       gnode_place(weft_graph_node(g, g->place[i]))->counter = nsinks++ / WEFT_GRAPH_FANIN;
   int leaves = nsinks ? (nsinks + WEFT_GRAPH_FANIN - 1) / WEFT_GRAPH_FANIN : 1;
   int total = 0;
@@ -390,9 +394,17 @@ static int make_nodes(struct weft_graph *g, build *b)
       int to = b->sadj[j];
       const weft_op_desc *td = &c->recs[to].desc;
       bool keepable = td->fn && td->prop == WEFT_PROP_NORMAL && td->ctx.type == WEFT_DEV_CPU;
+      /* Both on one device: the successor waits on the device (graph.h),
+       * in as many device waits as an operator holds. */
+      bool dev = r->desc.ctx.type == WEFT_DEV_GPU && td->ctx.type == WEFT_DEV_GPU &&
+                 r->desc.ctx.id == td->ctx.id && b->ndevin[to] < WEFT_OPR_DEV_WAITS;
+      if (dev) {
+        b->ndevin[to]++;
+        b->devout[i] = true;
+      }
       g->succs[m->succ0 + (uint32_t)(j - b->soff[i])] =
           g->place[to] | (b->npred[to] == 1 && !b->sweep ? WEFT_GRAPH_SOLE : 0) |
-          (keepable ? WEFT_GRAPH_KEEPABLE : 0);
+          (keepable ? WEFT_GRAPH_KEEPABLE : 0) | (dev ? WEFT_GRAPH_DEVICE : 0);
     }
     m->npred = b->in_order ? 1 : b->npred[i] + b->sweep; /* in order: the sweep's alone */
     m->index = at;
@@ -428,7 +440,7 @@ struct weft_graph *weft_graph_build(const weft_recording *c)
   build b = {0};
   b.c = c;
   b.u = c->nuses;
-  if (c->nrecs >= WEFT_GRAPH_KEEPABLE || c->nuses > INT_MAX / 4)
+  if (c->nrecs >= WEFT_GRAPH_DEVICE || c->nuses > INT_MAX / 4)
     goto out; /* beyond what the counters hold: as out of memory */
   b.n = (int)c->nrecs;
   size_t nu = b.u ? b.u : 1;
@@ -438,7 +450,10 @@ struct weft_graph *weft_graph_build(const weft_recording *c)
   b.gv_var = weft_malloc(sizeof *b.gv_var * nu);
   b.npred = weft_calloc((size_t)b.n, sizeof *b.npred);
   b.nsucc = weft_calloc((size_t)b.n, sizeof *b.nsucc);
-  if (!b.use_gv || !b.gv_handle || !b.gv_write || !b.gv_var || !b.npred || !b.nsucc)
+  b.ndevin = weft_calloc((size_t)b.n, sizeof *b.ndevin);
+  b.devout = weft_calloc((size_t)b.n, sizeof *b.devout);
+  if (!b.use_gv || !b.gv_handle || !b.gv_write || !b.gv_var || !b.npred || !b.nsucc ||
+      !b.ndevin || !b.devout)
     goto out;
   if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = make_nodes(g, &b)))
     goto out;
@@ -457,6 +472,8 @@ out:
   weft_free(b.gv_var);
   weft_free(b.npred);
   weft_free(b.nsucc);
+  weft_free(b.ndevin);
+  weft_free(b.devout);
   weft_free(b.soff);
   weft_free(b.sadj);
   weft_free(b.edge);

@@ -100,7 +100,8 @@ typedef struct weft_gnode {
                              * the sweep's one more in a swept graph (graph.h) */
   int32_t index;            /* its own node index */
   int32_t root;             /* its index among the roots, or -1 */
-  int32_t counter;          /* the leaf counter it counts off as a sink, or -1 */
+  int32_t counter;          /* the leaf counter it counts off as a sink (or a node
+                             * with device edges), or -1 */
 } weft_gnode;
 _Static_assert(sizeof(weft_gnode) <= WEFT_OPR_EXT_BYTES &&
                    _Alignof(weft_gnode) <= _Alignof(void *),
@@ -139,8 +140,18 @@ static inline const weft_gnode *weft_gnode_of(const weft_opr *op)
 /* In a successor list: this successor may run next on the thread that
  * releases it (a CPU fn, WEFT_PROP_NORMAL), without a look at its block. */
 #define WEFT_GRAPH_KEEPABLE ((int32_t)0x20000000)
-/* A successor list entry's node index. */
-#define WEFT_GRAPH_INDEX(e) ((e) & (WEFT_GRAPH_KEEPABLE - 1))
+/* In a successor list: a device edge. Both nodes are GPU operators of one
+ * device, and the successor waits for this node on the device: this node's
+ * launch releases it (replay.c, weft_gnode_launched), appending itself to
+ * the successor's devwait[], as a pushed operator's fence would
+ * (deps/executor.h), unless its fn failed. A node with device edges counts
+ * off the sink tree as a sink does (its successors may finish, and the
+ * launch end, before its own completion is seen otherwise). A successor
+ * has at most WEFT_OPR_DEV_WAITS of them; edges past that go through the
+ * host. */
+#define WEFT_GRAPH_DEVICE ((int32_t)0x10000000)
+/* A successor list entry's node index (a graph has fewer nodes). */
+#define WEFT_GRAPH_INDEX(e) ((e) & (WEFT_GRAPH_DEVICE - 1))
 
 
 /* A counter of the sink tree, on a line of its own. */

@@ -25,6 +25,7 @@ const weft_opr_ext_ops weft_graph_ext_ops = {
   .run = weft_gnode_run,
   .start = weft_gnode_start,
   .finish = weft_gnode_finish,
+  .launched = weft_gnode_launched,
   .holder = weft_gnode_holder,
   .hold = weft_gate_hold,
   .register_locked = weft_keep_run_locked,

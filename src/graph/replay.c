@@ -59,6 +59,39 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
   }
 }
 
+void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
+{
+  const weft_gnode *n = weft_gnode_of(op);
+  struct weft_graph *g = n->graph;
+  const int32_t *succ = g->succs + n->succ0;
+  for (int k = 0; k < n->nsucc; k++) {
+    int32_t e = succ[k];
+    if (!(e & WEFT_GRAPH_DEVICE))
+      continue;
+    int32_t i = WEFT_GRAPH_INDEX(e);
+    weft_opr *s = weft_graph_node(g, i); /* not run yet: op is its predecessor */
+    /* relaxed: a slot index; the slot is published with s's release below
+     * (the acq_rel decrement, or the dispatch that queues it). */
+    int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
+    WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* the build gives no more device edges */
+    /* relaxed: op's own reference (the launched work's) keeps its state
+     * until this one is counted. */
+    atomic_fetch_add_explicit(&op->dev_refs, 1, memory_order_relaxed);
+    s->devwait[slot] = op;
+    op->dev_released = true; /* its finish passes these edges by */
+    if (!(e & WEFT_GRAPH_SOLE)) {
+      /* acq_rel: as in weft_gnode_release: the last decrement releases s,
+       * and publishes this devwait entry to whoever releases it. */
+      int was = atomic_fetch_sub_explicit(&g->pending[i], 1, memory_order_acq_rel);
+      WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+      if (was != 1)
+        continue;
+    }
+    weft_gnode_ready(s, op->epoch);
+    weft_fifo_push(ready, &s->node);
+  }
+}
+
 /* Counts a sink off counter c and up the tree; true when that was the
  * launch's last. */
 static bool count_off(struct weft_graph *g, int c)

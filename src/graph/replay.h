@@ -60,6 +60,12 @@ static inline __attribute__((always_inline)) void weft_gnode_prefetch(const weft
   }
 }
 
+/* GPU node op's device work is enqueued and its fn returned 0 (the
+ * engine's launched, deps/ext.h): releases the successors of its device
+ * edges (graph.h), each waiting for op on the device (appended to ready
+ * when that was its last count). */
+void weft_gnode_launched(weft_opr *op, weft_fifo *ready);
+
 /* Finishes node op with status, as weft_opr_finish_vars finishes a pushed
  * operator: records a failure, gives the vars it writes its status, resets
  * its counter for the next launch, and releases its successors (appended
@@ -125,6 +131,11 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   const int32_t *succ = g->succs + n->succ0;
   int nsucc = n->nsucc, counter = n->counter;
   _Atomic int32_t *pending = g->pending;
+  /* A GPU node whose launch released its device edges (graph.h): they are
+   * passed by below. (A CPU node's block has no device fields.) */
+  bool early = op->ctx.type == WEFT_DEV_GPU && op->dev_released;
+  if (early)
+    op->dev_released = false; /* for the next launch */
   /* relaxed: its predecessors are done with it this launch; the next
    * launch's release of the roots publishes it (see count_off). A node
    * with one predecessor has no count: that one releases it (unless the
@@ -136,6 +147,8 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   for (int k = 0; k < nsucc; k++) {
     int32_t e = succ[k];
     int32_t i = WEFT_GRAPH_INDEX(e);
+    if (early && (e & WEFT_GRAPH_DEVICE))
+      continue; /* released at the launch */
     if (!(e & WEFT_GRAPH_SOLE)) {
       /* acquire: a 1 is the count every other predecessor left with its
        * release decrement below: this finish is the last, nobody else
@@ -159,7 +172,8 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   }
   if (counter < 0)
     return next;
-  WEFT_ASSERT(!next); /* a sink has no successor to keep */
+  if (next) /* a node with device edges counts off as a sink: it keeps nothing */
+    weft_fifo_push(ready, &next->node);
   return weft_gnode_finish_sink(g, eng, counter, keep_one, ready, hook);
 }
 

@@ -1,0 +1,546 @@
+/*
+ * Replays that stay on the device (src/graph/graph.h, WEFT_GRAPH_DEVICE), on
+ * the host backend's emulated devices: an edge between two GPU nodes of one
+ * device is a device-side wait, so a node's GPU successors launch as soon as
+ * it launched, not when the host saw its work complete; on its stream or on
+ * another one; past WEFT_OPR_DEV_WAITS such edges through the host; a CPU
+ * successor still waits for the work; a failed fn releases nothing early; a
+ * device error fails what waited on the device; and many launches of graphs
+ * whose successors complete before their predecessors are retired.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "../deps/engine_util.h"
+#include "common/tunables.h"
+#include "gpu/gpu.h"
+#include "gpu/host.h"
+
+static void setup(void)
+{
+  te_clear_env();
+  setenv("WEFT_GPU_BACKEND", "host", 1);
+  setenv("WEFT_GPU_HOST_DEVICES", "2", 1);
+  weft_gpu_test_host_jitter(0);
+}
+
+static weft_op_desc gpu_desc(weft_op_fn fn, void *arg, int dev)
+{
+  weft_op_desc d = te_desc(fn, arg);
+  d.ctx.type = WEFT_DEV_GPU;
+  d.ctx.id = dev;
+  return d;
+}
+
+static int push_rw(weft_engine *e, weft_op_desc d, weft_var *r, weft_var *w)
+{
+  d.reads = r ? &r : NULL;
+  d.num_reads = r ? 1 : 0;
+  d.writes = w ? &w : NULL;
+  d.num_writes = w ? 1 : 0;
+  return weft_push(e, &d);
+}
+
+static weft_graph *end_capture(weft_engine *e)
+{
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(e, &g), 0);
+  cr_assert_not_null(g);
+  return g;
+}
+
+/* ------------------------------------------ a chain launches at once */
+
+/* A replayed chain of GPU writers of one var: the first one's work is held
+ * until every other one was launched, which only device-side waits allow
+ * (a host edge launches a successor after its predecessor's work). The
+ * work items must still run in chain order. */
+enum { CHAIN = 24 };
+
+typedef struct gchain {
+  atomic_int launched; /* fns run this launch */
+  atomic_int next;     /* work items run this launch, in order */
+  atomic_int bad;
+  void *streams[CHAIN];
+} gchain;
+
+typedef struct glink {
+  gchain *c;
+  int index;
+} glink;
+
+static void glink_item(void *arg)
+{
+  glink *l = arg;
+  if (l->index == 0)
+    TU_CHECK(TU_WAIT_UNTIL(atomic_load(&l->c->launched) == CHAIN, TU_DEADLINE_S),
+             "only %d of %d GPU nodes launched while the first one's work was pending "
+             "(host round trips)", atomic_load(&l->c->launched), CHAIN);
+  if (atomic_fetch_add(&l->c->next, 1) != l->index)
+    atomic_fetch_add(&l->c->bad, 1);
+}
+
+static int glink_fn(const weft_run_ctx *rc, void *arg)
+{
+  glink *l = arg;
+  l->c->streams[l->index] = rc->stream;
+  atomic_fetch_add(&l->c->launched, 1);
+  return weft_gpu_host_enqueue(rc->stream, glink_item, arg);
+}
+
+Test(graph_gpu, a_replayed_chain_waits_on_the_device, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng);
+  gchain c;
+  glink l[CHAIN];
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < CHAIN; i++) {
+    l[i] = (glink){&c, i};
+    cr_assert_eq(push_rw(t.eng, gpu_desc(glink_fn, &l[i], 0), NULL, v), 0);
+  }
+  weft_graph *g = end_capture(t.eng);
+  for (int r = 0; r < 5; r++) {
+    atomic_init(&c.launched, 0);
+    atomic_init(&c.next, 0);
+    atomic_init(&c.bad, 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(t.eng, v), 0);
+    cr_assert_eq(atomic_load(&c.next), CHAIN, "launch %d", r);
+    cr_assert_eq(atomic_load(&c.bad), 0, "launch %d: a node's work ran out of order", r);
+    for (int i = 1; i < CHAIN; i++) /* a chain follows its predecessor's stream */
+      cr_assert_eq(c.streams[i], c.streams[0], "launch %d: node %d left the chain's stream", r,
+                   i);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------- a fan-out waits on the device, across streams */
+
+/* A writes a; B and C read it on the same device, each writing its own
+ * var. A's work is held until B and C both launched; B and C spread over
+ * two streams (one follows A, the other does not), and each one's work must
+ * see A's. Then D, a GPU reader of b and c, and E, a CPU reader of a. */
+typedef struct fan {
+  atomic_int launched; /* B's and C's fns */
+  atomic_int a_done, seen_bad, cpu_early;
+  atomic_int d_seen;   /* D's work saw B's and C's */
+  atomic_int b_done, c_done;
+  void *stream[3];
+} fan;
+
+static void a_item(void *arg)
+{
+  fan *f = arg;
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&f->launched) == 2, TU_DEADLINE_S),
+           "B and C were not both launched while A's work was pending");
+  tu_sleep_us(1000);
+  atomic_store(&f->a_done, 1);
+}
+
+static int a_fn(const weft_run_ctx *rc, void *arg)
+{
+  ((fan *)arg)->stream[0] = rc->stream;
+  return weft_gpu_host_enqueue(rc->stream, a_item, arg);
+}
+
+static void b_item(void *arg)
+{
+  fan *f = arg;
+  if (!atomic_load(&f->a_done))
+    atomic_fetch_add(&f->seen_bad, 1);
+  atomic_store(&f->b_done, 1);
+}
+
+static void c_item(void *arg)
+{
+  fan *f = arg;
+  if (!atomic_load(&f->a_done))
+    atomic_fetch_add(&f->seen_bad, 1);
+  atomic_store(&f->c_done, 1);
+}
+
+static int b_fn(const weft_run_ctx *rc, void *arg)
+{
+  fan *f = arg;
+  f->stream[1] = rc->stream;
+  atomic_fetch_add(&f->launched, 1);
+  return weft_gpu_host_enqueue(rc->stream, b_item, arg);
+}
+
+static int c_fn(const weft_run_ctx *rc, void *arg)
+{
+  fan *f = arg;
+  f->stream[2] = rc->stream;
+  atomic_fetch_add(&f->launched, 1);
+  return weft_gpu_host_enqueue(rc->stream, c_item, arg);
+}
+
+static void d_item(void *arg)
+{
+  fan *f = arg;
+  atomic_store(&f->d_seen, atomic_load(&f->b_done) && atomic_load(&f->c_done));
+}
+
+static int d_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, d_item, arg);
+}
+
+static int e_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  fan *f = arg;
+  if (!atomic_load(&f->a_done))
+    atomic_fetch_add(&f->cpu_early, 1);
+  return 0;
+}
+
+Test(graph_gpu, a_fan_out_waits_on_the_device_across_streams, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  setenv("WEFT_GPU_WORKERS", "2", 1);
+  te t = te_new(NULL, 2, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng), *d = te_var(t.eng),
+           *e = te_var(t.eng);
+  fan f;
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(a_fn, &f, 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(b_fn, &f, 0), a, b), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(c_fn, &f, 0), a, c), 0);
+  weft_op_desc dd = gpu_desc(d_fn, &f, 0);
+  weft_var *dr[2] = {b, c};
+  dd.reads = dr;
+  dd.num_reads = 2;
+  dd.writes = &d;
+  dd.num_writes = 1;
+  cr_assert_eq(weft_push(t.eng, &dd), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(e_fn, &f), a, e), 0);
+  weft_graph *g = end_capture(t.eng);
+  for (int r = 0; r < 10; r++) {
+    memset(f.stream, 0, sizeof f.stream);
+    atomic_init(&f.launched, 0);
+    atomic_init(&f.a_done, 0);
+    atomic_init(&f.seen_bad, 0);
+    atomic_init(&f.cpu_early, 0);
+    atomic_init(&f.d_seen, 0);
+    atomic_init(&f.b_done, 0);
+    atomic_init(&f.c_done, 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(atomic_load(&f.seen_bad), 0, "launch %d: B's or C's work ran before A's", r);
+    cr_assert_eq(atomic_load(&f.cpu_early), 0, "launch %d: the CPU reader ran before A's work",
+                 r);
+    cr_assert_eq(atomic_load(&f.d_seen), 1, "launch %d: D's work ran before B's and C's", r);
+    cr_assert_neq(f.stream[1], f.stream[2], "launch %d: the fan-out stayed on one stream", r);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------- more device edges than waits */
+
+/* A GPU joiner of WEFT_OPR_DEV_WAITS + 3 GPU writers on two streams: its
+ * first WEFT_OPR_DEV_WAITS edges wait on the device, the others on the
+ * host; its work sees every writer's. */
+enum { NJOIN = WEFT_OPR_DEV_WAITS + 3 };
+
+typedef struct join {
+  atomic_int done[NJOIN];
+  atomic_int seen; /* writers the joiner's work saw done */
+} join;
+
+typedef struct jw {
+  join *j;
+  int index;
+} jw;
+
+static void jw_item(void *arg)
+{
+  jw *w = arg;
+  tu_sleep_us(200 * (unsigned)(w->index % 3));
+  atomic_store(&w->j->done[w->index], 1);
+}
+
+static int jw_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, jw_item, arg);
+}
+
+static void joiner_item(void *arg)
+{
+  join *j = arg;
+  int n = 0;
+  for (int i = 0; i < NJOIN; i++)
+    n += atomic_load(&j->done[i]);
+  atomic_store(&j->seen, n);
+}
+
+static int joiner_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, joiner_item, arg);
+}
+
+Test(graph_gpu, a_joiner_of_more_writers_than_device_waits, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  setenv("WEFT_GPU_WORKERS", "2", 1);
+  te t = te_new(NULL, 2, 0);
+  weft_var *v[NJOIN], *out = te_var(t.eng);
+  join j;
+  jw w[NJOIN];
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < NJOIN; i++) {
+    v[i] = te_var(t.eng);
+    w[i] = (jw){&j, i};
+    cr_assert_eq(push_rw(t.eng, gpu_desc(jw_fn, &w[i], 0), NULL, v[i]), 0);
+  }
+  weft_op_desc d = gpu_desc(joiner_fn, &j, 0);
+  d.reads = v;
+  d.num_reads = NJOIN;
+  d.writes = &out;
+  d.num_writes = 1;
+  cr_assert_eq(weft_push(t.eng, &d), 0);
+  weft_graph *g = end_capture(t.eng);
+  for (int r = 0; r < 20; r++) {
+    for (int i = 0; i < NJOIN; i++)
+      atomic_init(&j.done[i], 0);
+    atomic_init(&j.seen, -1);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(t.eng, out), 0);
+    cr_assert_eq(atomic_load(&j.seen), NJOIN, "launch %d: the joiner's work saw %d of %d writers",
+                 r, atomic_load(&j.seen), NJOIN);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  for (int i = 0; i < NJOIN; i++)
+    cr_assert_eq(weft_var_delete(t.eng, v[i]), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------------- failures */
+
+static atomic_int first_runs, second_runs;
+
+static int fail_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  atomic_fetch_add(&first_runs, 1);
+  return 13;
+}
+
+static int second_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  atomic_fetch_add(&second_runs, 1);
+  return 0;
+}
+
+/* A GPU node whose fn fails releases nothing at its launch: its GPU reader
+ * is skipped at every launch, and weft_wait_all reports the failure. */
+Test(graph_gpu, a_failed_fn_releases_no_device_successor, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng);
+  atomic_store(&first_runs, 0);
+  atomic_store(&second_runs, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(fail_fn, NULL, 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(second_fn, NULL, 0), a, b), 0);
+  weft_graph *g = end_capture(t.eng);
+  for (int r = 0; r < 4; r++) {
+    cr_assert_eq(weft_graph_launch(g), 0);
+    /* (weft_wait_all clears every var's failure: the var first.) */
+    cr_assert_eq(weft_var_wait(t.eng, b), 13, "launch %d: the skipped reader's var", r);
+    cr_assert_eq(weft_wait_all(t.eng), 13, "launch %d", r);
+    cr_assert_eq(atomic_load(&first_runs), r + 1);
+    cr_assert_eq(atomic_load(&second_runs), 0, "launch %d: the reader of the failed var ran", r);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+static void late_item(void *arg)
+{
+  atomic_store((atomic_int *)arg, 1);
+}
+
+static int inject_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)arg;
+  atomic_fetch_add(&first_runs, 1);
+  return weft_gpu_host_test_inject_error(rc->stream);
+}
+
+static int late_fn(const weft_run_ctx *rc, void *arg)
+{
+  atomic_fetch_add(&second_runs, 1);
+  return weft_gpu_host_enqueue(rc->stream, late_item, arg);
+}
+
+/* The device fails under a node after its launch released its successor
+ * (which waits for it on the device): the successor's work never runs,
+ * both fail with WEFT_EDEVICE, and the CPU reader of the last var is
+ * skipped. */
+Test(graph_gpu, a_device_error_fails_what_waited_on_the_device, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng);
+  atomic_store(&first_runs, 0);
+  atomic_store(&second_runs, 0);
+  atomic_int late_ran, cpu_ran;
+  atomic_init(&late_ran, 0);
+  atomic_init(&cpu_ran, 0);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(inject_fn, NULL, 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(late_fn, &late_ran, 0), a, b), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(te_count_fn, &cpu_ran), b, c), 0);
+  weft_graph *g = end_capture(t.eng);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  /* (weft_wait_all clears every var's failure: the vars first.) */
+  cr_assert_eq(weft_var_wait(t.eng, c), WEFT_EDEVICE);
+  cr_assert_eq(weft_var_wait(t.eng, b), WEFT_EDEVICE);
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EDEVICE);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(atomic_load(&first_runs), 1);
+  cr_assert_leq(atomic_load(&second_runs), 1);
+  cr_assert_eq(atomic_load(&late_ran), 0, "the successor's work ran after a device error");
+  cr_assert_eq(atomic_load(&cpu_ran), 0, "the CPU reader of a failed var ran");
+  cr_assert(strstr(err, "weft: "), "no log line for the device error: \"%s\"", err);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------ many launches, jitter */
+
+/* A diamond per var pair, replayed many times on two streams with jitter:
+ * successors often complete before the predecessor they waited for on the
+ * device is retired (its lane is swept later), so a node with device edges
+ * must count off the launch as a sink does, or a launch ends (and the next
+ * one begins) under its finish. Every node's work runs once per launch, in
+ * edge order (a sequence number per var). */
+enum { DIAMONDS = 6, LAUNCHES = 150 };
+
+typedef struct dnode {
+  atomic_int *seq;  /* the diamond's step counter */
+  int step;         /* what it must see before its work: 0, 1 (B, C: either), 3 */
+  atomic_int *bad, *runs;
+} dnode;
+
+static void dnode_item(void *arg)
+{
+  dnode *n = arg;
+  int s = atomic_fetch_add(n->seq, 1);
+  bool ok = n->step == 1 ? (s == 1 || s == 2) : s == n->step;
+  if (!ok)
+    atomic_fetch_add(n->bad, 1);
+  atomic_fetch_add(n->runs, 1);
+}
+
+static int dnode_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, dnode_item, arg);
+}
+
+static int cpu_check_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  dnode *n = arg;
+  if (atomic_load(n->seq) != 4)
+    atomic_fetch_add(n->bad, 1);
+  atomic_fetch_add(n->runs, 1);
+  return 0;
+}
+
+Test(graph_gpu, many_launches_of_diamonds_on_two_streams, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  setenv("WEFT_GPU_WORKERS", "2", 1);
+  weft_gpu_test_host_jitter(30);
+  te t = te_new(NULL, 2, 0);
+  atomic_int seq[DIAMONDS], bad, runs;
+  atomic_init(&bad, 0);
+  atomic_init(&runs, 0);
+  dnode nodes[DIAMONDS][5];
+  weft_var *vars[DIAMONDS][5];
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int k = 0; k < DIAMONDS; k++) {
+    atomic_init(&seq[k], 0);
+    for (int i = 0; i < 5; i++)
+      vars[k][i] = te_var(t.eng);
+    static const int step[5] = {0, 1, 1, 3, 4};
+    for (int i = 0; i < 5; i++)
+      nodes[k][i] = (dnode){&seq[k], step[i], &bad, &runs};
+    weft_var **v = vars[k];
+    cr_assert_eq(push_rw(t.eng, gpu_desc(dnode_fn, &nodes[k][0], 0), NULL, v[0]), 0);
+    cr_assert_eq(push_rw(t.eng, gpu_desc(dnode_fn, &nodes[k][1], 0), v[0], v[1]), 0);
+    cr_assert_eq(push_rw(t.eng, gpu_desc(dnode_fn, &nodes[k][2], 0), v[0], v[2]), 0);
+    weft_op_desc d = gpu_desc(dnode_fn, &nodes[k][3], 0);
+    weft_var *r[2] = {v[1], v[2]};
+    d.reads = r;
+    d.num_reads = 2;
+    d.writes = &v[3];
+    d.num_writes = 1;
+    cr_assert_eq(weft_push(t.eng, &d), 0);
+    cr_assert_eq(push_rw(t.eng, te_desc(cpu_check_fn, &nodes[k][4]), v[3], v[4]), 0);
+  }
+  weft_graph *g = end_capture(t.eng);
+  for (int l = 0; l < LAUNCHES; l++) {
+    /* The launch before ended (weft_wait_all below): its work is done. */
+    for (int k = 0; k < DIAMONDS; k++)
+      atomic_store(&seq[k], 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0, "launch %d", l);
+    cr_assert_eq(atomic_load(&runs), (l + 1) * DIAMONDS * 5, "launch %d: runs", l);
+    cr_assert_eq(atomic_load(&bad), 0, "launch %d: a node's work ran out of edge order", l);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* Launches back to back, without a wait between them: a launch begins as
+ * soon as the one before has ended (weft_graph_launch waits for it), so an
+ * end that came before a node with device edges finished would show as a
+ * node run twice in one launch or a count off a counter reset under it
+ * (assertions in the library). */
+Test(graph_gpu, back_to_back_launches_of_a_fan_out, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  setenv("WEFT_GPU_WORKERS", "3", 1);
+  weft_gpu_test_host_jitter(20);
+  te t = te_new(NULL, 2, 0);
+  weft_var *a = te_var(t.eng), *s[4];
+  atomic_int count;
+  atomic_init(&count, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(te_count_fn, &count, 0), NULL, a), 0);
+  for (int i = 0; i < 4; i++) {
+    s[i] = te_var(t.eng);
+    cr_assert_eq(push_rw(t.eng, gpu_desc(te_count_fn, &count, 0), a, s[i]), 0);
+  }
+  weft_graph *g = end_capture(t.eng);
+  enum { N = 300 };
+  for (int l = 0; l < N; l++) {
+    int rc;
+    while ((rc = weft_graph_launch(g)) == WEFT_EBUSY)
+      tu_sleep_us(10);
+    cr_assert_eq(rc, 0, "launch %d", l);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&count), N * 5);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
