@@ -142,8 +142,9 @@ typedef struct weft_gpu_backend_ops {
   /* From now until capture_end, work enqueued on s (kernels, copies, host
    * functions: weft_gpu_host_enqueue, cudaLaunchHostFunc; the host
    * backend's injected errors) is recorded, not run (CUDA:
-   * cudaStreamBeginCapture, cudaStreamCaptureModeThreadLocal). WEFT_EINVAL
-   * if s is capturing already. */
+   * cudaStreamBeginCapture, cudaStreamCaptureModeThreadLocal; a copy from
+   * or to pageable host memory may not be capturable there: pinned memory
+   * is). WEFT_EINVAL if s is capturing already. */
   int (*capture_begin)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* Ends s's capture (from the thread that began it) and instantiates what
    * was recorded into *out: a graph launchable on any stream of s's device,
