@@ -99,14 +99,17 @@ typedef struct weft_gpu_backend_ops {
   /* Frees the backend's own state; every stream and event is destroyed. */
   void (*close)(weft_gpu_backend *b);
   int (*stream_create)(weft_gpu_backend *b, int device, weft_gpu_stream **out);
-  /* Waits for every item enqueued so far, then frees the stream. */
+  /* Waits for every item enqueued so far, then frees the stream. A capture
+   * still open on s is discarded first (CUDA: by the capturing thread only,
+   * as capture_end). */
   int (*stream_destroy)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* What an operator receives in weft_run_ctx.stream: the cudaStream_t for
    * cuda, for host the stream's handle that weft_gpu_host_enqueue takes (not
    * its address: see host.h). */
   void *(*stream_native)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* Blocks until every item enqueued so far ran (teardown, tests). Returns
-   * WEFT_EDEVICE if the stream is in error. */
+   * WEFT_EDEVICE if the stream is in error, WEFT_EINVAL (refused) if it
+   * captures. */
   int (*stream_sync)(weft_gpu_backend *b, weft_gpu_stream *s);
   int (*event_create)(weft_gpu_backend *b, int device, weft_gpu_event **out);
   /* A recorded event may be destroyed before it completes (its resources go

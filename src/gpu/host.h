@@ -18,7 +18,9 @@
  * immutable, reference-counted array of items. A launch enqueues one GRAPH
  * item, which holds a reference to the graph until it ran; it first waits
  * for the graph's previous launch (a marker the graph keeps), so launches
- * of one graph run one at a time, in launch order, as CUDA's do.
+ * of one graph run one at a time, in launch order, as CUDA's do. The
+ * stream's jitter comes before the GRAPH item, as before any item, and
+ * again before each item it replays.
  */
 #ifndef WEFT_GPU_HOST_H
 #define WEFT_GPU_HOST_H

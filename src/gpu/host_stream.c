@@ -202,6 +202,8 @@ static void set_failed(weft_host_stream *s)
  * only, as run_item. */
 static void run_work(weft_host_stream *s, const weft_host_item *it)
 {
+  WEFT_ASSERT(it->kind == WEFT_HOST_ITEM_FN || it->kind == WEFT_HOST_ITEM_COPY ||
+              it->kind == WEFT_HOST_ITEM_ERROR);
   switch (it->kind) {
   case WEFT_HOST_ITEM_FN:
     if (!s->failed)
@@ -220,7 +222,6 @@ static void run_work(weft_host_stream *s, const weft_host_item *it)
     }
     break;
   default:
-    WEFT_ASSERT(!"not a capturable item");
     break;
   }
 }
