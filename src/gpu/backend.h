@@ -157,8 +157,10 @@ typedef struct weft_gpu_backend_ops {
    * invalidated capture (a refused call, see the semantics above) returns
    * WEFT_EINVAL with one log line naming the cause, and *out = NULL; so do
    * WEFT_ENOMEM and WEFT_EDEVICE (instantiation failed). In every case s is
-   * no longer capturing afterwards and works as before. WEFT_EINVAL without
-   * a log line if s was not capturing. */
+   * no longer capturing afterwards and works as before, but one: CUDA
+   * refuses a capture_end from another thread than the capture's
+   * (WEFT_EINVAL, logged), and the capture goes on. WEFT_EINVAL without a
+   * log line if s was not capturing. */
   int (*capture_end)(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_graph **out);
   /* Enqueues one replay of g on s: after the work enqueued on s before it,
    * before the work enqueued after it (an event recorded on s afterwards
