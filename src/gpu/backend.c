@@ -294,3 +294,47 @@ int weft_gpu_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu
     return WEFT_EINVAL;
   return b->ops->stream_write_word(b, s, w, value);
 }
+
+int weft_gpu_capture_begin(weft_gpu_backend *b, weft_gpu_stream *s)
+{
+  if (!b || !s)
+    return WEFT_EINVAL;
+  if (!b->ops->capture_begin)
+    return WEFT_ENODEV;
+  return b->ops->capture_begin(b, s);
+}
+
+int weft_gpu_capture_end(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_graph **out)
+{
+  if (out)
+    *out = NULL;
+  if (!b || !s)
+    return WEFT_EINVAL;
+  if (!b->ops->capture_end)
+    return WEFT_ENODEV;
+  if (out) {
+    /* An instantiation is a creation: an injected failure still ends the
+     * capture, as a real one does. */
+    int rc = create_fault();
+    if (rc) {
+      (void)b->ops->capture_end(b, s, NULL);
+      return rc;
+    }
+  }
+  return b->ops->capture_end(b, s, out);
+}
+
+int weft_gpu_graph_launch(weft_gpu_backend *b, weft_gpu_graph *g, weft_gpu_stream *s)
+{
+  if (!b || !g || !s)
+    return WEFT_EINVAL;
+  if (!b->ops->graph_launch)
+    return WEFT_ENODEV;
+  return b->ops->graph_launch(b, g, s);
+}
+
+void weft_gpu_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *g)
+{
+  if (b && g && b->ops->graph_destroy)
+    b->ops->graph_destroy(b, g);
+}

@@ -16,11 +16,25 @@
  *  - stream_destroy first runs (drains) every item already enqueued.
  *  - A device error is reported as WEFT_EDEVICE, with one log line naming it
  *    (for cuda, cudaGetErrorName's name).
+ *  - Stream capture: between capture_begin and capture_end, kernels, copies
+ *    and host functions enqueued on the stream (and the host backend's
+ *    injected errors) are recorded, not run; capture_end makes the
+ *    recording a graph, and each graph_launch enqueues one replay of it,
+ *    ordered on its stream as any item. Launches of one graph run one at a
+ *    time, in launch order, across streams too (CUDA's rule for an
+ *    executable graph). On a capturing stream, event_record,
+ *    stream_wait_event, stream_write_word, graph_launch and stream_sync are
+ *    refused (WEFT_EINVAL) and invalidate the capture; so does, on CUDA, any
+ *    call the runtime forbids during capture (a synchronous one).
  *
  * Thread safety: every call may come from any thread. A stream is used by
- * one thread at a time for enqueuing (a device worker owns its stream);
- * events may be queried from one thread (the poller) while another records
- * or waits on them. The backend handle itself is immutable after open.
+ * one thread at a time for enqueuing (a device worker owns its stream), and
+ * the thread that began a capture ends it (CUDA: captures are begun
+ * cudaStreamCaptureModeThreadLocal); events may be queried from one thread
+ * (the poller) while another records or waits on them. Calls on one graph
+ * (launch, destroy) are made one at a time (CUDA's graphs are not
+ * internally synchronised). The backend handle itself is immutable after
+ * open.
  */
 #ifndef WEFT_GPU_BACKEND_H
 #define WEFT_GPU_BACKEND_H
@@ -35,6 +49,7 @@
 typedef struct weft_gpu_backend weft_gpu_backend;
 typedef struct weft_gpu_stream weft_gpu_stream; /* a backend's stream (opaque) */
 typedef struct weft_gpu_event weft_gpu_event;   /* a backend's event (opaque) */
+typedef struct weft_gpu_graph weft_gpu_graph;   /* a backend's instantiated capture (opaque) */
 
 /* A host word (WEFT_GPU_COMPLETION=hostword): 32 bits of host memory that
  * the device writes from a stream (CUDA: pinned and mapped) and the CPU
@@ -84,14 +99,17 @@ typedef struct weft_gpu_backend_ops {
   /* Frees the backend's own state; every stream and event is destroyed. */
   void (*close)(weft_gpu_backend *b);
   int (*stream_create)(weft_gpu_backend *b, int device, weft_gpu_stream **out);
-  /* Waits for every item enqueued so far, then frees the stream. */
+  /* Waits for every item enqueued so far, then frees the stream. A capture
+   * still open on s is discarded first (CUDA: by the capturing thread only,
+   * as capture_end). */
   int (*stream_destroy)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* What an operator receives in weft_run_ctx.stream: the cudaStream_t for
    * cuda, for host the stream's handle that weft_gpu_host_enqueue takes (not
    * its address: see host.h). */
   void *(*stream_native)(weft_gpu_backend *b, weft_gpu_stream *s);
   /* Blocks until every item enqueued so far ran (teardown, tests). Returns
-   * WEFT_EDEVICE if the stream is in error. */
+   * WEFT_EDEVICE if the stream is in error, WEFT_EINVAL (refused) if it
+   * captures. */
   int (*stream_sync)(weft_gpu_backend *b, weft_gpu_stream *s);
   int (*event_create)(weft_gpu_backend *b, int device, weft_gpu_event **out);
   /* A recorded event may be destroyed before it completes (its resources go
@@ -124,6 +142,35 @@ typedef struct weft_gpu_backend_ops {
    * never happens (CUDA: a sticky error; host: later items are skipped). */
   int (*stream_write_word)(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_word *w,
                            uint32_t value);
+  /* From now until capture_end, work enqueued on s (kernels, copies, host
+   * functions: weft_gpu_host_enqueue, cudaLaunchHostFunc; the host
+   * backend's injected errors) is recorded, not run (CUDA:
+   * cudaStreamBeginCapture, cudaStreamCaptureModeThreadLocal; a copy from
+   * or to pageable host memory may not be capturable there: pinned memory
+   * is). WEFT_EINVAL if s is capturing already. */
+  int (*capture_begin)(weft_gpu_backend *b, weft_gpu_stream *s);
+  /* Ends s's capture (from the thread that began it) and instantiates what
+   * was recorded into *out: a graph launchable on any stream of s's device,
+   * any number of times; an empty recording gives a graph whose launch does
+   * nothing. out NULL: ends and discards the capture (nothing instantiated,
+   * nothing runs; an invalidated capture is discarded without a word). An
+   * invalidated capture (a refused call, see the semantics above) returns
+   * WEFT_EINVAL with one log line naming the cause, and *out = NULL; so do
+   * WEFT_ENOMEM and WEFT_EDEVICE (instantiation failed). In every case s is
+   * no longer capturing afterwards and works as before, but one: CUDA
+   * refuses a capture_end from another thread than the capture's
+   * (WEFT_EINVAL, logged), and the capture goes on. WEFT_EINVAL without a
+   * log line if s was not capturing. */
+  int (*capture_end)(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_graph **out);
+  /* Enqueues one replay of g on s: after the work enqueued on s before it,
+   * before the work enqueued after it (an event recorded on s afterwards
+   * covers the whole replay), and after every earlier launch of g, on any
+   * stream. WEFT_EINVAL if s is of another device than g (or capturing). */
+  int (*graph_launch)(weft_gpu_backend *b, weft_gpu_graph *g, weft_gpu_stream *s);
+  /* Frees g; replays already enqueued still run to completion (CUDA frees
+   * an executable graph in flight once it completes; the host backend
+   * counts references). */
+  void (*graph_destroy)(weft_gpu_backend *b, weft_gpu_graph *g);
 } weft_gpu_backend_ops;
 
 /* The common part of every backend: the implementations embed it first. */
@@ -175,11 +222,22 @@ int weft_gpu_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w);
 void weft_gpu_word_free(weft_gpu_backend *b, weft_gpu_word *w);
 int weft_gpu_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_word *w,
                                uint32_t value);
+/* Stream capture (the ops above). A backend without it (none) returns
+ * WEFT_ENODEV. capture_end sets *out (when out is not NULL) to NULL on
+ * every error; with out, an instantiation counts as a creation for the
+ * fault hook below, whose injected failure ends and discards the capture
+ * (the stream is no longer capturing) and is returned. graph_destroy of
+ * NULL does nothing. */
+int weft_gpu_capture_begin(weft_gpu_backend *b, weft_gpu_stream *s);
+int weft_gpu_capture_end(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_graph **out);
+int weft_gpu_graph_launch(weft_gpu_backend *b, weft_gpu_graph *g, weft_gpu_stream *s);
+void weft_gpu_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *g);
 
 /*
- * Testing hook (not part of the public API): from now on the n-th stream or
- * event creation (counted together, through any backend) fails with code,
- * and every one after it until reset; n = 0 turns it off. Returns nothing;
+ * Testing hook (not part of the public API): from now on the n-th stream,
+ * event or graph creation (counted together, through any backend; a graph
+ * is created by capture_end with out) fails with code, and every one after
+ * it until reset; n = 0 turns it off. Returns nothing;
  * weft_gpu_test_create_calls counts the creations since the last call.
  */
 void weft_gpu_test_fail_create_at(long n, int code);

@@ -15,11 +15,21 @@
  * cudaGetDriverEntryPointByVersion so that nothing links libcuda; where
  * the driver offers no stream memory operations, by a one-thread kernel
  * (word_kernel.cu) that fences system-wide, then writes.
+ *
+ * Capture: cudaStreamBeginCapture (cudaStreamCaptureModeThreadLocal: only
+ * the capturing thread is kept from calls unsafe during a capture), then
+ * cudaStreamEndCapture and cudaGraphInstantiateWithFlags, the graph's
+ * upload to the device on the capturing stream, and cudaGraphLaunch, all
+ * runtime API. The calls backend.h refuses on a capturing stream are
+ * refused here before CUDA sees them (a flag of the stream), so that both
+ * backends answer alike; CUDA's own refusals (a synchronous call during the
+ * capture) come back from cudaStreamEndCapture.
  */
 #include <cuda.h> /* types only: the driver's entry point comes at run time */
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -32,6 +42,14 @@
 typedef struct weft_cuda_stream {
   int device;          /* immutable */
   cudaStream_t stream; /* immutable; the handle operators receive */
+  /* Set by capture_begin, cleared by capture_end (or destroy): written by
+   * the capturing thread only. relaxed: a stream_sync from another thread
+   * reads it only to refuse, and nothing is published through it. */
+  _Atomic bool capturing;
+  /* While capturing: NULL, or the first call refused (what capture_end
+   * names). Set by a relaxed CAS from NULL (the first one wins), read and
+   * cleared by capture_end (the capturing thread). */
+  _Atomic(const char *) refused;
 } weft_cuda_stream;
 
 typedef struct weft_cuda_event {
@@ -39,16 +57,56 @@ typedef struct weft_cuda_event {
   cudaEvent_t event; /* immutable */
 } weft_cuda_event;
 
+typedef struct weft_cuda_graph {
+  int device;           /* immutable */
+  cudaGraphExec_t exec; /* immutable */
+} weft_cuda_graph;
+
 #define CS(s) ((weft_cuda_stream *)(void *)(s))
 #define CE(e) ((weft_cuda_event *)(void *)(e))
+#define CG(g) ((weft_cuda_graph *)(void *)(g))
 
-/* Logs a failed call and maps it: allocation failures to WEFT_ENOMEM, the
- * rest to WEFT_EDEVICE. */
+/* Whether CUDA's error says the capture broke its rules (the caller's
+ * doing, WEFT_EINVAL), rather than the device failing. */
+static bool capture_misuse(cudaError_t err)
+{
+  switch (err) {
+  case cudaErrorStreamCaptureUnsupported:
+  case cudaErrorStreamCaptureInvalidated:
+  case cudaErrorStreamCaptureMerge:
+  case cudaErrorStreamCaptureUnmatched:
+  case cudaErrorStreamCaptureUnjoined:
+  case cudaErrorStreamCaptureIsolation:
+  case cudaErrorStreamCaptureImplicit:
+  case cudaErrorStreamCaptureWrongThread:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Logs a failed call and maps it: allocation failures to WEFT_ENOMEM, a
+ * broken rule of stream capture to WEFT_EINVAL, the rest to WEFT_EDEVICE. */
 static int fail(const char *what, int device, cudaError_t err)
 {
   weft_log("cuda device %d: %s failed: %s (%d): %s", device, what, cudaGetErrorName(err),
            (int)err, cudaGetErrorString(err));
-  return err == cudaErrorMemoryAllocation ? WEFT_ENOMEM : WEFT_EDEVICE;
+  if (err == cudaErrorMemoryAllocation)
+    return WEFT_ENOMEM;
+  return capture_misuse(err) ? WEFT_EINVAL : WEFT_EDEVICE;
+}
+
+/* Whether s captures; if so, call is refused: the capture is invalid from
+ * now on, and the first refused call is what capture_end names. */
+static bool refuse_if_capturing(weft_cuda_stream *s, const char *call)
+{
+  /* relaxed: see the fields. */
+  if (!atomic_load_explicit(&s->capturing, memory_order_relaxed))
+    return false;
+  const char *none = NULL;
+  atomic_compare_exchange_strong_explicit(&s->refused, &none, call, memory_order_relaxed,
+                                          memory_order_relaxed);
+  return true;
 }
 
 static int set_device(int device)
@@ -98,8 +156,30 @@ static int cuda_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream *
     return rc;
   }
   s->device = device;
+  atomic_init(&s->capturing, false);
+  atomic_init(&s->refused, NULL);
   *out = (weft_gpu_stream *)(void *)s;
   return 0;
+}
+
+/* Ends s's capture (it captures) and returns the graph in *graph (NULL when
+ * CUDA invalidated the capture: then the error, not logged, and the
+ * runtime's last error cleared, since it is not the application's). The
+ * stream no longer captures afterwards. */
+static cudaError_t end_capture(weft_cuda_stream *s, cudaGraph_t *graph)
+{
+  *graph = NULL;
+  cudaError_t err = cudaStreamEndCapture(s->stream, graph);
+  /* relaxed: see the fields. */
+  atomic_store_explicit(&s->capturing, false, memory_order_relaxed);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (*graph) {
+      (void)cudaGraphDestroy(*graph);
+      *graph = NULL;
+    }
+  }
+  return err;
 }
 
 static int cuda_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *st)
@@ -107,6 +187,17 @@ static int cuda_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *st)
   (void)b;
   weft_cuda_stream *s = CS(st);
   int rc = set_device(s->device);
+  /* relaxed: see the fields. */
+  if (!rc && atomic_load_explicit(&s->capturing, memory_order_relaxed)) {
+    /* A capture still open is discarded (this must be the capturing
+     * thread: cudaStreamCaptureModeThreadLocal). */
+    cudaGraph_t graph = NULL;
+    cudaError_t err = end_capture(s, &graph);
+    if (graph)
+      (void)cudaGraphDestroy(graph);
+    if (err != cudaSuccess && err != cudaErrorStreamCaptureInvalidated)
+      rc = fail("cudaStreamEndCapture (destroying a capturing stream)", s->device, err);
+  }
   if (!rc) {
     /* Drain first: the stream's work runs before destroy returns. */
     cudaError_t err = cudaStreamSynchronize(s->stream);
@@ -130,6 +221,8 @@ static int cuda_stream_sync(weft_gpu_backend *b, weft_gpu_stream *st)
 {
   (void)b;
   weft_cuda_stream *s = CS(st);
+  if (refuse_if_capturing(s, "stream_sync"))
+    return WEFT_EINVAL;
   int rc = set_device(s->device);
   if (rc)
     return rc;
@@ -180,6 +273,8 @@ static int cuda_event_record(weft_gpu_backend *b, weft_gpu_event *ev, weft_gpu_s
   weft_cuda_stream *s = CS(st);
   if (e->device != s->device)
     return WEFT_EINVAL;
+  if (refuse_if_capturing(s, "event_record"))
+    return WEFT_EINVAL;
   int rc = set_device(s->device);
   if (rc)
     return rc;
@@ -206,6 +301,8 @@ static int cuda_stream_wait_event(weft_gpu_backend *b, weft_gpu_stream *st, weft
 {
   (void)b;
   weft_cuda_stream *s = CS(st);
+  if (refuse_if_capturing(s, "stream_wait_event"))
+    return WEFT_EINVAL;
   int rc = set_device(s->device);
   if (rc)
     return rc;
@@ -282,6 +379,8 @@ static int cuda_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft
   weft_cuda_stream *s = CS(st);
   if (w->device != s->device)
     return WEFT_EINVAL;
+  if (refuse_if_capturing(s, "stream_write_word"))
+    return WEFT_EINVAL;
   int rc = set_device(s->device);
   if (rc)
     return rc;
@@ -294,6 +393,140 @@ static int cuda_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft
   }
   cudaError_t err = weft_cuda_word_kernel_launch(s->stream, w->dev, value);
   return err == cudaSuccess ? 0 : fail("the host word's kernel launch", s->device, err);
+}
+
+static int cuda_capture_begin(weft_gpu_backend *b, weft_gpu_stream *st)
+{
+  (void)b;
+  weft_cuda_stream *s = CS(st);
+  /* relaxed: see the fields. */
+  if (atomic_load_explicit(&s->capturing, memory_order_relaxed))
+    return WEFT_EINVAL;
+  int rc = set_device(s->device);
+  if (rc)
+    return rc;
+  cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
+  if (err != cudaSuccess)
+    return fail("cudaStreamBeginCapture", s->device, err);
+  atomic_store_explicit(&s->refused, NULL, memory_order_relaxed);
+  atomic_store_explicit(&s->capturing, true, memory_order_relaxed);
+  return 0;
+}
+
+static int cuda_capture_end(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_graph **out)
+{
+  (void)b;
+  weft_cuda_stream *s = CS(st);
+  if (out)
+    *out = NULL;
+  /* relaxed: see the fields. */
+  if (!atomic_load_explicit(&s->capturing, memory_order_relaxed))
+    return WEFT_EINVAL;
+  /* The capture ends first, whatever comes next (a stream call: no device
+   * to make current for it). */
+  const char *refused = atomic_exchange_explicit(&s->refused, NULL, memory_order_relaxed);
+  cudaGraph_t graph = NULL;
+  cudaError_t err = end_capture(s, &graph);
+  if (err == cudaErrorStreamCaptureWrongThread) {
+    /* Not the capturing thread (backend.h forbids it): nothing ended, the
+     * capture goes on. */
+    atomic_store_explicit(&s->refused, refused, memory_order_relaxed);
+    atomic_store_explicit(&s->capturing, true, memory_order_relaxed);
+    weft_log("cuda device %d: capture_end on stream %p from another thread than the "
+             "capture's: %s (WEFT_EINVAL)",
+             s->device, (void *)s->stream, cudaGetErrorName(err));
+    return WEFT_EINVAL;
+  }
+  if (err != cudaSuccess) {
+    if (!capture_misuse(err))
+      return fail("cudaStreamEndCapture", s->device, err);
+    if (!out)
+      return 0; /* a discard: an invalidated capture is discarded too */
+    weft_log("cuda device %d: the capture on stream %p was invalidated: %s (%s) (WEFT_EINVAL)",
+             s->device, (void *)s->stream, cudaGetErrorName(err),
+             refused ? refused : "a call unsupported during capture");
+    return WEFT_EINVAL;
+  }
+  if (!out || refused) {
+    (void)cudaGraphDestroy(graph);
+    if (out)
+      weft_log("cuda device %d: the capture on stream %p was invalidated: %s is not "
+               "capturable (WEFT_EINVAL)",
+               s->device, (void *)s->stream, refused);
+    return out ? WEFT_EINVAL : 0;
+  }
+
+  weft_cuda_graph *g = weft_calloc(1, sizeof *g);
+  int rc = g ? set_device(s->device) : WEFT_ENOMEM;
+  if (rc) {
+    weft_free(g);
+    (void)cudaGraphDestroy(graph);
+    return rc;
+  }
+  /* An empty capture gets one empty node: a graph with a node launches
+   * (and orders) as any other, whatever the driver makes of a graph with
+   * none. */
+  size_t nodes = 0;
+  err = cudaGraphGetNodes(graph, NULL, &nodes);
+  if (err == cudaSuccess && nodes == 0) {
+    cudaGraphNode_t empty;
+    err = cudaGraphAddEmptyNode(&empty, graph, NULL, 0);
+    if (err != cudaSuccess)
+      rc = fail("cudaGraphAddEmptyNode (an empty capture)", s->device, err);
+  } else if (err != cudaSuccess) {
+    rc = fail("cudaGraphGetNodes", s->device, err);
+  }
+  if (!rc) {
+    err = cudaGraphInstantiateWithFlags(&g->exec, graph, 0);
+    if (err != cudaSuccess)
+      rc = fail("cudaGraphInstantiateWithFlags", s->device, err);
+  }
+  (void)cudaGraphDestroy(graph); /* the executable graph is a copy */
+  if (!rc) {
+    /* The upload now, on the capturing stream, so that the first launch
+     * costs what the others do. */
+    err = cudaGraphUpload(g->exec, s->stream);
+    if (err != cudaSuccess) {
+      rc = fail("cudaGraphUpload", s->device, err);
+      (void)cudaGraphExecDestroy(g->exec);
+    }
+  }
+  if (rc) {
+    weft_free(g);
+    return rc;
+  }
+  g->device = s->device;
+  *out = (weft_gpu_graph *)(void *)g;
+  return 0;
+}
+
+static int cuda_graph_launch(weft_gpu_backend *b, weft_gpu_graph *gr, weft_gpu_stream *st)
+{
+  (void)b;
+  weft_cuda_graph *g = CG(gr);
+  weft_cuda_stream *s = CS(st);
+  if (g->device != s->device)
+    return WEFT_EINVAL;
+  if (refuse_if_capturing(s, "graph_launch"))
+    return WEFT_EINVAL;
+  int rc = set_device(s->device);
+  if (rc)
+    return rc;
+  cudaError_t err = cudaGraphLaunch(g->exec, s->stream);
+  return err == cudaSuccess ? 0 : fail("cudaGraphLaunch", s->device, err);
+}
+
+static void cuda_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *gr)
+{
+  (void)b;
+  weft_cuda_graph *g = CG(gr);
+  /* A graph in flight is freed once its launches completed (CUDA). */
+  if (set_device(g->device) == 0) {
+    cudaError_t err = cudaGraphExecDestroy(g->exec);
+    if (err != cudaSuccess)
+      fail("cudaGraphExecDestroy", g->device, err);
+  }
+  weft_free(g);
 }
 
 static const weft_gpu_backend_ops cuda_ops = {
@@ -314,6 +547,10 @@ static const weft_gpu_backend_ops cuda_ops = {
   .word_alloc = cuda_word_alloc,
   .word_free = cuda_word_free,
   .stream_write_word = cuda_stream_write_word,
+  .capture_begin = cuda_capture_begin,
+  .capture_end = cuda_capture_end,
+  .graph_launch = cuda_graph_launch,
+  .graph_destroy = cuda_graph_destroy,
 };
 
 /* The driver's stream write, by version (12.0's ABI), so that nothing

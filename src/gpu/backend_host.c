@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/error.h"
 #include "common/sync.h"
 #include "common/tunables.h"
@@ -106,12 +107,18 @@ static int host_event_record(weft_gpu_backend *b, weft_gpu_event *ev, weft_gpu_s
   atomic_init(&m->logged, 0);
   it->kind = WEFT_HOST_ITEM_RECORD;
   it->marker = m;
-
+  /* First the push, which a capturing stream refuses (leaving the event as
+   * it was); a query meanwhile sees the previous record, as it would have
+   * a moment before the call. */
+  if (weft_host_stream_push(s, it) != 0) {
+    weft_free(m);
+    weft_free(it);
+    return WEFT_EINVAL;
+  }
   pthread_mutex_lock(&e->mu);
   weft_host_marker *old = e->latest;
   e->latest = m;
   pthread_mutex_unlock(&e->mu);
-  weft_host_stream_push(s, it);
   if (old)
     weft_host_marker_unref(old);
   return 0;
@@ -157,11 +164,15 @@ static int host_stream_wait_event(weft_gpu_backend *b, weft_gpu_stream *st, weft
   pthread_mutex_unlock(&e->mu);
   if (!m) {
     weft_free(it); /* never recorded: complete, nothing to wait for */
-    return 0;
+    return weft_host_stream_refuse(s, "stream_wait_event"); /* but refused while capturing */
   }
   it->kind = WEFT_HOST_ITEM_WAIT;
   it->marker = m;
-  weft_host_stream_push(s, it);
+  if (weft_host_stream_push(s, it) != 0) {
+    weft_host_marker_unref(m);
+    weft_free(it);
+    return WEFT_EINVAL;
+  }
   return 0;
 }
 
@@ -177,8 +188,9 @@ static int host_copy_async(weft_gpu_backend *b, weft_gpu_stream *st, void *dst, 
   it->dst = dst;
   it->src = src;
   it->bytes = bytes;
-  weft_host_stream_push(HS(st), it);
-  return 0;
+  int rc = weft_host_stream_push(HS(st), it); /* a capture records copies: never refused */
+  WEFT_ASSERT(rc == 0);
+  return rc;
 }
 
 static int host_event_sync(weft_gpu_backend *b, weft_gpu_event *ev)
@@ -243,8 +255,81 @@ static int host_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft
   it->kind = WEFT_HOST_ITEM_WORD;
   it->word = w->host;
   it->value = value;
-  weft_host_stream_push(s, it);
+  if (weft_host_stream_push(s, it) != 0) {
+    weft_free(it);
+    return WEFT_EINVAL;
+  }
   return 0;
+}
+
+static int host_capture_begin(weft_gpu_backend *b, weft_gpu_stream *st)
+{
+  (void)b;
+  return weft_host_stream_capture_begin(HS(st));
+}
+
+static int host_capture_end(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_graph **out)
+{
+  (void)b;
+  weft_host_stream *s = HS(st);
+  weft_host_graph *g = NULL;
+  const char *refused = NULL;
+  int rc = weft_host_stream_capture_end(s, out ? &g : NULL, &refused);
+  if (rc == WEFT_EINVAL && refused)
+    weft_log("host device %d: the capture on stream %p was invalidated: %s is not capturable "
+             "(WEFT_EINVAL)",
+             s->device, (void *)s, refused);
+  if (out)
+    *out = rc ? NULL : (weft_gpu_graph *)(void *)g;
+  return rc;
+}
+
+static int host_graph_launch(weft_gpu_backend *b, weft_gpu_graph *gr, weft_gpu_stream *st)
+{
+  (void)b;
+  weft_host_graph *g = (weft_host_graph *)(void *)gr;
+  weft_host_stream *s = HS(st);
+  if (g->device != s->device)
+    return WEFT_EINVAL; /* as CUDA: an executable graph belongs to its device */
+  weft_host_marker *m = weft_calloc(1, sizeof *m);
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!m || !it) {
+    weft_free(m);
+    weft_free(it);
+    return WEFT_ENOMEM;
+  }
+  m->device = s->device;
+  atomic_init(&m->state, WEFT_HOST_PENDING);
+  atomic_init(&m->refs, 2); /* the graph (as its last launch) and the item */
+  atomic_init(&m->logged, 0);
+  it->kind = WEFT_HOST_ITEM_GRAPH;
+  it->marker = m;
+  it->graph = g;
+  /* relaxed: taking a reference while holding one (the caller's). */
+  atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+
+  /* Under the graph's lock from reading last to replacing it, so that the
+   * launches chain in launch order; a refused push leaves last as it was. */
+  pthread_mutex_lock(&g->mu);
+  it->prev = g->last; /* the graph's reference passes to the item */
+  int rc = weft_host_stream_push(s, it);
+  if (rc == 0)
+    g->last = m;
+  pthread_mutex_unlock(&g->mu);
+  if (rc) {
+    weft_host_graph_unref(g);
+    weft_free(m);
+    weft_free(it);
+    return WEFT_EINVAL;
+  }
+  return 0;
+}
+
+static void host_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *g)
+{
+  (void)b;
+  /* The owner's reference; launches still enqueued hold their own. */
+  weft_host_graph_unref((weft_host_graph *)(void *)g);
 }
 
 static const weft_gpu_backend_ops host_ops = {
@@ -264,6 +349,10 @@ static const weft_gpu_backend_ops host_ops = {
   .word_alloc = host_word_alloc,
   .word_free = host_word_free,
   .stream_write_word = host_stream_write_word,
+  .capture_begin = host_capture_begin,
+  .capture_end = host_capture_end,
+  .graph_launch = host_graph_launch,
+  .graph_destroy = host_graph_destroy,
 };
 
 int weft_gpu_host_open(weft_gpu_backend **out, int devices, unsigned jitter_us)

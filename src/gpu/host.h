@@ -10,6 +10,17 @@
  * stream-wait item keeps one to the marker it snapshotted at call time, so
  * a re-record (a new marker) cannot change an earlier wait, and an event may
  * be destroyed while waits on it are pending.
+ *
+ * Capture: a capturing stream appends its FN, COPY and ERROR items to a
+ * capture list instead of its FIFO, whoever enqueues them (an item of the
+ * stream itself too), and refuses every other kind (which invalidates the
+ * capture). capture_end copies the list into a graph: an
+ * immutable, reference-counted array of items. A launch enqueues one GRAPH
+ * item, which holds a reference to the graph until it ran; it first waits
+ * for the graph's previous launch (a marker the graph keeps), so launches
+ * of one graph run one at a time, in launch order, as CUDA's do. The
+ * stream's jitter comes before the GRAPH item, as before any item, and
+ * again before each item it replays.
  */
 #ifndef WEFT_GPU_HOST_H
 #define WEFT_GPU_HOST_H
@@ -51,7 +62,10 @@ typedef enum {
   WEFT_HOST_ITEM_WAIT,   /* sleep until marker completes */
   WEFT_HOST_ITEM_ERROR,  /* injected device error: the stream fails */
   WEFT_HOST_ITEM_WORD,   /* store value into word (a host word: backend.h) */
+  WEFT_HOST_ITEM_GRAPH,  /* wait for prev, replay graph's items, complete marker */
 } weft_host_item_kind;
+
+typedef struct weft_host_graph weft_host_graph;
 
 typedef struct weft_host_item {
   weft_fifo_node node;         /* the stream's FIFO link: under the stream's mu */
@@ -61,10 +75,26 @@ typedef struct weft_host_item {
   void *dst;
   const void *src;
   size_t bytes;
-  weft_host_marker *marker; /* RECORD, WAIT: a reference the item owns */
+  weft_host_marker *marker; /* RECORD, WAIT, GRAPH (its launch's end): a reference the item owns */
   _Atomic uint32_t *word;   /* WORD */
   uint32_t value;           /* WORD */
+  weft_host_graph *graph;   /* GRAPH: a reference the item owns */
+  weft_host_marker *prev;   /* GRAPH: the graph's previous launch's end (a reference), or NULL */
 } weft_host_item;
+
+/* A stream's capture, instantiated (backend.h's weft_gpu_graph). */
+struct weft_host_graph {
+  /* References: the owner's (until graph_destroy), each GRAPH item until it
+   * ran. acq_rel decrements: the last one frees. */
+  _Atomic int refs;
+  int device;         /* immutable: the capturing stream's */
+  pthread_mutex_t mu; /* guards last */
+  /* The latest launch's end marker (a reference), completed once that
+   * replay ran; NULL: never launched. The next launch waits for it. */
+  weft_host_marker *last;
+  size_t n;                /* immutable */
+  weft_host_item items[];  /* immutable: copies of the recorded FN, COPY, ERROR items */
+};
 
 /*
  * A stream lives in a slot of a process-wide registry (host_stream.c) whose
@@ -111,6 +141,12 @@ typedef struct weft_host_stream {
                               only the stream's own items may enqueue meanwhile */
   bool failed;             /* a device error: later FN/COPY items are skipped,
                               later records complete as failed (written by the thread) */
+  bool capturing;          /* capture_begin until capture_end (or destroy) */
+  /* While capturing: NULL, or the first refused call (what invalidated the
+   * capture; capture_end names it). */
+  const char *capture_refused;
+  weft_fifo captured;      /* while capturing: FN, COPY, ERROR items (node), in order */
+  size_t captured_n;       /* how many */
 } weft_host_stream;
 
 /* host_stream.c */
@@ -124,15 +160,29 @@ static inline void *weft_host_stream_handle(const weft_host_stream *s)
 {
   return s->handle;
 }
-/* Appends an item (ownership passes to the stream); s is live: the caller
- * owns it (a device worker, a test), so no check is made. */
-void weft_host_stream_push(weft_host_stream *s, weft_host_item *it);
+/* Appends an item (ownership passes to the stream), or records it if the
+ * stream captures (FN, COPY, ERROR); s is live: the caller owns it (a
+ * device worker, a test), so no check is made. WEFT_EINVAL, the item
+ * staying the caller's: the stream captures and cannot record the item's
+ * kind (the capture is then invalid). */
+int weft_host_stream_push(weft_host_stream *s, weft_host_item *it);
+/* For a call that enqueues nothing: WEFT_EINVAL (invalidating the capture,
+ * call naming the cause) if s captures, else 0. */
+int weft_host_stream_refuse(weft_host_stream *s, const char *call);
 /* Waits until every item enqueued before the call ran; WEFT_EDEVICE if the
- * stream failed, else 0. */
+ * stream failed, WEFT_EINVAL if it captures (invalidating the capture),
+ * else 0. */
 int weft_host_stream_sync(weft_host_stream *s);
+/* backend.h's capture_begin and capture_end (without the log line: the
+ * caller writes it); *refused: what invalidated the capture, or NULL. */
+int weft_host_stream_capture_begin(weft_host_stream *s);
+int weft_host_stream_capture_end(weft_host_stream *s, weft_host_graph **out,
+                                 const char **refused);
 
 /* Drops a marker reference; the last one frees it. */
 void weft_host_marker_unref(weft_host_marker *m);
+/* Drops a graph reference; the last one frees it. */
+void weft_host_graph_unref(weft_host_graph *g);
 
 /*
  * Testing hook (not part of the public API): enqueues a device error on a

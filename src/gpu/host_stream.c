@@ -137,6 +137,42 @@ void weft_host_marker_unref(weft_host_marker *m)
     weft_free(m);
 }
 
+void weft_host_graph_unref(weft_host_graph *g)
+{
+  /* acq_rel: the last holder sees every other holder's use of the graph
+   * (its replays, the launches' writes of last) before it frees it; pairs
+   * with the other holders' decrements. */
+  if (atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1) {
+    if (g->last)
+      weft_host_marker_unref(g->last);
+    pthread_mutex_destroy(&g->mu);
+    weft_free(g);
+  }
+}
+
+/* Completes a marker (st: DONE or FAILED), waking its waiters, and drops
+ * the caller's reference. */
+static void marker_complete(weft_host_marker *m, uint32_t st)
+{
+  /* release: publishes the effects of every item before the marker's
+   * place; pairs with the acquire loads in event_query, event_sync and
+   * marker_wait. */
+  atomic_store_explicit(&m->state, st, memory_order_release);
+  weft_futex_wake(&m->state, INT_MAX);
+  weft_host_marker_unref(m);
+}
+
+/* Sleeps until m completes; its final state. */
+static uint32_t marker_wait(weft_host_marker *m)
+{
+  uint32_t st;
+  /* acquire: pairs with marker_complete's release store, so this stream's
+   * later items see the work before the marker. */
+  while ((st = atomic_load_explicit(&m->state, memory_order_acquire)) == WEFT_HOST_PENDING)
+    weft_futex_wait(&m->state, WEFT_HOST_PENDING, -1);
+  return st;
+}
+
 static void jitter(weft_host_stream *s)
 {
   if (!s->jitter_us)
@@ -161,11 +197,13 @@ static void set_failed(weft_host_stream *s)
   pthread_mutex_unlock(&s->mu);
 }
 
-/* Runs (or, on a failed stream, skips) one item and frees it. The stream
- * thread only; `failed` is written by this thread alone, so reading it here
- * without the lock is safe. */
-static void run_item(weft_host_stream *s, weft_host_item *it)
+/* The work of an FN, COPY or ERROR item, plain or replayed (the others
+ * are not captured): run, or skipped on a failed stream. The stream thread
+ * only, as run_item. */
+static void run_work(weft_host_stream *s, const weft_host_item *it)
 {
+  WEFT_ASSERT(it->kind == WEFT_HOST_ITEM_FN || it->kind == WEFT_HOST_ITEM_COPY ||
+              it->kind == WEFT_HOST_ITEM_ERROR);
   switch (it->kind) {
   case WEFT_HOST_ITEM_FN:
     if (!s->failed)
@@ -175,26 +213,56 @@ static void run_item(weft_host_stream *s, weft_host_item *it)
     if (!s->failed)
       memcpy(it->dst, it->src, it->bytes);
     break;
-  case WEFT_HOST_ITEM_RECORD: {
+  case WEFT_HOST_ITEM_ERROR:
+    if (!s->failed) {
+      weft_log("host device %d: device error on stream %p (injected): later work on it is "
+               "not run",
+               s->device, (void *)s);
+      set_failed(s);
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+/* Runs (or, on a failed stream, skips) one item and frees it. The stream
+ * thread only; `failed` is written by this thread alone, so reading it here
+ * without the lock is safe. */
+static void run_item(weft_host_stream *s, weft_host_item *it)
+{
+  switch (it->kind) {
+  case WEFT_HOST_ITEM_FN:
+  case WEFT_HOST_ITEM_COPY:
+  case WEFT_HOST_ITEM_ERROR:
+    run_work(s, it);
+    break;
+  case WEFT_HOST_ITEM_RECORD:
+    marker_complete(it->marker, s->failed ? WEFT_HOST_FAILED : WEFT_HOST_DONE);
+    break;
+  case WEFT_HOST_ITEM_WAIT: {
     weft_host_marker *m = it->marker;
-    /* release: publishes the effects of every item before this record;
-     * pairs with the acquire loads in event_query and the WAIT case. */
-    atomic_store_explicit(&m->state, s->failed ? WEFT_HOST_FAILED : WEFT_HOST_DONE,
-                          memory_order_release);
-    weft_futex_wake(&m->state, INT_MAX);
+    if (marker_wait(m) == WEFT_HOST_FAILED && !s->failed)
+      set_failed(s);
     weft_host_marker_unref(m);
     break;
   }
-  case WEFT_HOST_ITEM_WAIT: {
-    weft_host_marker *m = it->marker;
-    uint32_t st;
-    /* acquire: pairs with the recording thread's release store above, so
-     * this stream's later items see the recorded stream's earlier work. */
-    while ((st = atomic_load_explicit(&m->state, memory_order_acquire)) == WEFT_HOST_PENDING)
-      weft_futex_wait(&m->state, WEFT_HOST_PENDING, -1);
-    if (st == WEFT_HOST_FAILED && !s->failed)
-      set_failed(s);
-    weft_host_marker_unref(m);
+  case WEFT_HOST_ITEM_GRAPH: {
+    /* After the graph's previous launch (on any stream): only the order
+     * counts here, not how it ended (its stream's failure is its own). */
+    if (it->prev) {
+      (void)marker_wait(it->prev);
+      weft_host_marker_unref(it->prev);
+    }
+    /* The replay: the recorded items in order, each after the stream's
+     * jitter as a plain item (the launch had its own before it). */
+    const weft_host_graph *g = it->graph;
+    for (size_t i = 0; i < g->n; i++) {
+      jitter(s);
+      run_work(s, &g->items[i]);
+    }
+    marker_complete(it->marker, s->failed ? WEFT_HOST_FAILED : WEFT_HOST_DONE);
+    weft_host_graph_unref(it->graph);
     break;
   }
   case WEFT_HOST_ITEM_WORD:
@@ -204,14 +272,6 @@ static void run_item(weft_host_stream *s, weft_host_item *it)
      * never writes it, as a CUDA context after a sticky error. */
     if (!s->failed)
       atomic_store_explicit(it->word, it->value, memory_order_release);
-    break;
-  case WEFT_HOST_ITEM_ERROR:
-    if (!s->failed) {
-      weft_log("host device %d: device error on stream %p (injected): later work on it is "
-               "not run",
-               s->device, (void *)s);
-      set_failed(s);
-    }
     break;
   }
   weft_free(it);
@@ -267,6 +327,10 @@ int weft_host_stream_create(int device, unsigned jitter_us, weft_host_stream **o
   s->sync_waiters = 0;
   s->closing = false;
   s->failed = false;
+  s->capturing = false;
+  s->capture_refused = NULL;
+  weft_fifo_init(&s->captured);
+  s->captured_n = 0;
   pthread_mutex_unlock(&s->mu);
   if (weft_thread_create(&s->thread, NULL, stream_main, s) != 0) {
     slot_give(s);
@@ -285,20 +349,135 @@ int weft_host_stream_create(int device, unsigned jitter_us, weft_host_stream **o
   return 0;
 }
 
-static void push_locked(weft_host_stream *s, weft_host_item *it)
+/* The call that enqueues an item of this kind (what a refusal names). */
+static const char *kind_call(weft_host_item_kind kind)
 {
+  switch (kind) {
+  case WEFT_HOST_ITEM_RECORD:
+    return "event_record";
+  case WEFT_HOST_ITEM_WAIT:
+    return "stream_wait_event";
+  case WEFT_HOST_ITEM_WORD:
+    return "stream_write_word";
+  case WEFT_HOST_ITEM_GRAPH:
+    return "graph_launch";
+  default:
+    return "an enqueue";
+  }
+}
+
+/* Under mu, while capturing: a refused call invalidates the capture (the
+ * first one is what capture_end names). */
+static void refuse_locked(weft_host_stream *s, const char *call)
+{
+  if (!s->capture_refused)
+    s->capture_refused = call;
+}
+
+/* Appends it to the FIFO, or to the capture while capturing: 0, or
+ * WEFT_EINVAL when the capture cannot record its kind. Under mu. */
+static int push_locked(weft_host_stream *s, weft_host_item *it)
+{
+  if (s->capturing) {
+    if (it->kind != WEFT_HOST_ITEM_FN && it->kind != WEFT_HOST_ITEM_COPY &&
+        it->kind != WEFT_HOST_ITEM_ERROR) {
+      refuse_locked(s, kind_call(it->kind));
+      return WEFT_EINVAL;
+    }
+    weft_fifo_push(&s->captured, &it->node);
+    s->captured_n++;
+    return 0;
+  }
   weft_fifo_push(&s->items, &it->node);
   s->enqueued++;
   pthread_cond_signal(&s->work_cv);
+  return 0;
 }
 
-void weft_host_stream_push(weft_host_stream *s, weft_host_item *it)
+int weft_host_stream_refuse(weft_host_stream *s, const char *call)
+{
+  pthread_mutex_lock(&s->mu);
+  bool capturing = s->capturing;
+  if (capturing)
+    refuse_locked(s, call);
+  pthread_mutex_unlock(&s->mu);
+  return capturing ? WEFT_EINVAL : 0;
+}
+
+int weft_host_stream_push(weft_host_stream *s, weft_host_item *it)
 {
   pthread_mutex_lock(&s->mu);
   /* relaxed: under mu. The owner pushes only while the stream lives. */
   WEFT_ASSERT(atomic_load_explicit(&s->gen, memory_order_relaxed) & 1u);
-  push_locked(s, it);
+  int rc = push_locked(s, it);
   pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+/* Frees a list of captured items (they own no reference). */
+static void free_captured(weft_fifo *q)
+{
+  weft_fifo_node *node;
+  while ((node = weft_fifo_pop(q)))
+    weft_free(weft_fifo_entry(node, weft_host_item, node));
+}
+
+int weft_host_stream_capture_begin(weft_host_stream *s)
+{
+  pthread_mutex_lock(&s->mu);
+  bool was = s->capturing;
+  if (!was) {
+    s->capturing = true;
+    s->capture_refused = NULL;
+    weft_fifo_init(&s->captured);
+    s->captured_n = 0;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return was ? WEFT_EINVAL : 0;
+}
+
+int weft_host_stream_capture_end(weft_host_stream *s, weft_host_graph **out,
+                                 const char **refused)
+{
+  *refused = NULL;
+  pthread_mutex_lock(&s->mu);
+  if (!s->capturing) {
+    pthread_mutex_unlock(&s->mu);
+    return WEFT_EINVAL;
+  }
+  weft_fifo list = s->captured;
+  size_t n = s->captured_n;
+  const char *why = s->capture_refused;
+  s->capturing = false;
+  s->capture_refused = NULL;
+  weft_fifo_init(&s->captured);
+  s->captured_n = 0;
+  pthread_mutex_unlock(&s->mu);
+
+  if (!out || why) {
+    free_captured(&list);
+    *refused = why;
+    return why && out ? WEFT_EINVAL : 0;
+  }
+  weft_host_graph *g = weft_calloc(1, sizeof *g + n * sizeof g->items[0]);
+  if (!g) {
+    free_captured(&list);
+    return WEFT_ENOMEM;
+  }
+  atomic_init(&g->refs, 1); /* the owner's */
+  g->device = s->device;
+  pthread_mutex_init(&g->mu, NULL);
+  g->last = NULL;
+  g->n = n;
+  for (size_t i = 0; i < n; i++) {
+    weft_host_item *it = weft_fifo_entry(weft_fifo_pop(&list), weft_host_item, node);
+    g->items[i] = *it;
+    g->items[i].node.next = NULL;
+    weft_free(it);
+  }
+  WEFT_ASSERT(weft_fifo_empty(&list));
+  *out = g;
+  return 0;
 }
 
 /* Appends it if the stream in s is the one of generation gen and takes
@@ -314,8 +493,11 @@ static bool push_live(weft_host_stream *s, uint32_t gen, weft_host_item *it)
    * gen matches (written before gen was made odd, under mu). */
   bool live = atomic_load_explicit(&s->gen, memory_order_relaxed) == gen &&
               (!s->closing || pthread_equal(pthread_self(), s->thread));
-  if (live)
-    push_locked(s, it);
+  if (live) {
+    int rc = push_locked(s, it); /* FN and ERROR: a capture records them */
+    WEFT_ASSERT(rc == 0);
+    (void)rc;
+  }
   pthread_mutex_unlock(&s->mu);
   return live;
 }
@@ -331,6 +513,11 @@ static bool maybe_live(weft_host_stream *s, uint32_t gen)
 int weft_host_stream_sync(weft_host_stream *s)
 {
   pthread_mutex_lock(&s->mu);
+  if (s->capturing) {
+    refuse_locked(s, "stream_sync");
+    pthread_mutex_unlock(&s->mu);
+    return WEFT_EINVAL;
+  }
   uint64_t target = s->enqueued;
   s->sync_waiters++;
   while (s->executed < target)
@@ -344,6 +531,13 @@ int weft_host_stream_sync(weft_host_stream *s)
 void weft_host_stream_destroy(weft_host_stream *s)
 {
   pthread_mutex_lock(&s->mu);
+  if (s->capturing) {
+    /* A capture still open is discarded: nothing of it runs. */
+    free_captured(&s->captured);
+    s->captured_n = 0;
+    s->capturing = false;
+    s->capture_refused = NULL;
+  }
   s->closing = true;
   pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->mu);

@@ -528,6 +528,421 @@ static void gt_event_sync(void)
   weft_gpu_backend_close(b);
 }
 
+/* ------------------------------------------------------------ capture */
+
+/* A replay log: each item appends its id. Written by the items (one
+ * stream's thread at a time: a graph's launches run one at a time, and
+ * each test orders its plain items), read by the test after a sync or a
+ * completed event. */
+enum { GT_LOG_MAX = 4096 };
+typedef struct gt_log {
+  int ids[GT_LOG_MAX];
+  int n;
+} gt_log;
+
+typedef struct gt_log_item {
+  gt_log *log;
+  int id;
+} gt_log_item;
+
+static void gt_log_fn(void *arg)
+{
+  gt_log_item *it = arg;
+  TU_CHECK(it->log->n < GT_LOG_MAX, "the log is full");
+  if (it->log->n < GT_LOG_MAX)
+    it->log->ids[it->log->n++] = it->id;
+}
+
+static gt_log *gt_log_new(void)
+{
+  gt_log *l = calloc(1, sizeof *l);
+  cr_assert_not_null(l);
+  return l;
+}
+
+/* Checks that log holds want[0..n) and nothing else. */
+static void gt_log_expect(const gt_log *l, const int *want, int n, const char *what)
+{
+  cr_assert_eq(l->n, n, "%s: %d items ran, expected %d", what, l->n, n);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(l->ids[i], want[i], "%s: item %d is %d, expected %d", what, i, l->ids[i],
+                 want[i]);
+}
+
+/* Captures on s the items ids 0..k-1 of log (items[] lives as long as the
+ * graph) and returns the graph. */
+static weft_gpu_graph *gt_capture_log(weft_gpu_backend *b, weft_gpu_stream *s, gt_log *l,
+                                      gt_log_item *items, int k)
+{
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  for (int i = 0; i < k; i++) {
+    items[i] = (gt_log_item){l, i};
+    gt_put(b, s, gt_log_fn, &items[i]);
+  }
+  weft_gpu_graph *g = NULL;
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  cr_assert_not_null(g, "capture_end returned no graph");
+  return g;
+}
+
+/* Captured work does not run, at the capture nor at its end; each launch
+ * replays it once, in its order, between the plain items enqueued around
+ * the launch. With jitter on the host backend. */
+static void gt_capture_replay(void)
+{
+  weft_gpu_backend *b = gt_open(20);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  enum { K = 5, N = 10 };
+  gt_log *l = gt_log_new();
+  gt_log_item items[K], before = {l, 100}, after[N];
+  int want[1 + N * (K + 1)], nw = 0;
+  gt_put(b, s, gt_log_fn, &before);
+  want[nw++] = 100;
+  weft_gpu_graph *g = gt_capture_log(b, s, l, items, K);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync after the capture");
+  gt_log_expect(l, want, nw, "after the capture");
+  for (int i = 0; i < N; i++) {
+    gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+    after[i] = (gt_log_item){l, 200 + i};
+    gt_put(b, s, gt_log_fn, &after[i]);
+    for (int j = 0; j < K; j++)
+      want[nw++] = j;
+    want[nw++] = 200 + i;
+  }
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  gt_log_expect(l, want, nw, "after the launches");
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  tu_assert_no_errors();
+  free(l);
+  weft_gpu_backend_close(b);
+}
+
+/* A captured device-to-device copy copies afresh at each replay. */
+static void gt_capture_copy(void)
+{
+  weft_gpu_backend *b = gt_open(10);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  enum { N = 1024 };
+  int *src = malloc(N * sizeof *src), *dst = calloc(N, sizeof *dst);
+  void *d1 = gt_dev_alloc(N * sizeof(int)), *d2 = gt_dev_alloc(N * sizeof(int));
+  cr_assert(src && dst && d1 && d2);
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_ok(weft_gpu_copy_async(b, s, d2, d1, N * sizeof(int), WEFT_GPU_COPY_D2D), "captured D2D");
+  weft_gpu_graph *g = NULL;
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++)
+      src[i] = i * 3 + round;
+    gt_ok(weft_gpu_copy_async(b, s, d1, src, N * sizeof(int), WEFT_GPU_COPY_H2D), "H2D");
+    gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+    gt_ok(weft_gpu_copy_async(b, s, dst, d2, N * sizeof(int), WEFT_GPU_COPY_D2H), "D2H");
+    gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+    for (int i = 0; i < N; i++)
+      cr_assert_eq(dst[i], i * 3 + round, "round %d: dst[%d] = %d", round, i, dst[i]);
+  }
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_dev_free(d1);
+  gt_dev_free(d2);
+  free(src);
+  free(dst);
+  weft_gpu_backend_close(b);
+}
+
+/* An event recorded after a launch completes only after the replay: a gate
+ * before the launch holds the replay back, and the event stays pending. */
+static void gt_capture_event_after_launch(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  enum { K = 4 };
+  gt_log *l = gt_log_new();
+  gt_log_item items[K];
+  weft_gpu_graph *g = gt_capture_log(b, s, l, items, K);
+  gt_gate *gate = gt_gate_put(b, s);
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_event_record(b, e, s), "record");
+  for (int i = 0; i < 100; i++) {
+    int q = weft_gpu_event_query(b, e);
+    if (q != WEFT_GPU_EVENT_PENDING) {
+      gt_gate_open(gate);
+      cr_assert_fail("query %d = %d with the replay held back", i, q);
+    }
+  }
+  gt_gate_open(gate);
+  cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE);
+  int want[K] = {0, 1, 2, 3};
+  gt_log_expect(l, want, K, "complete");
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  free(l);
+  weft_gpu_backend_close(b);
+}
+
+/* A graph replays on another stream of its device too; launches of one
+ * graph run one at a time, in launch order: the second stream's launch
+ * waits for the first stream's, held back by a gate. */
+static void gt_capture_other_stream(void)
+{
+  weft_gpu_backend *b = gt_open(10);
+  weft_gpu_stream *s = gt_stream(b, 0), *t = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  enum { K = 3 };
+  gt_log *l = gt_log_new();
+  gt_log_item items[K];
+  weft_gpu_graph *g = gt_capture_log(b, s, l, items, K);
+  gt_ok(weft_gpu_graph_launch(b, g, t), "graph_launch on a second stream");
+  gt_ok(weft_gpu_stream_sync(b, t), "stream_sync");
+  int want1[K] = {0, 1, 2};
+  gt_log_expect(l, want1, K, "replayed on the second stream");
+
+  gt_gate *gate = gt_gate_put(b, s);
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch behind the gate");
+  gt_ok(weft_gpu_graph_launch(b, g, t), "graph_launch on the second stream");
+  gt_ok(weft_gpu_event_record(b, e, t), "record");
+  for (int i = 0; i < 100; i++) {
+    int q = weft_gpu_event_query(b, e);
+    if (q != WEFT_GPU_EVENT_PENDING) {
+      gt_gate_open(gate);
+      cr_assert_fail("query %d = %d: the second stream's launch ran before the first's", i, q);
+    }
+  }
+  gt_gate_open(gate);
+  cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  /* The first launch's replay, then the second's, one after the other (the
+   * log has a single writer at a time only if they do not overlap). */
+  int want2[3 * K] = {0, 1, 2, 0, 1, 2, 0, 1, 2};
+  gt_log_expect(l, want2, 3 * K, "launches on two streams");
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_stream_destroy(b, t), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  free(l);
+  weft_gpu_backend_close(b);
+}
+
+/* capture_end with out NULL discards: nothing of it runs, and the stream
+ * works as before (and captures again). */
+static void gt_capture_discard(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  int x = 0, y = 0;
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_capture_end(b, s, NULL), "capture_end (discard)");
+  gt_put(b, s, gt_set_fn, &y);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 0, "discarded work ran");
+  cr_assert_eq(y, 1, "work after the discard did not run");
+  gt_log *l = gt_log_new();
+  gt_log_item items[2];
+  weft_gpu_graph *g = gt_capture_log(b, s, l, items, 2);
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  int want[2] = {0, 1};
+  gt_log_expect(l, want, 2, "a capture after a discard");
+  cr_assert_eq(x, 0, "discarded work ran");
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  tu_assert_no_errors();
+  free(l);
+  weft_gpu_backend_close(b);
+}
+
+/* An empty capture gives a graph whose launches do nothing, in order. */
+static void gt_capture_empty(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  weft_gpu_graph *g = NULL;
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end (empty)");
+  cr_assert_not_null(g, "an empty capture gave no graph");
+  int x = 0;
+  gt_gate *gate = gt_gate_put(b, s);
+  for (int i = 0; i < 3; i++)
+    gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch (empty)");
+  gt_ok(weft_gpu_event_record(b, e, s), "record");
+  int q = weft_gpu_event_query(b, e);
+  gt_gate_open(gate);
+  cr_assert_eq(q, WEFT_GPU_EVENT_PENDING, "query = %d behind the gate", q);
+  cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE);
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 1);
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
+/* A graph destroyed right after its launches, still pending behind a gate:
+ * the replays run all the same. */
+static void gt_capture_destroy_pending(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  enum { K = 3 };
+  gt_log *l = gt_log_new();
+  gt_log_item items[K];
+  weft_gpu_graph *g = gt_capture_log(b, s, l, items, K);
+  gt_gate *gate = gt_gate_put(b, s);
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  weft_gpu_graph_destroy(b, g);
+  gt_gate_open(gate);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  int want[2 * K] = {0, 1, 2, 0, 1, 2};
+  gt_log_expect(l, want, 2 * K, "replays of a destroyed graph");
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  free(l);
+  weft_gpu_backend_close(b);
+}
+
+/* Destroying a capturing stream discards the capture. */
+static void gt_capture_destroy_capturing(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  int x = 0;
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy (capturing)");
+  cr_assert_eq(x, 0, "captured work ran");
+  weft_gpu_backend_close(b);
+}
+
+/* Bad arguments: NULLs, a capture begun twice or ended without one, a
+ * graph launched on another device's stream. */
+static void gt_capture_bad_args(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_graph *g = (weft_gpu_graph *)&g; /* not NULL: the error paths clear it */
+  cr_assert_eq(weft_gpu_capture_begin(NULL, s), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_capture_begin(b, NULL), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_capture_end(NULL, s, &g), WEFT_EINVAL);
+  cr_assert_null(g);
+  g = (weft_gpu_graph *)&g;
+  cr_assert_eq(weft_gpu_capture_end(b, NULL, &g), WEFT_EINVAL);
+  cr_assert_null(g);
+  g = (weft_gpu_graph *)&g;
+  cr_assert_eq(weft_gpu_capture_end(b, s, &g), WEFT_EINVAL, "capture_end without a capture");
+  cr_assert_null(g);
+  cr_assert_eq(weft_gpu_capture_end(b, s, NULL), WEFT_EINVAL, "discard without a capture");
+
+  int x = 0;
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  cr_assert_eq(weft_gpu_capture_begin(b, s), WEFT_EINVAL, "capture_begin while capturing");
+  gt_put(b, s, gt_set_fn, &x); /* the first capture goes on */
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  cr_assert_not_null(g);
+  cr_assert_eq(weft_gpu_graph_launch(NULL, g, s), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_graph_launch(b, NULL, s), WEFT_EINVAL);
+  cr_assert_eq(weft_gpu_graph_launch(b, g, NULL), WEFT_EINVAL);
+  if (weft_gpu_device_count(b) >= 2) {
+    weft_gpu_stream *s1 = gt_stream(b, 1);
+    cr_assert_eq(weft_gpu_graph_launch(b, g, s1), WEFT_EINVAL, "graph of device 0 on device 1");
+    gt_ok(weft_gpu_stream_sync(b, s1), "stream_sync");
+    gt_ok(weft_gpu_stream_destroy(b, s1), "stream_destroy");
+  }
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 0, "a refused launch ran");
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 1);
+  weft_gpu_graph_destroy(b, NULL); /* nothing */
+  weft_gpu_graph_destroy(NULL, g); /* nothing */
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
+/* The refused calls (backend.h): each fails with WEFT_EINVAL on a capturing
+ * stream and invalidates the capture, which capture_end reports (one log
+ * line naming the call) and discards; the stream then works as before, and
+ * what the refused call would have done was not done. A discard of an
+ * invalidated capture says nothing. */
+static void gt_capture_invalidated(void)
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0), *t = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  weft_gpu_word w;
+  gt_ok(weft_gpu_word_alloc(b, 0, &w), "word_alloc");
+  gt_ok(weft_gpu_capture_begin(b, t), "capture_begin");
+  weft_gpu_graph *ok = NULL;
+  gt_ok(weft_gpu_capture_end(b, t, &ok), "capture_end (an empty graph)");
+  enum { CALLS = 5 };
+  static const char *const names[CALLS] = {"event_record", "stream_wait_event",
+                                           "stream_write_word", "graph_launch", "stream_sync"};
+  int x[CALLS] = {0}, y = 0;
+  for (int c = 0; c < CALLS; c++) {
+    gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+    gt_put(b, s, gt_set_fn, &x[c]);
+    int rc = c == 0   ? weft_gpu_event_record(b, e, s)
+             : c == 1 ? weft_gpu_stream_wait_event(b, s, e)
+             : c == 2 ? weft_gpu_stream_write_word(b, s, &w, 5)
+             : c == 3 ? weft_gpu_graph_launch(b, ok, s)
+                      : weft_gpu_stream_sync(b, s);
+    cr_assert_eq(rc, WEFT_EINVAL, "%s on a capturing stream = %d", names[c], rc);
+    weft_gpu_graph *g = (weft_gpu_graph *)&g;
+    tu_capture cap;
+    char err[4096];
+    tu_capture_begin(&cap);
+    rc = weft_gpu_capture_end(b, s, &g);
+    tu_capture_end(&cap, err, sizeof err);
+    cr_assert_eq(rc, WEFT_EINVAL, "capture_end after %s = %d", names[c], rc);
+    cr_assert_null(g);
+    cr_assert(tu_line_has_all(err, "weft: ", "invalidated", names[c]),
+              "no \"weft: \" line naming the invalidated capture and %s; stderr was \"%s\"",
+              names[c], err);
+  }
+  /* A discard of an invalidated capture: 0, no word. */
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  cr_assert_eq(weft_gpu_event_record(b, e, s), WEFT_EINVAL);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  int rc = weft_gpu_capture_end(b, s, NULL);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, 0, "discarding an invalidated capture = %d", rc);
+  cr_assert_str_eq(err, "", "a discard logged \"%s\"", err);
+
+  /* The stream works; the event was never recorded, the word never written. */
+  cr_assert_eq(weft_gpu_event_query(b, e), WEFT_GPU_EVENT_COMPLETE);
+  gt_put(b, s, gt_set_fn, &y);
+  gt_ok(weft_gpu_event_record(b, e, s), "record");
+  cr_assert_eq(gt_query_settled(b, e), WEFT_GPU_EVENT_COMPLETE);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(y, 1, "work after the invalidated captures did not run");
+  for (int c = 0; c < CALLS; c++)
+    cr_assert_eq(x[c], 0, "work of the capture invalidated by %s ran", names[c]);
+  cr_assert_eq(atomic_load_explicit(w.host, memory_order_acquire), 0u, "a refused write ran");
+  weft_gpu_graph_destroy(b, ok);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_stream_destroy(b, t), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  weft_gpu_word_free(b, &w);
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
 #define GT_TIMEOUT TU_TIMEOUT(60)
 
 /* GT_SUITE goes through one more macro so that it is expanded before Test
@@ -559,6 +974,46 @@ static void gt_event_sync(void)
   Test(GT_SUITE, copy_async, .init = init_fn, .timeout = GT_TIMEOUT) { gt_copy(); }          \
   Test(GT_SUITE, bad_args, .init = init_fn, .timeout = GT_TIMEOUT) { gt_bad_args(); }        \
   Test(GT_SUITE, host_word, .init = init_fn, .timeout = GT_TIMEOUT) { gt_host_word(); }      \
-  Test(GT_SUITE, event_sync, .init = init_fn, .timeout = GT_TIMEOUT) { gt_event_sync(); }
+  Test(GT_SUITE, event_sync, .init = init_fn, .timeout = GT_TIMEOUT) { gt_event_sync(); }    \
+  Test(GT_SUITE, capture_replay, .init = init_fn, .timeout = GT_TIMEOUT)                     \
+  {                                                                                          \
+    gt_capture_replay();                                                                     \
+  }                                                                                          \
+  Test(GT_SUITE, capture_copy, .init = init_fn, .timeout = GT_TIMEOUT)                       \
+  {                                                                                          \
+    gt_capture_copy();                                                                       \
+  }                                                                                          \
+  Test(GT_SUITE, capture_event_after_launch, .init = init_fn, .timeout = GT_TIMEOUT)         \
+  {                                                                                          \
+    gt_capture_event_after_launch();                                                         \
+  }                                                                                          \
+  Test(GT_SUITE, capture_other_stream, .init = init_fn, .timeout = GT_TIMEOUT)               \
+  {                                                                                          \
+    gt_capture_other_stream();                                                               \
+  }                                                                                          \
+  Test(GT_SUITE, capture_discard, .init = init_fn, .timeout = GT_TIMEOUT)                    \
+  {                                                                                          \
+    gt_capture_discard();                                                                    \
+  }                                                                                          \
+  Test(GT_SUITE, capture_empty, .init = init_fn, .timeout = GT_TIMEOUT)                      \
+  {                                                                                          \
+    gt_capture_empty();                                                                      \
+  }                                                                                          \
+  Test(GT_SUITE, capture_destroy_pending, .init = init_fn, .timeout = GT_TIMEOUT)            \
+  {                                                                                          \
+    gt_capture_destroy_pending();                                                            \
+  }                                                                                          \
+  Test(GT_SUITE, capture_destroy_capturing, .init = init_fn, .timeout = GT_TIMEOUT)          \
+  {                                                                                          \
+    gt_capture_destroy_capturing();                                                          \
+  }                                                                                          \
+  Test(GT_SUITE, capture_bad_args, .init = init_fn, .timeout = GT_TIMEOUT)                   \
+  {                                                                                          \
+    gt_capture_bad_args();                                                                   \
+  }                                                                                          \
+  Test(GT_SUITE, capture_invalidated, .init = init_fn, .timeout = GT_TIMEOUT)                \
+  {                                                                                          \
+    gt_capture_invalidated();                                                                \
+  }
 
 #endif /* WEFT_TESTS_GPU_CONFORMANCE_H */

@@ -137,3 +137,66 @@ Test(cuda, host_word_by_kernel, .init = setup, .timeout = TU_TIMEOUT(60))
   gt_host_word();
   weft_gpu_cuda_test_word_kernel(0);
 }
+
+/* A captured kernel replays at each launch: two captured adds, five
+ * launches, between a copy in and a copy out. */
+Test(cuda, capture_kernels_replay, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  enum { N = 1 << 14, LAUNCHES = 5 };
+  float *host = calloc(N, sizeof *host);
+  float *dev = gt_dev_alloc(N * sizeof(float));
+  cr_assert(host && dev);
+  cudaStream_t ss = (cudaStream_t)weft_gpu_stream_native(b, s);
+  gt_ok(weft_gpu_copy_async(b, s, dev, host, N * sizeof(float), WEFT_GPU_COPY_H2D), "H2D");
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  cr_assert_eq(weft_test_kernel_add(dev, 1.0f, N, ss), 0);
+  cr_assert_eq(weft_test_kernel_add(dev, 2.0f, N, ss), 0);
+  weft_gpu_graph *g = NULL;
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  for (int i = 0; i < LAUNCHES; i++)
+    gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_copy_async(b, s, host, dev, N * sizeof(float), WEFT_GPU_COPY_D2H), "D2H");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(host[i], 3.0f * LAUNCHES, "host[%d] = %f", i, (double)host[i]);
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_dev_free(dev);
+  free(host);
+  weft_gpu_backend_close(b);
+}
+
+/* CUDA's own refusal: a synchronous call on the capturing stream (here
+ * cudaStreamSynchronize, made by "an operator") invalidates the capture;
+ * capture_end reports it (WEFT_EINVAL, a log line), runs nothing of it,
+ * and the stream works as before. */
+Test(cuda, capture_invalidated_by_cuda, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  cudaStream_t ss = (cudaStream_t)weft_gpu_stream_native(b, s);
+  int x = 0, y = 0;
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &x);
+  cudaError_t sync = cudaStreamSynchronize(ss);
+  (void)cudaGetLastError(); /* the operator's error, not the next call's */
+  cr_assert_neq(sync, cudaSuccess, "cudaStreamSynchronize on a capturing stream succeeded");
+  weft_gpu_graph *g = (weft_gpu_graph *)&g;
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  int rc = weft_gpu_capture_end(b, s, &g);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(rc, WEFT_EINVAL, "capture_end of an invalidated capture = %d", rc);
+  cr_assert_null(g);
+  cr_assert(tu_line_has_all(err, "weft: ", "invalidated", "cudaError"),
+            "no \"weft: \" line naming the invalidated capture; stderr was \"%s\"", err);
+  gt_put(b, s, gt_set_fn, &y);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 0, "work of the invalidated capture ran");
+  cr_assert_eq(y, 1, "the stream does not work after the invalidated capture");
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  weft_gpu_backend_close(b);
+}

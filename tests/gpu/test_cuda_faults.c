@@ -106,3 +106,51 @@ Test(cuda_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TI
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
+
+/* Stream capture (backend.h): a captured trapping kernel does not run at
+ * the capture; the replay runs it, and an event recorded after the launch
+ * reports the device error (WEFT_EDEVICE, with a log line naming it). The
+ * backend alone, no engine. */
+Test(cuda_faults, captured_trap_fails_the_replay, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_backend_config cfg;
+  weft_gpu_backend_config_default(&cfg);
+  cfg.kind = WEFT_GPU_BACKEND_CUDA;
+  weft_gpu_backend *b = NULL;
+  cr_assert_eq(weft_gpu_backend_open(&b, &cfg), 0);
+  cr_assert_gt(weft_gpu_device_count(b), 0);
+  weft_gpu_stream *s = NULL;
+  weft_gpu_event *e = NULL;
+  cr_assert_eq(weft_gpu_stream_create(b, 0, &s), 0);
+  cr_assert_eq(weft_gpu_event_create(b, 0, &e), 0);
+  void *native = weft_gpu_stream_native(b, s);
+  b1_trap *t = cuda_alloc(sizeof *t);
+  cr_assert_not_null(t);
+
+  cr_assert_eq(weft_gpu_capture_begin(b, s), 0);
+  cr_assert_eq(cuda_trap(native, t), 0, "the trapping kernel was not captured");
+  weft_gpu_graph *g = NULL;
+  cr_assert_eq(weft_gpu_capture_end(b, s, &g), 0);
+  cr_assert_not_null(g);
+  cr_assert_eq(weft_gpu_stream_sync(b, s), 0, "the capture failed the device");
+  cr_assert_eq(atomic_load(&t->ran), 0, "the captured kernel ran at the capture");
+
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  int launch = weft_gpu_graph_launch(b, g, s);
+  int record = weft_gpu_event_record(b, e, s);
+  int q = WEFT_GPU_EVENT_PENDING;
+  bool settled = TU_WAIT_UNTIL((q = weft_gpu_event_query(b, e)) != WEFT_GPU_EVENT_PENDING,
+                               TU_DEADLINE_S);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(launch, 0, "graph_launch = %d", launch);
+  cr_assert_eq(record, 0, "event_record = %d", record);
+  cr_assert(settled, "the replay's event still pending after %.0f s", TU_DEADLINE_S);
+  cr_assert_eq(q, WEFT_EDEVICE, "the replay's event = %d", q);
+  cr_assert_eq(atomic_load(&t->ran), 1, "the replay did not run the captured kernel");
+  cr_assert(tu_line_has_all(err, "weft: ", "cudaError", NULL),
+            "no \"weft: \" line naming the CUDA error; stderr was \"%s\"", err);
+  /* The context is lost (a sticky error): nothing more is freed, the
+   * process (this test's own) ends next. */
+}

@@ -193,6 +193,140 @@ Test(host, injected_device_error, .init = setup, .timeout = TU_TIMEOUT(30))
   weft_gpu_backend_close(b);
 }
 
+/* A captured injected error fails the stream when a replay reaches it, not
+ * at the capture: the work recorded before it runs, the work after it does
+ * not, and an event recorded after the launch reports WEFT_EDEVICE. */
+Test(host, captured_error_fails_at_replay, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e0 = gt_event(b, 0), *e1 = gt_event(b, 0);
+  int x = 0, y = 0;
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_host_test_inject_error(weft_gpu_stream_native(b, s)), "inject (captured)");
+  gt_put(b, s, gt_set_fn, &y);
+  weft_gpu_graph *g = NULL;
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  gt_ok(weft_gpu_event_record(b, e0, s), "record before the launch");
+  cr_assert_eq(gt_query_settled(b, e0), WEFT_GPU_EVENT_COMPLETE, "the capture failed the stream");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync before the launch");
+  cr_assert_eq(x, 0, "captured work ran at the capture");
+
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_event_record(b, e1, s), "record after the launch");
+  int q = gt_query_settled(b, e1);
+  int sync = weft_gpu_stream_sync(b, s);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(q, WEFT_EDEVICE, "record after the failing replay: %d", q);
+  cr_assert_eq(sync, WEFT_EDEVICE);
+  cr_assert_eq(x, 1, "the replayed work before the error did not run");
+  cr_assert_eq(y, 0, "the replayed work after the error ran");
+  cr_assert(tu_line_has_all(err, "weft: ", "device error", NULL),
+            "no \"weft: \" line naming the device error; stderr was \"%s\"", err);
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e0), "event_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e1), "event_destroy");
+  weft_gpu_backend_close(b);
+}
+
+/* An item running on a stream (a callback chain) may enqueue on it while
+ * it captures: the enqueue is recorded, as any other. */
+typedef struct capture_chain {
+  void *native;
+  int x;              /* set by the item enqueued from the item */
+  atomic_int enqueued; /* release: after the enqueue; the test's acquire load pairs */
+} capture_chain;
+
+static void capture_from_item(void *arg)
+{
+  capture_chain *c = arg;
+  TU_CHECK(weft_gpu_host_enqueue(c->native, gt_set_fn, &c->x) == 0,
+           "enqueue from an item failed");
+  atomic_store_explicit(&c->enqueued, 1, memory_order_release);
+}
+
+Test(host, items_enqueue_into_a_capture, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  capture_chain c = {.native = weft_gpu_stream_native(b, s)};
+  atomic_init(&c.enqueued, 0);
+  gt_gate *gate = gt_gate_put(b, s);
+  gt_put(b, s, capture_from_item, &c);
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_gate_open(gate); /* the item enqueues while the stream captures */
+  cr_assert(TU_WAIT_UNTIL(atomic_load_explicit(&c.enqueued, memory_order_acquire), TU_DEADLINE_S),
+            "the item did not run");
+  weft_gpu_graph *g = NULL;
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(c.x, 0, "the enqueue from the item ran during the capture");
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(c.x, 1, "the replay did not run the item's enqueue");
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_gate_done(gate);
+  tu_assert_no_errors();
+  weft_gpu_backend_close(b);
+}
+
+/* The creation fault hook counts capture_end's instantiation (and not a
+ * discard); its failure ends the capture as a real one does. Allocation
+ * failures reach capture_end and graph_launch too. */
+Test(host, capture_fault_hooks, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  weft_gpu_backend *b = gt_open(0);
+  weft_gpu_stream *s = gt_stream(b, 0);
+  weft_gpu_event *e = gt_event(b, 0);
+  int x = 0, y = 0;
+  weft_gpu_test_fail_create_at(1, WEFT_ENOMEM);
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_ok(weft_gpu_capture_end(b, s, NULL), "a discard is no creation");
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &x);
+  weft_gpu_graph *g = (weft_gpu_graph *)&g;
+  cr_assert_eq(weft_gpu_capture_end(b, s, &g), WEFT_ENOMEM);
+  cr_assert_null(g);
+  cr_assert_eq(weft_gpu_test_create_calls(), 1);
+  weft_gpu_test_fail_create_at(0, 0);
+  /* No longer capturing: a record is accepted, and a new capture begins. */
+  gt_ok(weft_gpu_event_record(b, e, s), "record after the failed capture_end");
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &y);
+
+  weft_test_fail_alloc_at(1);
+  int rc = weft_gpu_capture_end(b, s, &g);
+  weft_test_fail_alloc_at(0);
+  cr_assert_eq(rc, WEFT_ENOMEM, "capture_end with allocation failing: %d", rc);
+  cr_assert_null(g);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync (not capturing)");
+  cr_assert_eq(x + y, 0, "the work of a failed capture ran");
+
+  gt_ok(weft_gpu_capture_begin(b, s), "capture_begin");
+  gt_put(b, s, gt_set_fn, &x);
+  gt_ok(weft_gpu_capture_end(b, s, &g), "capture_end");
+  weft_test_fail_alloc_at(1);
+  rc = weft_gpu_graph_launch(b, g, s);
+  weft_test_fail_alloc_at(0);
+  cr_assert_eq(rc, WEFT_ENOMEM, "graph_launch with allocation failing: %d", rc);
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 0, "a failed launch ran");
+  gt_ok(weft_gpu_graph_launch(b, g, s), "graph_launch");
+  gt_ok(weft_gpu_stream_sync(b, s), "stream_sync");
+  cr_assert_eq(x, 1);
+  weft_gpu_graph_destroy(b, g);
+  gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
+  gt_ok(weft_gpu_event_destroy(b, e), "event_destroy");
+  weft_gpu_backend_close(b);
+  tu_assert_no_leaks();
+}
+
 /* ------------------------------------------------------------ faults */
 
 /* A failed stream never writes a host word (as a CUDA context after a
@@ -391,6 +525,15 @@ Test(backend, none_has_no_devices, .init = setup, .timeout = TU_TIMEOUT(10))
   weft_gpu_event *e = NULL;
   cr_assert_eq(weft_gpu_stream_create(b, 0, &s), WEFT_ENODEV);
   cr_assert_eq(weft_gpu_event_create(b, 0, &e), WEFT_ENODEV);
+  /* No capture either (no stream reaches it: any non-NULL pointer will do). */
+  int dummy = 0;
+  weft_gpu_stream *fake = (weft_gpu_stream *)(void *)&dummy;
+  weft_gpu_graph *g = (weft_gpu_graph *)(void *)&dummy;
+  cr_assert_eq(weft_gpu_capture_begin(b, fake), WEFT_ENODEV);
+  cr_assert_eq(weft_gpu_capture_end(b, fake, &g), WEFT_ENODEV);
+  cr_assert_null(g);
+  cr_assert_eq(weft_gpu_graph_launch(b, (weft_gpu_graph *)(void *)&dummy, fake), WEFT_ENODEV);
+  weft_gpu_graph_destroy(b, (weft_gpu_graph *)(void *)&dummy); /* nothing */
   weft_gpu_backend_close(b);
 }
 
