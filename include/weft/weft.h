@@ -255,8 +255,16 @@ typedef enum {
   WEFT_PROP_ASYNC          /* run inline by the thread that makes it ready */
 } weft_prop;
 
-/* An operator that uses a failed var runs anyway; its own status decides. */
-enum { WEFT_OP_NOSKIP = 1u << 0 };
+/* WEFT_OP_NOSKIP: an operator that uses a failed var runs anyway; its own
+ * status decides.
+ * WEFT_OP_GPU_GRAPH: a GPU operator (WEFT_PROP_NORMAL) whose fn only
+ * enqueues device work on rc->stream, with no synchronous call and no
+ * host-side effect, and enqueues the same work at every launch. In a
+ * replayed graph, a run of such operators on one device (see "graphs") is
+ * recorded once (CUDA stream capture) and replayed as one device graph:
+ * their fns are not called again. Ignored outside graphs; on any other
+ * operator WEFT_EINVAL. */
+enum { WEFT_OP_NOSKIP = 1u << 0, WEFT_OP_GPU_GRAPH = 1u << 1 };
 
 typedef struct weft_run_ctx {
   weft_ctx ctx;
@@ -432,7 +440,23 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * both in turn (2 each, then again every 256 launches) and the others run
  * the faster; the first of them also times each operator, and the lanes
  * are planned again with those costs. Any other graph's operators are
- * released along its edges.
+ * released along its edges. A GPU operator whose predecessor is a GPU
+ * operator of the same device waits for it on the device: it is launched
+ * as soon as its predecessor was (as pushed ones are).
+ *
+ * GPU runs: consecutive recorded GPU operators of one device, each with
+ * WEFT_OP_GPU_GRAPH, each after the first depending on the ones before it
+ * in the run only (at least one of them), form a run. The first launch
+ * that reaches a run records its device work once (CUDA: stream capture on
+ * one stream of the device, in capture order) and this and later launches
+ * replay it as one device graph (one cudaGraphLaunch, one completion); the
+ * operators of the run finish together, when the device graph completes,
+ * and a device error fails them all. A launch in which a var of the run
+ * is failed runs the run operator by operator (as without the flag), so
+ * that each is skipped or not as usual; so does every launch of a run
+ * whose recording failed (an operator's fn returned non-zero while it was
+ * recorded, or the device refused the capture: one message names the
+ * run's first operator; its fns are then called again, unrecorded).
  *
  * A graph belongs to the engine it was captured on; destroy it before the
  * engine. If the engine is destroyed first, the graph's operators are gone:

@@ -168,6 +168,31 @@ void weft_exec_op_launched(weft_opr *op, int status)
   }
 }
 
+bool weft_exec_op_run(weft_opr *op, weft_exec_run *run)
+{
+  return op->internal == WEFT_OPR_HELD && op->eng->ext->run_of && op->eng->ext->run_of(op, run);
+}
+
+void weft_exec_op_run_launched(weft_opr *op, int status)
+{
+  WEFT_ASSERT(op->internal == WEFT_OPR_HELD && op->eng->ext->run_launched);
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_LAUNCHED);
+  op->status = status;
+  op->dev_run = true;
+  /* relaxed: as in weft_exec_op_launched. */
+  atomic_store_explicit(&op->dev_refs, 1, memory_order_relaxed);
+  weft_fifo ready = WEFT_FIFO_INIT;
+  op->eng->ext->run_launched(op, status, &ready);
+  weft_opr_ready_list(&ready);
+}
+
+void weft_exec_run_free(weft_engine *eng, void *cache)
+{
+  if (cache && eng->exec && eng->exec->run_free)
+    eng->exec->run_free(eng->exec_self, cache);
+}
+
 void weft_exec_op_device_done(weft_opr *op, int status)
 {
   weft_engine *eng = op->eng;

@@ -42,6 +42,8 @@
 #define WEFT_DEPS_EXECUTOR_H
 #include "deps/layer.h" /* layer guard: no include from a lower layer */
 
+#include <stdbool.h>
+
 #include "common/fifo.h"
 #include "weft/weft.h"
 
@@ -65,6 +67,10 @@ typedef struct weft_executor_ops {
    * its device and waits for the stream; returns fn's status, or
    * WEFT_EDEVICE. */
   int (*run_sync)(void *self, weft_exec_op *op);
+  /* Frees what the executor recorded for a run (weft_exec_run.cache, not
+   * NULL): the run's graph is being destroyed, no launch of it runs. From
+   * any thread, before close. */
+  void (*run_free)(void *self, void *cache);
   /* After the engine drained: stops the workers and frees everything. */
   void (*close)(void *self);
 } weft_executor_ops;
@@ -106,6 +112,23 @@ weft_exec_op *weft_exec_op_devwait(const weft_exec_op *op, int k);
  * they hold on the predecessors. */
 void weft_exec_op_devwaits_done(weft_exec_op *op);
 
+/* A run of GPU operators that may replay as one device graph (a captured
+ * graph's, WEFT_OP_GPU_GRAPH: weft.h). Its first member leads it: the
+ * executor receives the leader alone, the others are not submitted. */
+typedef struct weft_exec_run {
+  int n;                          /* members, n >= 2 */
+  weft_exec_op *const *member;    /* [n]: in the order their work is enqueued; [0] the leader */
+  /* The executor's record of the run (NULL until it made one), kept across
+   * launches; the leader's device worker alone touches it (one launch at a
+   * time), and run_free frees it with the graph. */
+  void **cache;
+} weft_exec_run;
+
+/* Whether leader op replays its run as one this launch (no var of the run
+ * is failed): fills *run. Read by the device worker that holds op, after
+ * its device waits are issued; false for any other operator. */
+bool weft_exec_op_run(weft_exec_op *op, weft_exec_run *run);
+
 /* ------------------------------------------------ what an executor says */
 
 /* The status of a failed var op uses (0: run it), unless WEFT_OP_NOSKIP. */
@@ -117,6 +140,11 @@ void weft_exec_op_fail(weft_exec_op *op, int status);
 /* Its device work is enqueued (status: what fn returned): releases its vars,
  * leaving fences on them, and dispatches what that makes ready. */
 void weft_exec_op_launched(weft_exec_op *op, int status);
+/* Leader op's run (weft_exec_op_run) is enqueued as one, its event after
+ * it (status: 0, or why it could not be: every member then fails with
+ * it): as weft_exec_op_launched, for the whole run; op's device_done
+ * finishes every member. */
+void weft_exec_op_run_launched(weft_exec_op *op, int status);
 /* Its device work completed (status 0) or failed (WEFT_EDEVICE): removes its
  * fences and finishes it (the status fn returned at launch wins). Exactly
  * once per launched operator. */

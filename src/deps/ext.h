@@ -82,6 +82,8 @@ static inline bool weft_capturing(const weft_engine *eng)
          !atomic_load_explicit(&s->orphaned, memory_order_relaxed);
 }
 
+struct weft_exec_run; /* executor.h */
+
 typedef struct weft_opr_ext_ops {
   /* ------------------------------------------------ held operators */
   /* The pool task's entry for a ready held CPU operator with a fn
@@ -112,6 +114,15 @@ typedef struct weft_opr_ext_ops {
    * and appends the successors it makes ready to ready. From the device
    * worker, before op's completion can be seen. NULL: none. */
   void (*launched)(weft_opr *op, weft_fifo *ready);
+  /* Whether held GPU op leads a run of operators that replays as one
+   * device graph this launch (executor.h, weft_exec_op_run): fills *run.
+   * From op's device worker. NULL: no runs. */
+  bool (*run_of)(weft_opr *op, struct weft_exec_run *run);
+  /* Leader op's run is enqueued as one (weft_exec_op_run_launched; op has
+   * dev_run set, and status: 0 or why not): the layer releases what waits
+   * for the run on the device, as launched does for one operator (only
+   * when status is 0), and op's finish then finishes the whole run. */
+  void (*run_launched)(weft_opr *op, int status, weft_fifo *ready);
   /* The holder whose requests hold op's vars while op runs (op runs on
    * this thread, or waits for what this thread runs): stable meanwhile. */
   weft_opr *(*holder)(const weft_opr *op);
@@ -147,5 +158,10 @@ typedef struct weft_opr_ext_ops {
    * blocks, and the sinks set on eng) before eng is freed. */
   void (*closing)(weft_engine *eng);
 } weft_opr_ext_ops;
+
+/* Frees what eng's executor recorded for a run (weft_exec_run.cache; NULL:
+ * nothing), when the layer drops the run (its graph's destroy, or eng's
+ * closing, before the executor closes). */
+void weft_exec_run_free(weft_engine *eng, void *cache);
 
 #endif /* WEFT_DEPS_EXT_H */

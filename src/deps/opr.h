@@ -135,6 +135,10 @@ typedef struct weft_opr {
    * launching device worker, read and cleared by the finish (the executor's
    * hand-off from launch to completion orders them). */
   bool dev_released;
+  /* A held operator that leads a run (executor.h, weft_exec_run): this
+   * launch replayed the run as one, so its finish is the run's. Written
+   * by the launching device worker, read and cleared by the finish. */
+  bool dev_run;
   struct weft_opr *devwait[WEFT_OPR_DEV_WAITS];
 } weft_opr;
 _Static_assert(offsetof(weft_opr, ext) + WEFT_OPR_EXT_BYTES <= 2 * WEFT_CACHE_LINE &&

@@ -48,6 +48,8 @@ int weft_push_check_desc(const weft_engine *eng, const weft_op_desc *d)
     return WEFT_ENODEV;
   if (d->ctx.type == WEFT_DEV_GPU && d->async_fn)
     return WEFT_EINVAL; /* a GPU operator completes with its stream's work */
+  if ((d->flags & WEFT_OP_GPU_GRAPH) && (d->ctx.type != WEFT_DEV_GPU || d->prop != WEFT_PROP_NORMAL))
+    return WEFT_EINVAL; /* only a kernel operator's work is recorded (weft.h) */
   return 0;
 }
 

@@ -458,5 +458,6 @@ const weft_executor_ops weft_gpu_executor_ops = {
     .submit = x_submit,
     .release = x_release,
     .run_sync = x_run_sync,
+    .run_free = weft_gpu_run_free,
     .close = x_close,
 };

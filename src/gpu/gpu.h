@@ -176,6 +176,17 @@ void weft_gpu_worker_stop(weft_gpu_worker *w);
  * (non-zero), dropping the device waits it holds. */
 void weft_gpu_fail_submitted(weft_exec_op *op, int status);
 
+/* run.c: a run of operators as one device graph (deps/executor.h,
+ * weft_exec_run). Enqueues the leader op's run on lane (recording it first
+ * if it has no record yet): true, with *status 0 or why the enqueue failed
+ * (the run then fails as one); false if the run has no usable record (its
+ * recording failed, now or before: logged once), so that op goes alone,
+ * its run node by node. The lane's worker only. */
+bool weft_gpu_run_enqueue(weft_gpu_worker *w, weft_gpu_lane *lane, weft_exec_op *op,
+                          const weft_exec_run *run, int *status);
+/* The executor's run_free: frees a run's record. */
+void weft_gpu_run_free(void *self, void *cache);
+
 /* Enqueues the word write for the lane's operators launched since the
  * last one (the worker only; a no-op when all are covered). */
 void weft_gpu_lane_flush_word(weft_gpu_exec *x, weft_gpu_lane *lane);

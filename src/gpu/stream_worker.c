@@ -60,10 +60,14 @@ static void run_one(weft_gpu_worker *w, weft_exec_op *op)
     weft_gpu_fail_submitted(op, status);
     return;
   }
-  weft_run_ctx rc = {weft_exec_op_ctx(op), lane->native, -1};
-  weft_prof_mark pm = weft_prof_op_begin(true); /* fn's span on the worker's track */
-  status = weft_exec_op_call(op, &rc);
-  weft_prof_op_end(pm, weft_exec_op_name(op));
+  weft_exec_run run;
+  bool as_one = weft_exec_op_run(op, &run) && weft_gpu_run_enqueue(w, lane, op, &run, &status);
+  if (!as_one) {
+    weft_run_ctx rc = {weft_exec_op_ctx(op), lane->native, -1};
+    weft_prof_mark pm = weft_prof_op_begin(true); /* fn's span on the worker's track */
+    status = weft_exec_op_call(op, &rc);
+    weft_prof_op_end(pm, weft_exec_op_name(op));
+  }
   if (w->track)
     st->launched = weft_prof_now();
   int rec = weft_gpu_event_record(x->b, st->ev, lane->stream);
@@ -76,12 +80,18 @@ static void run_one(weft_gpu_worker *w, weft_exec_op *op)
      * be synchronised either leaves the device unusable from now on. */
     if (weft_gpu_stream_sync(x->b, lane->stream))
       device_failed(d);
-    weft_exec_op_launched(op, status ? status : rec);
+    if (as_one)
+      weft_exec_op_run_launched(op, status ? status : rec);
+    else
+      weft_exec_op_launched(op, status ? status : rec);
     st->phase = WEFT_GPU_OP_DONE; /* before the block (and st) may be recycled */
     weft_exec_op_device_done(op, rec);
     return;
   }
-  weft_exec_op_launched(op, status);
+  if (as_one)
+    weft_exec_op_run_launched(op, status);
+  else
+    weft_exec_op_launched(op, status);
   st->seq = ++lane->seq; /* before the append publishes st */
   weft_gpu_poller_add(x, lane, st);
   if (x->completion == WEFT_GPU_COMPLETION_HOSTWORD && lane->seq - lane->written >= WEFT_GPU_WORD_BATCH)

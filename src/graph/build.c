@@ -13,6 +13,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "graph/build.h"
+#include "graph/devrun.h"
 #include "graph/lane_plan.h"
 
 /* Node op's place in its graph, to fill in (graph.h, weft_gnode_of). */
@@ -318,12 +319,22 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->roots = weft_malloc(sizeof *g->roots * (size_t)n);
   g->place = place_nodes(b);
   g->sweep = b->sweep;
+  /* [n] by capture index: its run of GPU nodes replayed as one, or -1
+   * (devrun.h) */
+  int *run_at = weft_malloc(sizeof(int) * (size_t)n);
+  if (!run_at || !g->place || !g->nodes ||
+      weft_devruns_find(g, c, (const int(*)[2])b->edge, b->nedges, b->npred, run_at)) {
+    weft_free(order);
+    weft_free(run_at);
+    return WEFT_ENOMEM;
+  }
   size_t bytes = sizeof(weft_var_impl *) * b->u + sizeof(weft_var_use *) * (size_t)n +
                  sizeof(weft_var_use) * b->u + sizeof(int32_t) * b->nedges;
   g->store = weft_malloc(bytes ? bytes : 1);
   if (!order || !g->vars || !g->uses || !g->nodes || !g->pending ||
       !g->roots || !g->place || !g->store) {
     weft_free(order);
+    weft_free(run_at);
     return WEFT_ENOMEM;
   }
   for (int v = 0; v < b->nv; v++)
@@ -349,8 +360,10 @@ static int make_nodes(struct weft_graph *g, build *b)
   memcpy(ustore, c->uses, sizeof *ustore * b->u);
   /* The successor lists in the blocks' order too (a finish reads its own). */
   int *first = weft_malloc(sizeof(int) * (size_t)n);
-  if (!first)
+  if (!first) {
+    weft_free(run_at);
     return WEFT_ENOMEM;
+  }
   for (int i = 0; i < n; i++)
     first[g->place[i]] = i;
   size_t soff = 0;
@@ -406,7 +419,9 @@ static int make_nodes(struct weft_graph *g, build *b)
           g->place[to] | (b->npred[to] == 1 && !b->sweep ? WEFT_GRAPH_SOLE : 0) |
           (keepable ? WEFT_GRAPH_KEEPABLE : 0) | (dev ? WEFT_GRAPH_DEVICE : 0);
     }
-    m->npred = b->in_order ? 1 : b->npred[i] + b->sweep; /* in order: the sweep's alone */
+    /* in order: the sweep's alone; a run's follower: none of the sweep's
+     * (devrun.h) */
+    m->npred = b->in_order ? 1 : b->npred[i] + (b->sweep && !weft_devrun_follower(run_at, i));
     m->index = at;
     m->root = -1;
     m->counter = -1;
@@ -418,6 +433,7 @@ static int make_nodes(struct weft_graph *g, build *b)
     }
   }
   weft_free(first);
+  weft_free(run_at);
   g->nnodes = n;
   return make_counters(g, b);
 }

@@ -199,6 +199,16 @@ typedef struct weft_gwait {
   int32_t lane, done;
 } weft_gwait;
 
+/* A run of GPU nodes replayed as one device graph (devrun.h). */
+typedef struct weft_grun {
+  int32_t n;              /* immutable: its nodes, n >= 2 */
+  weft_opr **op;          /* immutable [n]: its nodes' blocks, in capture order; [0] leads */
+  /* The executor's record of the run (deps/executor.h, weft_exec_run.cache):
+   * the leader's device worker's during a launch (one at a time), freed
+   * with the graph (weft_graph_release_nodes). */
+  void *cache;
+} weft_grun;
+
 /* weft_gate.hold: whether a gate runs a launch, or keeps its vars between
  * launches (keep.h). */
 enum {
@@ -296,6 +306,12 @@ struct weft_graph {
   int8_t lane_force;
   int64_t lane_t0;         /* this launch's start, ns */
   int64_t lane_best[2];    /* the probes' fastest launch, in one lane and in lanes, ns */
+  /* immutable: its runs of GPU nodes replayed as one device graph
+   * (devrun.h), and each node's run by node index (-1: none); 0 and NULL
+   * for a graph without one. */
+  int nruns;
+  weft_grun *runs;
+  int32_t *run_of;
   /* immutable: two of its handles name one var slot (one of them was
    * deleted and the slot reused during the capture): every launch fails. */
   bool stale;

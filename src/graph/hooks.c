@@ -6,6 +6,7 @@
  * an engine's graphs and captures at its destroy.
  */
 #include "graph/capture.h"
+#include "graph/devrun.h"
 #include "graph/hooks.h"
 #include "graph/keep.h"
 #include "graph/registry.h"
@@ -24,8 +25,10 @@ static void engine_closing(weft_engine *eng)
 const weft_opr_ext_ops weft_graph_ext_ops = {
   .run = weft_gnode_run,
   .start = weft_gnode_start,
-  .finish = weft_gnode_finish,
+  .finish = weft_devrun_finish, /* a node's, or a whole run's */
   .launched = weft_gnode_launched,
+  .run_of = weft_devrun_of,
+  .run_launched = weft_devrun_launched,
   .holder = weft_gnode_holder,
   .hold = weft_gate_hold,
   .register_locked = weft_keep_run_locked,

@@ -79,14 +79,10 @@ void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
     atomic_fetch_add_explicit(&op->dev_refs, 1, memory_order_relaxed);
     s->devwait[slot] = op;
     op->dev_released = true; /* its finish passes these edges by */
-    if (!(e & WEFT_GRAPH_SOLE)) {
-      /* acq_rel: as in weft_gnode_release: the last decrement releases s,
-       * and publishes this devwait entry to whoever releases it. */
-      int was = atomic_fetch_sub_explicit(&g->pending[i], 1, memory_order_acq_rel);
-      WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
-      if (was != 1)
-        continue;
-    }
+    /* The count's release (or s's dispatch) publishes this entry to
+     * whoever runs s. */
+    if (!weft_gnode_count_down(g->pending, e))
+      continue;
     weft_gnode_ready(s, op->epoch);
     weft_fifo_push(ready, &s->node);
   }

@@ -112,6 +112,27 @@ static inline bool weft_sweep_take(struct weft_graph *g, int i)
   return true;
 }
 
+/* Takes one predecessor's count off the successor of entry e (a
+ * successor list's, graph.h): whether that was its last (or its only
+ * predecessor: WEFT_GRAPH_SOLE, no count), which releases it. */
+static inline bool weft_gnode_count_down(_Atomic int32_t *pending, int32_t e)
+{
+  if (e & WEFT_GRAPH_SOLE)
+    return true;
+  _Atomic int32_t *p = &pending[WEFT_GRAPH_INDEX(e)];
+  /* acquire: a 1 is the count every other predecessor left with its
+   * release decrement below: this one is the last, nobody else touches the
+   * count this launch, and the successor's own finish puts it back to
+   * npred, so it needs no locked decrement. */
+  int was = atomic_load_explicit(p, memory_order_acquire);
+  if (was != 1)
+    /* acq_rel: as a grant (weft_grant_list): the last decrement releases
+     * the successor and sees what every predecessor wrote. */
+    was = atomic_fetch_sub_explicit(p, 1, memory_order_acq_rel);
+  WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+  return was == 1;
+}
+
 /* The part of a node's finish after its vars have their status (below):
  * resets its counter and releases its successors; for a sink, the count
  * off the tree. */
@@ -149,20 +170,8 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
     int32_t i = WEFT_GRAPH_INDEX(e);
     if (early && (e & WEFT_GRAPH_DEVICE))
       continue; /* released at the launch */
-    if (!(e & WEFT_GRAPH_SOLE)) {
-      /* acquire: a 1 is the count every other predecessor left with its
-       * release decrement below: this finish is the last, nobody else
-       * touches the count this launch, and the successor's own finish puts
-       * it back to npred, so it needs no locked decrement. */
-      int was = atomic_load_explicit(&pending[i], memory_order_acquire);
-      if (was != 1)
-        /* acq_rel: as a grant (weft_grant_list): the last decrement
-         * releases the successor and sees what every predecessor wrote. */
-        was = atomic_fetch_sub_explicit(&pending[i], 1, memory_order_acq_rel);
-      WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
-      if (was != 1)
-        continue;
-    }
+    if (!weft_gnode_count_down(pending, e))
+      continue;
     weft_opr *s = weft_graph_node(g, i); /* released: the launch lives */
     weft_gnode_ready(s, epoch);
     if (keep_one && !next && (e & WEFT_GRAPH_KEEPABLE))

@@ -8,6 +8,7 @@
 #include "common/assert.h"
 #include "common/prof.h"
 #include "deps/dispatch.h"
+#include "graph/devrun.h"
 #include "graph/lanes.h"
 #include "graph/replay.h"
 #include "graph/run.h"
@@ -114,6 +115,8 @@ static int sweep_task(void *arg)
           __builtin_prefetch(ahead + 2 * WEFT_CACHE_LINE, 1);
       }
       weft_opr *op = weft_graph_node(g, i);
+      if (weft_gnode_in_run_after_leader(g, i))
+        continue; /* its run's nodes release it, or its run stands for it (devrun.h) */
       if (g->in_order) /* nobody else takes a node: no count to look at */
         weft_gnode_ready(op, g->sweep_epoch);
       else if (!weft_sweep_take(g, i))

@@ -15,6 +15,7 @@
 #include "common/tunables.h"
 #include "gpu/gpu.h"
 #include "gpu/host.h"
+#include "graph/graph.h" /* white-box: a graph's runs, whether it is swept */
 
 static void setup(void)
 {
@@ -540,6 +541,404 @@ Test(graph_gpu, back_to_back_launches_of_a_fan_out, .init = setup, .timeout = TU
   }
   cr_assert_eq(weft_wait_all(t.eng), 0);
   cr_assert_eq(atomic_load(&count), N * 5);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* ------------------------------------------------------------ GPU runs */
+
+/* A log of work items, to check order and count (stream threads append). */
+typedef struct wlog {
+  atomic_int n;
+  int item[4096];
+  void *stream[4096];
+} wlog;
+
+typedef struct rnode {
+  wlog *log;
+  int id;
+  atomic_int *calls; /* fn calls */
+  atomic_int fail_first; /* fn returns 7 while > 0 (counting down) */
+  bool inject;       /* fn injects a device error instead of an item */
+} rnode;
+
+static void rnode_item(void *arg)
+{
+  rnode *r = arg;
+  int k = atomic_fetch_add(&r->log->n, 1);
+  if (k < 4096)
+    r->log->item[k] = r->id;
+}
+
+static int rnode_fn(const weft_run_ctx *rc, void *arg)
+{
+  rnode *r = arg;
+  atomic_fetch_add(r->calls, 1);
+  if (atomic_load(&r->fail_first) > 0) {
+    atomic_fetch_sub(&r->fail_first, 1);
+    return 7;
+  }
+  if (r->inject)
+    return weft_gpu_host_test_inject_error(rc->stream);
+  return weft_gpu_host_enqueue(rc->stream, rnode_item, arg);
+}
+
+static weft_op_desc run_desc(rnode *r, unsigned flags)
+{
+  weft_op_desc d = gpu_desc(rnode_fn, r, 0);
+  d.flags = WEFT_OP_GPU_GRAPH | flags;
+  return d;
+}
+
+static void rnode_init(rnode *r, wlog *log, int id, atomic_int *calls)
+{
+  r->log = log;
+  r->id = id;
+  r->calls = calls;
+  atomic_init(&r->fail_first, 0);
+  r->inject = false;
+}
+
+static int cpu_log_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  rnode_item(arg);
+  return 0;
+}
+
+/* A chain of WEFT_OP_GPU_GRAPH operators, then a GPU operator without the
+ * flag (outside the run: it waits for the run on the device) and a CPU
+ * reader: the run's fns are called once, at the first launch (recorded),
+ * and every launch runs its work once, in order, before the others'. */
+Test(graph_gpu, a_run_is_recorded_once_and_replayed, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_gpu_test_host_jitter(20);
+  te t = te_new(NULL, 2, 0);
+  enum { R = 6, L = 12 };
+  weft_var *v = te_var(t.eng), *u = te_var(t.eng), *z = te_var(t.eng);
+  static wlog log;
+  atomic_int calls, other_calls;
+  atomic_init(&calls, 0);
+  atomic_init(&other_calls, 0);
+  rnode r[R + 2];
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int i = 0; i < R; i++) {
+    rnode_init(&r[i], &log, i, &calls);
+    cr_assert_eq(push_rw(t.eng, run_desc(&r[i], 0), NULL, v), 0);
+  }
+  rnode_init(&r[R], &log, R, &other_calls);
+  cr_assert_eq(push_rw(t.eng, gpu_desc(rnode_fn, &r[R], 0), v, u), 0); /* no flag */
+  rnode_init(&r[R + 1], &log, R + 1, &other_calls);
+  cr_assert_eq(push_rw(t.eng, te_desc(cpu_log_fn, &r[R + 1]), u, z), 0);
+  weft_graph *g = end_capture(t.eng);
+  cr_assert_eq(g->nruns, 1, "the chain is one run");
+  cr_assert_eq(g->runs[0].n, R);
+  for (int l = 0; l < L; l++) {
+    atomic_store(&log.n, 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(t.eng, z), 0, "launch %d", l);
+    cr_assert_eq(atomic_load(&log.n), R + 2, "launch %d: work items", l);
+    for (int i = 0; i < R + 2; i++)
+      cr_assert_eq(log.item[i], i, "launch %d: item %d is node %d's", l, i, log.item[i]);
+    cr_assert_eq(atomic_load(&calls), R, "launch %d: the run's fns were called again", l);
+    cr_assert_eq(atomic_load(&other_calls), l + 1);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+static int fail_var_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  (void)arg;
+  return 13;
+}
+
+/* A launch in which a var of the run is failed runs it node by node: with
+ * WEFT_OP_NOSKIP the fns are called again (each skipped or not as usual),
+ * without it both are skipped and their vars fail; the next launches with
+ * no failed var replay the record again. */
+Test(graph_gpu, a_failed_var_runs_the_run_node_by_node, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *x = te_var(t.eng), *a = te_var(t.eng), *b = te_var(t.eng);
+  static wlog log;
+  atomic_int calls;
+  atomic_init(&calls, 0);
+  rnode r[2];
+  for (int noskip = 1; noskip >= 0; noskip--) {
+    atomic_store(&calls, 0);
+    rnode_init(&r[0], &log, 0, &calls);
+    rnode_init(&r[1], &log, 1, &calls);
+    unsigned f = noskip ? WEFT_OP_NOSKIP : 0;
+    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+    cr_assert_eq(push_rw(t.eng, run_desc(&r[0], f), x, a), 0);
+    cr_assert_eq(push_rw(t.eng, run_desc(&r[1], f), a, b), 0);
+    weft_graph *g = end_capture(t.eng);
+    cr_assert_eq(g->nruns, 1);
+    atomic_store(&log.n, 0);
+    cr_assert_eq(weft_graph_launch(g), 0); /* recorded */
+    cr_assert_eq(weft_var_wait(t.eng, b), 0);
+    cr_assert_eq(atomic_load(&calls), 2);
+    cr_assert_eq(atomic_load(&log.n), 2);
+    cr_assert_eq(push_rw(t.eng, te_desc(fail_var_fn, NULL), NULL, x), 0); /* x fails */
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(t.eng, b), noskip ? 0 : 13, "noskip %d", noskip);
+    cr_assert_eq(atomic_load(&calls), noskip ? 4 : 2, "noskip %d: fn calls", noskip);
+    cr_assert_eq(atomic_load(&log.n), noskip ? 4 : 2, "noskip %d: work items", noskip);
+    cr_assert_eq(weft_wait_all(t.eng), 13); /* clears x's failure */
+    cr_assert_eq(weft_graph_launch(g), 0); /* replayed again */
+    cr_assert_eq(weft_var_wait(t.eng, b), 0);
+    cr_assert_eq(atomic_load(&calls), noskip ? 4 : 2, "noskip %d: fn calls after", noskip);
+    cr_assert_eq(atomic_load(&log.n), noskip ? 6 : 4, "noskip %d: work items after", noskip);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* A fn that fails while the run is recorded: the run goes node by node,
+ * from this launch on (its fns called again, unrecorded), with one line. */
+Test(graph_gpu, a_run_that_cannot_be_recorded_goes_node_by_node, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng);
+  static wlog log;
+  atomic_int calls;
+  atomic_init(&calls, 0);
+  rnode r[3];
+  for (int i = 0; i < 3; i++)
+    rnode_init(&r[i], &log, i, &calls);
+  atomic_store(&r[1].fail_first, 1); /* fails while recorded only */
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[0], 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[1], 0), a, b), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[2], 0), b, c), 0);
+  weft_graph *g = end_capture(t.eng);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  for (int l = 0; l < 3; l++) {
+    atomic_store(&log.n, 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(t.eng, c), 0, "launch %d", l);
+    cr_assert_eq(atomic_load(&log.n), 3, "launch %d: work items", l);
+    /* launch 0: 2 fns recorded, then 3 run; then 3 a launch */
+    cr_assert_eq(atomic_load(&calls), 5 + 3 * l, "launch %d: fn calls", l);
+  }
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert(strstr(err, "returned 7 while it was recorded"), "no line for the failed recording: \"%s\"",
+            err);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* A device error inside a replayed run fails every operator of the run and
+ * what depends on them. */
+Test(graph_gpu, a_device_error_fails_the_whole_run, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng), *c = te_var(t.eng), *d = te_var(t.eng);
+  static wlog log;
+  atomic_int calls, cpu_ran;
+  atomic_init(&calls, 0);
+  atomic_init(&cpu_ran, 0);
+  rnode r[3];
+  for (int i = 0; i < 3; i++)
+    rnode_init(&r[i], &log, i, &calls);
+  r[1].inject = true;
+  atomic_store(&log.n, 0);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[0], 0), NULL, a), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[1], 0), a, b), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[2], 0), b, c), 0);
+  cr_assert_eq(push_rw(t.eng, te_desc(te_count_fn, &cpu_ran), c, d), 0);
+  weft_graph *g = end_capture(t.eng);
+  cr_assert_eq(g->nruns, 1);
+  tu_capture cap;
+  char err[4096];
+  tu_capture_begin(&cap);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_var_wait(t.eng, d), WEFT_EDEVICE);
+  cr_assert_eq(weft_var_wait(t.eng, a), WEFT_EDEVICE, "the run's first operator did not fail");
+  cr_assert_eq(weft_var_wait(t.eng, c), WEFT_EDEVICE);
+  cr_assert_eq(weft_wait_all(t.eng), WEFT_EDEVICE);
+  tu_capture_end(&cap, err, sizeof err);
+  cr_assert_eq(atomic_load(&calls), 3, "recorded once");
+  cr_assert_eq(atomic_load(&cpu_ran), 0, "the CPU reader of a failed var ran");
+  cr_assert_leq(atomic_load(&log.n), 1, "work after the device error ran");
+  cr_assert(strstr(err, "weft: "), "no log line for the device error: \"%s\"", err);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* Runs in a swept graph (one worker, capture order far from the run order)
+ * and runs broken up by what may not join them: a node of another device,
+ * one without the flag, one with a predecessor before the run. */
+Test(graph_gpu, runs_where_they_may_be_and_a_swept_graph, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new(NULL, 1, 0);
+  enum { CH = 8, LEN = 6 };
+  weft_var *cv[CH];
+  atomic_int cpu;
+  atomic_init(&cpu, 0);
+  static wlog log;
+  atomic_int calls;
+  atomic_init(&calls, 0);
+  rnode r[8];
+  for (int i = 0; i < 8; i++)
+    rnode_init(&r[i], &log, i, &calls);
+  weft_var *a = te_var(t.eng), *b = te_var(t.eng), *e = te_var(t.eng), *f = te_var(t.eng);
+  for (int k = 0; k < CH; k++)
+    cv[k] = te_var(t.eng);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  /* interleaved CPU chains: one worker sweeps this graph */
+  for (int s = 0; s < LEN; s++)
+    for (int k = 0; k < CH; k++)
+      cr_assert_eq(push_rw(t.eng, te_desc(te_count_fn, &cpu), NULL, cv[k]), 0);
+  /* run 1: r0 -> r1 -> r2 (writers of a) */
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(push_rw(t.eng, run_desc(&r[i], 0), NULL, a), 0);
+  /* r3 reads cv[0] (a CPU predecessor before the run): leads run 2 */
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[3], 0), cv[0], b), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[4], 0), b, e), 0);
+  /* r5 reads a (run 1's, not run 2's): it may not join run 2 */
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[5], 0), a, f), 0);
+  /* r6 on device 1: not with r5 */
+  weft_op_desc d6 = run_desc(&r[6], 0);
+  d6.ctx.id = 1;
+  cr_assert_eq(push_rw(t.eng, d6, f, NULL), 0);
+  weft_graph *g = end_capture(t.eng);
+  cr_assert(g->sweep, "the graph is not swept: the test misses its case");
+  cr_assert_eq(g->nruns, 2, "runs: %d", g->nruns);
+  cr_assert_eq(g->runs[0].n, 3);
+  cr_assert_eq(g->runs[1].n, 2);
+  for (int l = 0; l < 20; l++) {
+    atomic_store(&log.n, 0);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0, "launch %d", l);
+    cr_assert_eq(atomic_load(&log.n), 7, "launch %d: work items", l);
+    cr_assert_eq(atomic_load(&cpu), (l + 1) * CH * LEN);
+    cr_assert_eq(atomic_load(&calls), 5 + (l + 1) * 2, "launch %d: fn calls", l);
+  }
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* WEFT_OP_GPU_GRAPH on anything but a GPU kernel operator: WEFT_EINVAL. */
+Test(graph_gpu, the_flag_on_other_operators_is_refused, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng);
+  weft_op_desc d = te_desc(te_count_fn, NULL);
+  d.flags = WEFT_OP_GPU_GRAPH;
+  cr_assert_eq(push_rw(t.eng, d, NULL, v), WEFT_EINVAL, "a CPU operator");
+  d = gpu_desc(te_count_fn, NULL, 0);
+  d.flags = WEFT_OP_GPU_GRAPH;
+  d.prop = WEFT_PROP_COPY_TO_GPU;
+  cr_assert_eq(push_rw(t.eng, d, NULL, v), WEFT_EINVAL, "a copy");
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, d, NULL, v), WEFT_EINVAL, "a copy, recorded");
+  weft_graph *g = end_capture(t.eng);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* Runs launched back to back, with their device successors outside the run
+ * on other streams (released at the run's launch, waiting for its event)
+ * and a CPU reader: every node's work once per launch, the run's members in
+ * order, their readers after the whole run. A launch begins only after the
+ * one before ended, so node k's l-th work sees its fan's step at 4 l + k
+ * (members) or 4 (l + 1) (readers). */
+typedef struct bnode {
+  atomic_int *seq; /* its fan's steps, over all launches */
+  int step;        /* a member: its place in the run; a reader: -1 */
+  int done;        /* its works so far (its own thread's at a time) */
+  atomic_int *bad, *runs;
+} bnode;
+
+static void bnode_work(bnode *n)
+{
+  int s = atomic_load(n->seq);
+  if (n->step >= 0) {
+    if (s != 4 * n->done + n->step)
+      atomic_fetch_add(n->bad, 1);
+    atomic_fetch_add(n->seq, 1);
+  } else if (s != 4 * (n->done + 1)) {
+    atomic_fetch_add(n->bad, 1);
+  }
+  n->done++;
+  atomic_fetch_add(n->runs, 1);
+}
+
+static void bnode_item(void *arg)
+{
+  bnode_work(arg);
+}
+
+static int bnode_fn(const weft_run_ctx *rc, void *arg)
+{
+  return weft_gpu_host_enqueue(rc->stream, bnode_item, arg);
+}
+
+static int bnode_cpu_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  bnode_work(arg);
+  return 0;
+}
+
+Test(graph_gpu, back_to_back_launches_of_runs_and_their_readers, .init = setup,
+     .timeout = TU_TIMEOUT(120))
+{
+  setenv("WEFT_GPU_WORKERS", "3", 1);
+  weft_gpu_test_host_jitter(20);
+  te t = te_new(NULL, 2, 0);
+  enum { FANS = 3, N = 200 };
+  atomic_int seq[FANS], bad, runs;
+  atomic_init(&bad, 0);
+  atomic_init(&runs, 0);
+  bnode nodes[FANS][7];
+  weft_var *v[FANS], *s[FANS][3];
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  for (int f = 0; f < FANS; f++) {
+    atomic_init(&seq[f], 0);
+    v[f] = te_var(t.eng);
+    for (int i = 0; i < 4; i++) { /* the run: 4 writers of v */
+      nodes[f][i] = (bnode){&seq[f], i, 0, &bad, &runs};
+      weft_op_desc d = gpu_desc(bnode_fn, &nodes[f][i], 0);
+      d.flags = WEFT_OP_GPU_GRAPH;
+      cr_assert_eq(push_rw(t.eng, d, NULL, v[f]), 0);
+    }
+    for (int i = 0; i < 3; i++) { /* its readers: two on the GPU, one on the CPU */
+      s[f][i] = te_var(t.eng);
+      nodes[f][4 + i] = (bnode){&seq[f], -1, 0, &bad, &runs};
+      weft_op_desc d = i < 2 ? gpu_desc(bnode_fn, &nodes[f][4 + i], 0)
+                             : te_desc(bnode_cpu_fn, &nodes[f][4 + i]);
+      cr_assert_eq(push_rw(t.eng, d, v[f], s[f][i]), 0);
+    }
+  }
+  weft_graph *g = end_capture(t.eng);
+  cr_assert_eq(g->nruns, FANS);
+  for (int l = 0; l < N; l++) {
+    int rc;
+    while ((rc = weft_graph_launch(g)) == WEFT_EBUSY)
+      tu_sleep_us(10);
+    cr_assert_eq(rc, 0, "launch %d", l);
+  }
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(atomic_load(&runs), N * FANS * 7);
+  cr_assert_eq(atomic_load(&bad), 0, "a node's work ran out of order");
   cr_assert_eq(weft_graph_destroy(g), 0);
   cr_assert_eq(te_free(&t), 0);
   tu_assert_no_errors();

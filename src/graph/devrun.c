@@ -1,0 +1,238 @@
+/*
+ * Runs of GPU nodes replayed as one device graph (devrun.h): finding them
+ * at build, the launch's choice, the release at the run's launch and the
+ * run's finish.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "deps/engine.h"
+#include "deps/ext.h"
+#include "deps/var.h"
+#include "graph/devrun.h"
+#include "graph/replay.h"
+
+/* Whether capture record r may be in a run, and on which device. */
+static bool runnable(const weft_capture_rec *r)
+{
+  const weft_op_desc *d = &r->desc;
+  return (d->flags & WEFT_OP_GPU_GRAPH) && d->fn && d->ctx.type == WEFT_DEV_GPU &&
+         d->prop == WEFT_PROP_NORMAL;
+}
+
+int weft_devruns_find(struct weft_graph *g, const weft_recording *c, const int (*edge)[2],
+                      size_t nedges, const int *npred, int *run_at)
+{
+  int n = (int)c->nrecs;
+  for (int i = 0; i < n; i++)
+    run_at[i] = -1;
+  bool any = false;
+  for (int i = 0; i < n && !any; i++)
+    any = runnable(&c->recs[i]);
+  if (!any)
+    return 0;
+  /* Each node's earliest predecessor (capture order is topological: all
+   * are earlier). */
+  int *minpred = weft_malloc(sizeof(int) * (size_t)n);
+  if (!minpred)
+    return WEFT_ENOMEM;
+  for (int i = 0; i < n; i++)
+    minpred[i] = i;
+  for (size_t e = 0; e < nedges; e++)
+    if (edge[e][0] < minpred[edge[e][1]])
+      minpred[edge[e][1]] = edge[e][0];
+  /* The stretches, greedily: a node joins the open run if it may, else it
+   * may open one; a run of one node is none. */
+  int nruns = 0, lo = -1;
+  for (int i = 0; i <= n; i++) {
+    const weft_capture_rec *r = i < n ? &c->recs[i] : NULL;
+    bool joins = r && lo >= 0 && runnable(r) && r->desc.ctx.id == c->recs[lo].desc.ctx.id &&
+                 npred[i] > 0 && minpred[i] >= lo;
+    if (joins) {
+      run_at[i] = nruns;
+      continue;
+    }
+    if (lo >= 0 && i - lo >= 2)
+      nruns++; /* closes [lo, i) */
+    else if (lo >= 0)
+      run_at[lo] = -1;
+    lo = -1;
+    if (r && runnable(r)) {
+      lo = i;
+      run_at[i] = nruns;
+    }
+  }
+  weft_free(minpred);
+  if (nruns == 0)
+    return 0;
+  g->runs = weft_calloc((size_t)nruns, sizeof *g->runs);
+  g->run_of = weft_malloc(sizeof *g->run_of * (size_t)n);
+  weft_opr **ops = weft_malloc(sizeof *ops * (size_t)n);
+  if (!g->runs || !g->run_of || !ops) {
+    weft_free(ops);
+    return WEFT_ENOMEM; /* weft_graph_release_nodes frees the rest */
+  }
+  g->nruns = nruns;
+  for (int i = 0; i < n; i++)
+    g->run_of[i] = -1;
+  for (int i = 0, used = 0; i < n; i++) {
+    int k = run_at[i];
+    if (k < 0)
+      continue;
+    weft_grun *run = &g->runs[k];
+    if (!run->op) /* its first member: its nodes follow in the array */
+      run->op = ops + used;
+    run->op[run->n++] = weft_graph_node(g, g->place[i]);
+    used++;
+    g->run_of[g->place[i]] = k;
+  }
+  /* ops belongs to the first run: weft_devruns_free frees it through it. */
+  WEFT_ASSERT(g->runs[0].op == ops);
+  return 0;
+}
+
+void weft_devruns_free(struct weft_graph *g)
+{
+  if (!g->runs)
+    return;
+  for (int k = 0; k < g->nruns; k++)
+    if (g->runs[k].cache) /* the engine lives: its executor frees it */
+      weft_exec_run_free(g->runs[k].op[0]->eng, g->runs[k].cache);
+  weft_free(g->nruns ? g->runs[0].op : NULL);
+  weft_free(g->runs);
+  weft_free(g->run_of);
+  g->runs = NULL;
+  g->run_of = NULL;
+  g->nruns = 0;
+}
+
+/* Whether a var some member of run uses is failed (the launch then runs it
+ * node by node, so that each member is skipped or not as usual). */
+static bool run_var_failed(const weft_grun *run)
+{
+  if (weft_engine_no_failed_var(run->op[0]->eng))
+    return false;
+  for (int k = 0; k < run->n; k++) {
+    const weft_opr *m = run->op[k];
+    for (int j = 0; j < m->nvars; j++)
+      if (weft_var_failed(m->var[j]))
+        return true;
+  }
+  return false;
+}
+
+bool weft_devrun_of(weft_opr *op, weft_exec_run *out)
+{
+  const weft_gnode *n = weft_gnode_of(op);
+  const struct weft_graph *g = n->graph;
+  if (!g->run_of || g->run_of[n->index] < 0)
+    return false;
+  weft_grun *run = &g->runs[g->run_of[n->index]];
+  /* A follower reaches its device only when its run goes node by node. */
+  if (run->op[0] != op || run_var_failed(run))
+    return false;
+  out->n = run->n;
+  out->member = run->op;
+  out->cache = &run->cache;
+  return true;
+}
+
+void weft_devrun_launched(weft_opr *op, int status, weft_fifo *ready)
+{
+  if (status)
+    return; /* nothing waits on the device for a run that is not there */
+  const weft_gnode *n = weft_gnode_of(op);
+  struct weft_graph *g = n->graph;
+  int r = g->run_of[n->index];
+  const weft_grun *run = &g->runs[r];
+  /* Every member's device edges out of the run wait for the leader's
+   * event, which follows the whole run on its stream. */
+  for (int k = 0; k < run->n; k++) {
+    const weft_gnode *m = weft_gnode_of(run->op[k]);
+    const int32_t *succ = g->succs + m->succ0;
+    for (int j = 0; j < m->nsucc; j++) {
+      int32_t e = succ[j];
+      int32_t i = WEFT_GRAPH_INDEX(e);
+      if (!(e & WEFT_GRAPH_DEVICE) || g->run_of[i] == r)
+        continue;
+      weft_opr *s = weft_graph_node(g, i); /* not run yet: a member is its predecessor */
+      /* relaxed: as in weft_gnode_launched (the count's release publishes
+       * the slot). */
+      int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
+      WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* the build gives no more device edges */
+      /* relaxed: the leader's own reference keeps its state meanwhile. */
+      atomic_fetch_add_explicit(&op->dev_refs, 1, memory_order_relaxed);
+      s->devwait[slot] = op;
+      if (!weft_gnode_count_down(g->pending, e))
+        continue;
+      weft_gnode_ready(s, op->epoch);
+      weft_fifo_push(ready, &s->node);
+    }
+  }
+}
+
+weft_opr *weft_devrun_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
+                             weft_between_fn hook)
+{
+  /* A CPU node's block has no device fields. */
+  if (op->ctx.type != WEFT_DEV_GPU || !op->dev_run)
+    return weft_gnode_finish(op, status, keep_one, ready, hook);
+  op->dev_run = false; /* for the next launch */
+  const weft_gnode *ln = weft_gnode_of(op);
+  struct weft_graph *g = ln->graph;
+  weft_engine *eng = op->eng;
+  int r = g->run_of[ln->index];
+  const weft_grun *run = &g->runs[r];
+  /* The run's device edges out were released at its launch unless it
+   * could not be enqueued (weft_devrun_launched). */
+  bool early = op->status == 0;
+  uint64_t epoch = op->epoch;
+  _Atomic int32_t *pending = g->pending;
+  /* First every member's status and successors out of the run; then the
+   * counts off the sink tree, the last of which may end the launch (the
+   * members not counted off yet hold it until then). */
+  for (int k = 0; k < run->n; k++) {
+    weft_opr *m = run->op[k];
+    const weft_gnode *mn = weft_gnode_of(m);
+    if (k > 0) /* never released: it ran within the leader */
+      weft_gnode_ready(m, epoch);
+    /* relaxed: as in weft_gnode_finish_here. */
+    if (status || atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0)
+      weft_gnode_finish_failed(m, status);
+    WEFT_OPR_SET(m, WEFT_OPR_ST_DONE);
+    /* relaxed: as in weft_gnode_release (the leader's count; the others'
+     * were never taken: only members release them). */
+    if (k == 0 && mn->npred > 1)
+      atomic_store_explicit(&pending[mn->index], mn->npred, memory_order_relaxed);
+    const int32_t *succ = g->succs + mn->succ0;
+    for (int j = 0; j < mn->nsucc; j++) {
+      int32_t e = succ[j];
+      int32_t i = WEFT_GRAPH_INDEX(e);
+      if (g->run_of[i] == r || (early && (e & WEFT_GRAPH_DEVICE)))
+        continue; /* inside the run, or released at its launch */
+      if (!weft_gnode_count_down(pending, e))
+        continue;
+      weft_opr *s = weft_graph_node(g, i);
+      weft_gnode_ready(s, epoch);
+      weft_fifo_push(ready, &s->node);
+    }
+  }
+  int last = -1;
+  for (int k = 0; k < run->n; k++)
+    if (weft_gnode_of(run->op[k])->counter >= 0)
+      last = k;
+  for (int k = 0; k <= last; k++) {
+    /* Read before the count-off: after the last one the launch may end and
+     * the graph go. */
+    int counter = weft_gnode_of(run->op[k])->counter;
+    if (counter < 0)
+      continue;
+    weft_opr *next = weft_gnode_finish_sink(g, eng, counter, false, ready, hook);
+    WEFT_ASSERT(!next); /* keep_one false: nothing kept */
+    (void)next;
+    if (k == last)
+      break; /* nothing of the graph is touched after it */
+  }
+  return NULL;
+}
