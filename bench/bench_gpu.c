@@ -48,7 +48,10 @@
  *       var-order detail that makes it so).
  *   C6  replayed chain: C1's N operators captured once as a weft graph
  *       (weft_graph_begin_capture / end_capture), launched R times; each
- *       launch to weft_var_wait's return, / N.
+ *       launch to weft_var_wait's return, / N. Twice: plain operators
+ *       (each launched by its worker, waiting for the one before on the
+ *       device), then with WEFT_OP_GPU_GRAPH (the chain is one run,
+ *       recorded at the first launch and replayed as one device graph).
  * Every figure checks its result: the chain counters must end at exactly
  * the links launched with no link finding a wrong value (on the device), the
  * CPU successor must see the flag its GPU operator wrote, the copied bytes
@@ -78,6 +81,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -688,10 +692,11 @@ out:
   bench_series_free(&cross);
 }
 
-/* C6: C1's chain captured once and replayed. */
-static void row_replay(mode_ctx *m)
+/* C6: C1's chain captured once and replayed; as_run: its operators carry
+ * WEFT_OP_GPU_GRAPH (one run, one device graph a launch). */
+static void row_replay(mode_ctx *m, bool as_run)
 {
-  gb_stage("C6 replayed chain");
+  gb_stage(as_run ? "C6 replayed chain, one run" : "C6 replayed chain");
   unsigned n = m->n;
   link_arg *args = calloc(n, sizeof *args);
   bench_series ns;
@@ -706,7 +711,8 @@ static void row_replay(mode_ctx *m)
   slot_base base = slot_begin(m->d, GB_SLOT_C6, "C6");
   int rc = weft_graph_begin_capture(m->eng);
   for (unsigned i = 0; i < n && !rc; i++)
-    rc = gb_push(m->eng, link_op, &args[i], NULL, 0, &v, 1, 0, WEFT_PROP_NORMAL);
+    rc = gb_push_flags(m->eng, link_op, &args[i], NULL, 0, &v, 1, 0, WEFT_PROP_NORMAL,
+                       as_run ? WEFT_OP_GPU_GRAPH : 0);
   int erc = weft_graph_end_capture(m->eng, &g);
   if (wcheck(rc, "C6: capture") || wcheck(erc, "C6: weft_graph_end_capture"))
     goto out;
@@ -729,7 +735,8 @@ static void row_replay(mode_ctx *m)
     snprintf(target, sizeof target, "<= %.0f (1.5 x F2)", 1.5 * m->fl->f2);
   }
   snprintf(extra, sizeof extra, ",\"ops\":%u", n);
-  gb_row(rt_of(m), "C6", "replayed chain", m->mode, "ns/op", &ns, floor, target,
+  gb_row(rt_of(m), "C6", as_run ? "replayed chain, one run" : "replayed chain", m->mode, "ns/op",
+         &ns, floor, target,
          judged(m, 1.5 * m->fl->f2, gb_median(&ns), 1), extra);
 out:
   if (g)
@@ -765,7 +772,9 @@ static void run_mode(const gb_opts *o, gb_dev *d, const gb_floors *fl, const cha
     if (!bench_failed())
       row_cross(&m);
     if (!bench_failed())
-      row_replay(&m);
+      row_replay(&m, false);
+    if (!bench_failed())
+      row_replay(&m, true);
   }
   gb_stage("weft_engine_destroy");
   wcheck(weft_engine_destroy(m.eng), "weft_engine_destroy");

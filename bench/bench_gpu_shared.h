@@ -77,6 +77,9 @@ void gb_stage(const char *what);
  * (gpu < 0) or on GPU gpu with prop. */
 int gb_push(weft_engine *eng, weft_op_fn fn, void *arg, weft_var *const *reads, size_t nr,
             weft_var *const *writes, size_t nw, int gpu, weft_prop prop);
+/* gb_push with the descriptor's flags (WEFT_OP_*). */
+int gb_push_flags(weft_engine *eng, weft_op_fn fn, void *arg, weft_var *const *reads, size_t nr,
+                  weft_var *const *writes, size_t nw, int gpu, weft_prop prop, unsigned flags);
 
 double gb_median(const bench_series *s);
 /* The q-quantile (0..1) of s's samples. */

@@ -162,6 +162,12 @@ void gb_print_table(void)
 int gb_push(weft_engine *eng, weft_op_fn fn, void *arg, weft_var *const *reads, size_t nr,
             weft_var *const *writes, size_t nw, int gpu, weft_prop prop)
 {
+  return gb_push_flags(eng, fn, arg, reads, nr, writes, nw, gpu, prop, 0);
+}
+
+int gb_push_flags(weft_engine *eng, weft_op_fn fn, void *arg, weft_var *const *reads, size_t nr,
+                  weft_var *const *writes, size_t nw, int gpu, weft_prop prop, unsigned flags)
+{
   weft_op_desc d;
   memset(&d, 0, sizeof d);
   d.fn = fn;
@@ -172,5 +178,6 @@ int gb_push(weft_engine *eng, weft_op_fn fn, void *arg, weft_var *const *reads, 
   d.num_writes = nw;
   d.ctx = gpu < 0 ? (weft_ctx){WEFT_DEV_CPU, 0} : (weft_ctx){WEFT_DEV_GPU, gpu};
   d.prop = prop;
+  d.flags = flags;
   return weft_push(eng, &d);
 }
