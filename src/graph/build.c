@@ -13,7 +13,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "graph/build.h"
-#include "graph/devrun.h"
+#include "graph/devrun_plan.h"
 #include "graph/lane_plan.h"
 
 /* Node op's place in its graph, to fill in (graph.h, weft_gnode_of). */
@@ -494,6 +494,7 @@ out:
   weft_free(b.sadj);
   weft_free(b.edge);
   if (rc) {
+    weft_devruns_free(g); /* nothing recorded yet */
     weft_graph_release_nodes(g);
     pthread_mutex_destroy(&g->gate_lock);
     weft_free(g);

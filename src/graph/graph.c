@@ -8,7 +8,6 @@
 
 #include "common/alloc.h"
 #include "common/tunables.h"
-#include "graph/devrun.h"
 #include "graph/graph.h"
 
 weft_gate *weft_gate_get(struct weft_graph *g)
@@ -49,7 +48,6 @@ void weft_gate_put(weft_opr *gate_op)
 
 void weft_graph_release_nodes(struct weft_graph *g)
 {
-  weft_devruns_free(g); /* reads the leaders' blocks: first */
   weft_free(g->nodes);
   weft_free((void *)g->pending);
   weft_free(g->roots);

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/fork.h"
 #include "graph/capture.h"
+#include "graph/devrun_plan.h"
 #include "graph/hooks.h"
 #include "deps/inflight.h"
 #include "graph/keep.h"
@@ -259,6 +260,9 @@ int weft_graph_destroy(weft_graph *g)
   weft_keep_drop(g); /* the vars it kept since its last launch */
   while (atomic_load_explicit(&g->gates_out, memory_order_acquire))
     sched_yield(); /* a few var releases at most */
+  /* What the executor recorded of its runs, while the engine is held (an
+   * orphan's went with its engine's closing). */
+  weft_devruns_free(g);
   weft_graph_untrack(g); /* off the engine's list: its destroy won't see it */
   if (eng)
     weft_engine_leave(eng, guest);

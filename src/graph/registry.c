@@ -8,6 +8,7 @@
 #include "common/dlist.h"
 #include "common/fork.h"
 #include "common/tunables.h"
+#include "graph/devrun_plan.h"
 #include "graph/keep.h"
 #include "graph/registry.h"
 
@@ -58,6 +59,7 @@ void weft_graph_orphan_all(weft_engine *eng)
       continue;
     weft_dlist_remove(&graphs, n);
     weft_keep_drop(g); /* its vars go with the engine; its gate is put back */
+    weft_devruns_free(g); /* before the executor closes */
     weft_graph_release_nodes(g);
     /* seq_cst, store and load: a Dekker pair with graph_enter's
      * increment then load: either that load sees NULL, or this one sees the

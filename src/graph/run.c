@@ -8,7 +8,7 @@
 #include "common/assert.h"
 #include "common/prof.h"
 #include "deps/dispatch.h"
-#include "graph/devrun.h"
+#include "graph/devrun_plan.h"
 #include "graph/lanes.h"
 #include "graph/replay.h"
 #include "graph/run.h"

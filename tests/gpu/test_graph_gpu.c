@@ -943,3 +943,31 @@ Test(graph_gpu, back_to_back_launches_of_runs_and_their_readers, .init = setup,
   cr_assert_eq(te_free(&t), 0);
   tu_assert_no_errors();
 }
+
+/* A graph whose run was recorded outlives its engine: the engine's destroy
+ * frees the record (before its executor closes), the graph's destroy the
+ * rest (the sanitizer builds see a leak or a use after free). */
+Test(graph_gpu, a_recorded_run_outlives_its_engine, .init = setup, .timeout = TU_TIMEOUT(30))
+{
+  te t = te_new(NULL, 2, 0);
+  weft_var *v = te_var(t.eng);
+  static wlog log;
+  atomic_int calls;
+  atomic_init(&calls, 0);
+  rnode r[2];
+  rnode_init(&r[0], &log, 0, &calls);
+  rnode_init(&r[1], &log, 1, &calls);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[0], 0), NULL, v), 0);
+  cr_assert_eq(push_rw(t.eng, run_desc(&r[1], 0), NULL, v), 0);
+  weft_graph *g = end_capture(t.eng);
+  atomic_store(&log.n, 0);
+  cr_assert_eq(weft_graph_launch(g), 0);
+  cr_assert_eq(weft_var_wait(t.eng, v), 0);
+  cr_assert_eq(atomic_load(&log.n), 2);
+  cr_assert_not_null(g->runs[0].cache, "the run was not recorded");
+  cr_assert_eq(te_free(&t), 0);
+  cr_assert_eq(weft_graph_launch(g), WEFT_ESHUTDOWN);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  tu_assert_no_errors();
+}
