@@ -200,3 +200,73 @@ Test(cuda, capture_invalidated_by_cuda, .init = setup, .timeout = TU_TIMEOUT(60)
   gt_ok(weft_gpu_stream_destroy(b, s), "stream_destroy");
   weft_gpu_backend_close(b);
 }
+
+/* ------------------------------------------------ replayed graphs of kernels */
+
+typedef struct add_op {
+  float *dev;
+  float v;
+  int n;
+  atomic_int calls;
+} add_op;
+
+static int add_fn(const weft_run_ctx *rc, void *arg)
+{
+  add_op *a = arg;
+  atomic_fetch_add(&a->calls, 1);
+  return weft_test_kernel_add(a->dev, a->v, a->n, (cudaStream_t)rc->stream) ? -1 : 0;
+}
+
+/* A graph of kernels through the engine: a run of WEFT_OP_GPU_GRAPH adds
+ * (recorded once by stream capture, replayed as one CUDA graph), then two
+ * plain adds on the same var (each waiting on the device), launched L times
+ * and checked on the host. In each completion mode (scripts/device.sh runs
+ * this suite once). */
+Test(cuda, engine_graph_run_of_kernels, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_engine *eng = NULL;
+  cr_assert_eq(weft_engine_create(&eng, NULL), 0);
+  if (weft_gpu_count(eng) == 0) {
+    weft_engine_destroy(eng);
+    cr_skip_test("no CUDA device (or no driver) on this machine");
+  }
+  enum { N = 1 << 16, R = 8, P = 2, L = 50 };
+  float *dev = gt_dev_alloc(N * sizeof(float));
+  float *host = calloc(N, sizeof *host);
+  cr_assert(dev && host);
+  cr_assert_eq(cudaMemset(dev, 0, N * sizeof(float)), cudaSuccess);
+  weft_var *v = NULL;
+  cr_assert_eq(weft_var_new(eng, &v), 0);
+  add_op ops[R + P];
+  cr_assert_eq(weft_graph_begin_capture(eng), 0);
+  for (int i = 0; i < R + P; i++) {
+    ops[i].dev = dev;
+    ops[i].v = 1.0f;
+    ops[i].n = N;
+    atomic_init(&ops[i].calls, 0);
+    weft_op_desc d = {.fn = add_fn, .arg = &ops[i], .ctx = {WEFT_DEV_GPU, 0}};
+    d.writes = &v;
+    d.num_writes = 1;
+    d.flags = i < R ? WEFT_OP_GPU_GRAPH : 0;
+    cr_assert_eq(weft_push(eng, &d), 0);
+  }
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(eng, &g), 0);
+  for (int l = 0; l < L; l++) {
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_var_wait(eng, v), 0, "launch %d", l);
+  }
+  cr_assert_eq(cudaMemcpy(host, dev, N * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(host[i], (float)(L * (R + P)), "host[%d] = %f", i, (double)host[i]);
+  for (int i = 0; i < R; i++)
+    cr_assert_eq(atomic_load(&ops[i].calls), 1, "run member %d: fn called %d times (recorded once)",
+                 i, atomic_load(&ops[i].calls));
+  for (int i = R; i < R + P; i++)
+    cr_assert_eq(atomic_load(&ops[i].calls), L);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(weft_var_delete(eng, v), 0);
+  cr_assert_eq(weft_engine_destroy(eng), 0);
+  gt_dev_free(dev);
+  free(host);
+}
