@@ -75,11 +75,14 @@ static void *submit_many(void *arg)
     if (i == 0) {
       s->saw_owner = owned(s->pool);
       atomic_fetch_add(s->arrived, 1);
-      TU_WAIT_UNTIL(atomic_load(s->arrived) == NSUB, TU_DEADLINE_S);
+      /* >=: the first ones through add their second arrival meanwhile */
+      TU_CHECK(TU_WAIT_UNTIL(atomic_load(s->arrived) >= NSUB, TU_DEADLINE_S),
+               "submitter %d: not every submitter arrived", s->who);
       s->owners_seen = nowned(s->pool);
       /* none goes on (and exits, giving its queue back) before all looked */
       atomic_fetch_add(s->arrived, 1);
-      TU_WAIT_UNTIL(atomic_load(s->arrived) == 2 * NSUB, TU_DEADLINE_S);
+      TU_CHECK(TU_WAIT_UNTIL(atomic_load(s->arrived) == 2 * NSUB, TU_DEADLINE_S),
+               "submitter %d: not every submitter looked at the owners", s->who);
     }
   }
   return NULL;
