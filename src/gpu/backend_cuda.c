@@ -127,11 +127,18 @@ static write_value32_fn write_value32;
 /* Testing: force the kernel path (weft_gpu_cuda_test_word_kernel). atomic,
  * relaxed: a test's setting, read at each write. */
 static _Atomic int force_kernel;
+/* Testing: word writes the kernel enqueued (atomic, relaxed: a count). */
+static _Atomic long kernel_writes;
 static pthread_once_t write_value32_once = PTHREAD_ONCE_INIT;
 
 void weft_gpu_cuda_test_word_kernel(int on)
 {
   atomic_store_explicit(&force_kernel, on, memory_order_relaxed);
+}
+
+long weft_gpu_cuda_test_word_kernel_writes(void)
+{
+  return atomic_load_explicit(&kernel_writes, memory_order_relaxed);
 }
 
 static void cuda_close(weft_gpu_backend *b)
@@ -392,7 +399,10 @@ static int cuda_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft
     return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ENOMEM : WEFT_EDEVICE;
   }
   cudaError_t err = weft_cuda_word_kernel_launch(s->stream, w->dev, value);
-  return err == cudaSuccess ? 0 : fail("the host word's kernel launch", s->device, err);
+  if (err != cudaSuccess)
+    return fail("the host word's kernel launch", s->device, err);
+  atomic_fetch_add_explicit(&kernel_writes, 1, memory_order_relaxed); /* relaxed: a count */
+  return 0;
 }
 
 static int cuda_capture_begin(weft_gpu_backend *b, weft_gpu_stream *st)

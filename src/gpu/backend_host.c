@@ -87,6 +87,27 @@ static int host_event_destroy(weft_gpu_backend *b, weft_gpu_event *ev)
   return 0;
 }
 
+/* A new item of kind (RECORD, GRAPH) with a new pending marker of device,
+ * which holds two references (the item's, and its owner's: the event, or
+ * the graph as its last launch); NULL without memory. */
+static weft_host_item *marker_item_new(weft_host_item_kind kind, int device)
+{
+  weft_host_marker *m = weft_calloc(1, sizeof *m);
+  weft_host_item *it = weft_calloc(1, sizeof *it);
+  if (!m || !it) {
+    weft_free(m);
+    weft_free(it);
+    return NULL;
+  }
+  m->device = device;
+  atomic_init(&m->state, WEFT_HOST_PENDING);
+  atomic_init(&m->refs, 2);
+  atomic_init(&m->logged, 0);
+  it->kind = kind;
+  it->marker = m;
+  return it;
+}
+
 static int host_event_record(weft_gpu_backend *b, weft_gpu_event *ev, weft_gpu_stream *st)
 {
   (void)b;
@@ -94,19 +115,10 @@ static int host_event_record(weft_gpu_backend *b, weft_gpu_event *ev, weft_gpu_s
   weft_host_stream *s = HS(st);
   if (e->device != s->device)
     return WEFT_EINVAL; /* as CUDA: an event records on its own device's streams */
-  weft_host_marker *m = weft_calloc(1, sizeof *m);
-  weft_host_item *it = weft_calloc(1, sizeof *it);
-  if (!m || !it) {
-    weft_free(m);
-    weft_free(it);
+  weft_host_item *it = marker_item_new(WEFT_HOST_ITEM_RECORD, s->device); /* event's, item's */
+  if (!it)
     return WEFT_ENOMEM;
-  }
-  m->device = s->device;
-  atomic_init(&m->state, WEFT_HOST_PENDING);
-  atomic_init(&m->refs, 2); /* the event and the record item */
-  atomic_init(&m->logged, 0);
-  it->kind = WEFT_HOST_ITEM_RECORD;
-  it->marker = m;
+  weft_host_marker *m = it->marker;
   /* First the push, which a capturing stream refuses (leaving the event as
    * it was); a query meanwhile sees the previous record, as it would have
    * a moment before the call. */
@@ -291,19 +303,11 @@ static int host_graph_launch(weft_gpu_backend *b, weft_gpu_graph *gr, weft_gpu_s
   weft_host_stream *s = HS(st);
   if (g->device != s->device)
     return WEFT_EINVAL; /* as CUDA: an executable graph belongs to its device */
-  weft_host_marker *m = weft_calloc(1, sizeof *m);
-  weft_host_item *it = weft_calloc(1, sizeof *it);
-  if (!m || !it) {
-    weft_free(m);
-    weft_free(it);
+  /* the marker's references: the graph's (as its last launch), the item's */
+  weft_host_item *it = marker_item_new(WEFT_HOST_ITEM_GRAPH, s->device);
+  if (!it)
     return WEFT_ENOMEM;
-  }
-  m->device = s->device;
-  atomic_init(&m->state, WEFT_HOST_PENDING);
-  atomic_init(&m->refs, 2); /* the graph (as its last launch) and the item */
-  atomic_init(&m->logged, 0);
-  it->kind = WEFT_HOST_ITEM_GRAPH;
-  it->marker = m;
+  weft_host_marker *m = it->marker;
   it->graph = g;
   /* relaxed: taking a reference while holding one (the caller's). */
   atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);

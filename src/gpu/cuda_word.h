@@ -22,6 +22,8 @@ cudaError_t weft_cuda_word_kernel_launch(cudaStream_t stream, void *dev_word, ui
 /* Testing (not public): nonzero makes every host-word write use the
  * kernel, also where the driver offers cuStreamWriteValue32. */
 void weft_gpu_cuda_test_word_kernel(int on);
+/* Testing (not public): the host-word writes the kernel enqueued so far. */
+long weft_gpu_cuda_test_word_kernel_writes(void);
 
 #ifdef __cplusplus
 }

@@ -152,11 +152,6 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   const int32_t *succ = g->succs + n->succ0;
   int nsucc = n->nsucc, counter = n->counter;
   _Atomic int32_t *pending = g->pending;
-  /* A GPU node whose launch released its device edges (graph.h): they are
-   * passed by below. (A CPU node's block has no device fields.) */
-  bool early = op->ctx.type == WEFT_DEV_GPU && op->dev_released;
-  if (early)
-    op->dev_released = false; /* for the next launch */
   /* relaxed: its predecessors are done with it this launch; the next
    * launch's release of the roots publishes it (see count_off). A node
    * with one predecessor has no count: that one releases it (unless the
@@ -165,11 +160,17 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   if (n->npred > 1)
     atomic_store_explicit(&pending[n->index], n->npred, memory_order_relaxed);
   weft_opr *next = NULL;
+  bool early = false; /* its launch released its device edges (graph.h) */
   for (int k = 0; k < nsucc; k++) {
     int32_t e = succ[k];
     int32_t i = WEFT_GRAPH_INDEX(e);
-    if (early && (e & WEFT_GRAPH_DEVICE))
+    /* Only a GPU node has device edges (and the device fields: a CPU
+     * node's block is cut before them); one that has them counts off as
+     * a sink, so the launch lives while this reads its block. */
+    if ((e & WEFT_GRAPH_DEVICE) && op->dev_released) {
+      early = true;
       continue; /* released at the launch */
+    }
     if (!weft_gnode_count_down(pending, e))
       continue;
     weft_opr *s = weft_graph_node(g, i); /* released: the launch lives */
@@ -179,6 +180,8 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
     else
       weft_fifo_push(ready, &s->node);
   }
+  if (early)
+    op->dev_released = false; /* for the next launch (before its count-off) */
   if (counter < 0)
     return next;
   if (next) /* a node with device edges counts off as a sink: it keeps nothing */

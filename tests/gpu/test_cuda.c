@@ -133,9 +133,13 @@ Test(cuda, host_enqueue_rejects_cuda_streams, .init = setup, .timeout = TU_TIMEO
  * same checks as the driver's stream write (host_word above). */
 Test(cuda, host_word_by_kernel, .init = setup, .timeout = TU_TIMEOUT(60))
 {
+  long before = weft_gpu_cuda_test_word_kernel_writes();
   weft_gpu_cuda_test_word_kernel(1);
   gt_host_word();
   weft_gpu_cuda_test_word_kernel(0);
+  /* the writes of gt_host_word: 7, then 8..39 */
+  cr_assert_geq(weft_gpu_cuda_test_word_kernel_writes() - before, 33,
+                "the host-word writes did not take the kernel path");
 }
 
 /* A captured kernel replays at each launch: two captured adds, five

@@ -11,31 +11,7 @@
 #include "../deps/differential.h"
 #include "gpu/gpu.h"
 #include "gpu/host.h"
-
-static void setup(void)
-{
-  te_clear_env();
-  setenv("WEFT_GPU_BACKEND", "host", 1);
-  setenv("WEFT_GPU_HOST_DEVICES", "2", 1);
-  weft_gpu_test_host_jitter(0);
-}
-
-static weft_op_desc gpu_desc(weft_op_fn fn, void *arg, int dev)
-{
-  weft_op_desc d = te_desc(fn, arg);
-  d.ctx.type = WEFT_DEV_GPU;
-  d.ctx.id = dev;
-  return d;
-}
-
-static int push_rw(weft_engine *e, weft_op_desc d, weft_var *r, weft_var *w)
-{
-  d.reads = r ? &r : NULL;
-  d.num_reads = r ? 1 : 0;
-  d.writes = w ? &w : NULL;
-  d.num_writes = w ? 1 : 0;
-  return weft_push(e, &d);
-}
+#include "host_engine.h"
 
 /* ------------------------------------------ completion is the stream's */
 
