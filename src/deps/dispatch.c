@@ -16,6 +16,7 @@
 #include "deps/executor.h"
 #include "deps/ext.h"
 #include "deps/inflight.h"
+#include "deps/loopback.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
 
@@ -203,23 +204,30 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
     weft_engine_drain_before(op->eng, op->epoch);
   WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
+  /* Nested (prev runs below, suspended in whatever call ran op here): op
+   * runs inside prev, for the loop check of a wait inside it (loopback.h). */
+  weft_nest nest;
+  weft_nest_push(&nest, prev);
   weft_tls_opr = op;
   weft_prof_mark pm = weft_prof_op_begin(user); /* trace span */
   if (op->fn) {
     status = op->fn(&rc, op->arg);
     weft_prof_op_end(pm, op->name);
     weft_tls_opr = prev;
+    weft_nest_pop(&nest, prev);
     return finish(op, status, true, hook);
   }
   weft_done *done = weft_done_token(op);
   if (!done) {
     weft_tls_opr = prev;
+    weft_nest_pop(&nest, prev);
     return finish(op, WEFT_ENOMEM, true, hook);
   }
   atomic_init(&op->async_refs, 2);
   op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */
   weft_prof_op_end(pm, op->name);
   weft_tls_opr = prev;
+  weft_nest_pop(&nest, prev);
   /* With max_inflight and no signal yet: counted as waiting for its signal
    * (engine.h, async_waits) before the hold below is given up, after which
    * the signal may finish it and its engine may go. relaxed (both): which

@@ -33,6 +33,7 @@
 
 #include "common/guard.h"
 #include "common/objstore.h"
+#include "common/spinlock.h"
 #include "common/tunables.h"
 #include "deps/handles.h"
 #include "weft/weft.h"
@@ -118,6 +119,14 @@ struct weft_engine {
   const char *first_failure_name; /* under fail_lock */
 
   pthread_mutex_t naive_lock; /* naive engine: one push at a time (recursive) */
+
+  /* The waits inside operators being checked for loops (loopback.h):
+   * listed from before their check until their wait operator is
+   * registered. All three under loop_lock (taken after a var's lock, never
+   * before one). */
+  weft_spinlock loop_lock;
+  struct weft_var_waiter *loop_pending;
+  uint64_t loop_tickets;
 };
 
 /* The operator running on this thread (its fn or async_fn), or NULL. */

@@ -239,6 +239,7 @@ int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
   memset(eng, 0, sizeof *eng);
   eng->fork_gen = weft_fork_generation();
   eng->ext = ext;
+  weft_spin_init(&eng->loop_lock);
   int rc = config(eng, &cfg);
   if (rc) {
     weft_free(eng);

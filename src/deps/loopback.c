@@ -12,7 +12,7 @@
 #include "deps/ext.h"
 #include "deps/loopback.h"
 
-_Thread_local const weft_var_waiter *weft_tls_wait __attribute__((tls_model("initial-exec")));
+_Thread_local const weft_nest *weft_tls_nest __attribute__((tls_model("initial-exec")));
 
 /* A check's state (on the stack of the thread that checks; its arrays grow
  * onto the heap past the inline ones). */
@@ -27,8 +27,9 @@ _Thread_local const weft_var_waiter *weft_tls_wait __attribute__((tls_model("ini
 #define LB_FULL ((const void *)2)
 
 typedef struct lb_check {
-  const weft_engine *eng;
+  weft_engine *eng;
   const weft_var_impl *target; /* the var waited on */
+  uint64_t ticket;             /* the wait's (loopback.h: weft_wait_list) */
   /* Open addressing, linear probing, cap a power of two, at most half full:
    * keys are operators and vars (0: empty). */
   uintptr_t *keys;
@@ -135,15 +136,32 @@ static int lb_root(lb_check *c, weft_opr *op)
   return lb_hold(c, op, LB_ROOT);
 }
 
-/* The callers of a wait and of the waits it runs inside. */
+/* A wait's caller and the operators its thread runs that caller inside. */
 static int lb_root_waits(lb_check *c, const weft_var_waiter *w)
 {
-  for (; w; w = w->up) {
-    int rc = lb_root(c, w->caller);
-    if (rc)
-      return rc;
-  }
-  return 0;
+  int rc = lb_root(c, w->caller);
+  for (const weft_nest *f = w->up; f && !rc; f = f->up)
+    rc = lb_root(c, (weft_opr *)f->op);
+  return rc;
+}
+
+/* Under var's lock, its queue found blocked to its tail: a wait listed
+ * with an earlier ticket that is not registered yet (or is: then its own
+ * request was walked too) will queue there, behind what is held, so its
+ * roots are held (loopback.h). One on the target itself adds nothing: the
+ * checked wait would queue beside it, behind the same requests. Listed
+ * waits stay listed (and their frames alive) while loop_lock is held. */
+static int lb_pending(lb_check *c, const weft_var_impl *var)
+{
+  if (var == c->target)
+    return 0;
+  int rc = 0;
+  weft_spin_lock(&c->eng->loop_lock);
+  for (const weft_var_waiter *p = c->eng->loop_pending; p && !rc; p = p->pending_next)
+    if (p->ticket < c->ticket && p->v == var)
+      rc = lb_root_waits(c, p);
+  weft_spin_unlock(&c->eng->loop_lock);
+  return rc;
 }
 
 /* Under var's lock, the requests from x on (linked through next): each
@@ -168,6 +186,11 @@ static int lb_walk(lb_check *c, const weft_var_impl *var, const weft_var_req *x,
     if (var == c->target)
       return WEFT_EDEADLK; /* the wait would queue behind o */
     int rc = lb_hold(c, o, x);
+    if (rc)
+      return rc;
+  }
+  if (*blocked) { /* the tail is held: so are the listed waits there */
+    int rc = lb_pending(c, var);
     if (rc)
       return rc;
   }
@@ -240,11 +263,12 @@ static int lb_visit(lb_check *c, weft_opr *op)
   return 0;
 }
 
-int weft_wait_loops(weft_engine *eng, const weft_var_impl *v)
+int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
 {
   lb_check c;
   c.eng = eng;
-  c.target = v;
+  c.target = w->v;
+  c.ticket = w->ticket;
   c.keys = c.ikeys;
   c.vals = c.ivals;
   c.cap = LB_INLINE_SLOTS;
@@ -253,9 +277,7 @@ int weft_wait_loops(weft_engine *eng, const weft_var_impl *v)
   c.work = c.iwork;
   c.nwork = 0;
   c.capwork = LB_INLINE_WORK;
-  int rc = lb_root(&c, weft_tls_opr);
-  if (!rc)
-    rc = lb_root_waits(&c, weft_tls_wait);
+  int rc = lb_root_waits(&c, w);
   while (!rc && c.nwork > 0)
     rc = lb_visit(&c, c.work[--c.nwork]);
   if (c.keys != c.ikeys) {
@@ -265,4 +287,23 @@ int weft_wait_loops(weft_engine *eng, const weft_var_impl *v)
   if (c.work != c.iwork)
     weft_free(c.work);
   return rc;
+}
+
+void weft_wait_list(weft_engine *eng, weft_var_waiter *w)
+{
+  weft_spin_lock(&eng->loop_lock);
+  w->ticket = ++eng->loop_tickets;
+  w->pending_next = eng->loop_pending;
+  eng->loop_pending = w;
+  weft_spin_unlock(&eng->loop_lock);
+}
+
+void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w)
+{
+  weft_spin_lock(&eng->loop_lock);
+  weft_var_waiter **p = &eng->loop_pending;
+  while (*p != w)
+    p = &(*p)->pending_next;
+  *p = w->pending_next;
+  weft_spin_unlock(&eng->loop_lock);
 }

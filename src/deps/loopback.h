@@ -12,9 +12,8 @@
  * cannot finish before X ("held"):
  *   - the roots: X; X's holder when X is a held operator (ext.h: a graph
  *     node's launch's gate, which holds every var of the graph until X is
- *     done); the operators this thread
- *     runs X inside (each suspended in a weft_var_wait that ran X
- *     meanwhile: weft_tls_wait);
+ *     done); the operators this thread runs X inside (each suspended below
+ *     X on this thread's stack, whatever ran X there: weft_tls_nest);
  *   - every request waiting on a var behind a granted request of a held
  *     operator (a held operator never lets go of it);
  *   - behind a held operator's waiting request r on a var, each request R
@@ -22,20 +21,27 @@
  *     after a read, with no write between, is granted with it);
  *   - the operator of each such request; and, for an operator's own
  *     weft_var_wait found held (an internal wait operator), that operator
- *     and those its thread runs it inside (its weft_var_waiter says which).
+ *     and those its thread runs it inside (its weft_var_waiter says which);
+ *     the same for a wait checked with an earlier ticket and not yet
+ *     registered (loop_pending), as if at the tail of its var.
  * Held is for good while X runs, so a check racing with completions
  * elsewhere never sees a false loop: every operator it reads is held, its
  * block and requests stay as they are (but for appends at a queue's tail,
  * which it reads under the var's lock). An operator found waiting on one
  * var has appended to all of its vars (a push locks all its vars before it
  * appends to any), so its requests are all in place when the check locks
- * them. What the check cannot see is a loop another thread closes at the
- * same moment (a push or a wait racing with this one): that wait hangs as
- * it did before.
+ * them. Two waits checked at the same moment that close a loop together
+ * see each other through loop_pending: the later ticket's check finds the
+ * loop, the earlier one's may not (and then it waits, once the later one
+ * returned WEFT_EDEADLK, for what can finish). What the check cannot see is
+ * a loop that a push on another thread closes at the same moment (the push
+ * appends, behind a held operator, a request that a wait registered right
+ * after the check queues behind): that wait never returns.
  *
  * Cost: one lock and walk of each var of the roots (a held operator's:
- * every var of its holder) and of the held operators, and nothing at all on the
- * push and run paths. A walk stops at the part of a queue an earlier walk
+ * every var of its holder) and of the held operators, and nothing on the
+ * push path; on the run path, two thread-local stores for an operator run
+ * nested (none for one run from a worker's loop). A walk stops at the part of a queue an earlier walk
  * already covered; a var whose whole queue is held is walked once.
  */
 #ifndef WEFT_DEPS_LOOPBACK_H
@@ -48,31 +54,76 @@
 #include "deps/opr.h"
 #include "deps/var.h"
 
-/* A weft_var_wait in progress (on its caller's stack): the argument of its
- * internal wait operator (WEFT_OPR_WAIT), and, while its thread waits in
- * it, a frame of that thread's weft_tls_wait chain. */
+/* A frame of this thread's nest chain (weft_tls_nest, innermost first):
+ * an operator suspended on this thread while the thread runs another one
+ * on top of it. dispatch.c's run_op pushes one whenever it runs an
+ * operator on a thread that is already inside one, whichever call made it
+ * run there: a weft_var_wait or weft_wait_all that helps, a push helping
+ * at max_inflight, pacing, a weft_group_wait or weft_parallel_for inside
+ * an operator (the pool helps), a graph launch's nodes run by any of them.
+ * So every path that nests has the one rule: what runs on top of X runs
+ * inside X. On the stack of its thread; immutable while linked. */
+typedef struct weft_nest {
+  const struct weft_opr *op;  /* immutable: the operator suspended (any engine's) */
+  const struct weft_nest *up; /* immutable: the frame below, or NULL */
+} weft_nest;
+
+/* A weft_var_wait in progress (on its caller's stack) that runs the check
+ * (loopback.h): the argument of its internal wait operator (WEFT_OPR_WAIT),
+ * and, while it is checked and registered, an entry of its engine's list
+ * of such waits (loop_pending). */
 typedef struct weft_var_waiter {
   weft_var_impl *v; /* immutable: the var waited on */
   /* immutable: the operator of v's engine that called the wait (running on
    * this thread), or NULL */
   weft_opr *caller;
-  /* immutable: the wait this thread was in when it called this one (the
-   * previous weft_tls_wait), or NULL */
-  const struct weft_var_waiter *up;
+  /* immutable: the operators this thread runs caller inside (weft_tls_nest
+   * when the wait began), or NULL */
+  const weft_nest *up;
   int status;       /* written by the wait operator before it sets done */
   _Atomic int done; /* atomic: set once status is written */
+  /* Under the engine's loop_lock: the order of this wait's check among the
+   * checks of its engine, and its link in loop_pending while listed. */
+  uint64_t ticket;
+  struct weft_var_waiter *pending_next;
 } weft_var_waiter;
 
-/* The innermost weft_var_wait this thread waits in, running other work
- * meanwhile (an operator run here now is run inside the caller of each
- * wait on the chain), or NULL. Owned by the thread. */
-extern _Thread_local const weft_var_waiter *weft_tls_wait
-    __attribute__((tls_model("initial-exec")));
+/* The innermost frame of this thread's nest chain, or NULL (not nested).
+ * Owned by the thread. */
+extern _Thread_local const weft_nest *weft_tls_nest __attribute__((tls_model("initial-exec")));
 
-/* Whether a wait on v by this thread, now inside an operator of eng (or
- * inside a wait inside one), would wait for one of the operators it runs
- * inside (see above): WEFT_EDEADLK, else 0; WEFT_ENOMEM if the check ran
- * out of memory. The threaded engine only. */
-int weft_wait_loops(weft_engine *eng, const weft_var_impl *v);
+/* Pushes frame (on the caller's stack) for op, the operator this thread
+ * is about to suspend by running another on top of it (NULL: not nested,
+ * nothing pushed); weft_nest_pop(frame, op) undoes it. */
+static inline void weft_nest_push(weft_nest *frame, const struct weft_opr *op)
+{
+  if (!op)
+    return;
+  frame->op = op;
+  frame->up = weft_tls_nest;
+  weft_tls_nest = frame;
+}
+
+static inline void weft_nest_pop(const weft_nest *frame, const struct weft_opr *op)
+{
+  if (op)
+    weft_tls_nest = frame->up;
+}
+
+/* A wait about to be checked: lists w (every field but ticket and
+ * pending_next set) in its engine's loop_pending, with a ticket later than
+ * every listed wait's. Such a wait's check sees each wait listed with an
+ * earlier ticket as if it were already registered (at the tail of its
+ * var), so of two waits checked at the same moment that close a loop
+ * together, the later one sees it: exactly one of them is WEFT_EDEADLK. */
+void weft_wait_list(weft_engine *eng, weft_var_waiter *w);
+/* Unlists w, once its wait operator is registered (or its check failed). */
+void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w);
+
+/* Whether w's wait (listed), by this thread now inside an operator of
+ * w's engine or nested inside one, would wait for one of the operators it
+ * runs inside (see above): WEFT_EDEADLK, else 0; WEFT_ENOMEM if the check
+ * ran out of memory. The threaded engine only. */
+int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w);
 
 #endif /* WEFT_DEPS_LOOPBACK_H */

@@ -156,17 +156,20 @@ static int var_wait(weft_engine *eng, weft_var *var)
     pthread_mutex_unlock(&eng->naive_lock);
     return status;
   }
-  /* Inside an operator (or inside a wait inside one): a wait for what
-   * cannot finish before that operator does is answered at once
-   * (loopback.h). */
+  /* Inside an operator (or nested inside one): a wait for what cannot
+   * finish before that operator does is answered at once (loopback.h). */
   weft_opr *caller = cur && cur->eng == eng ? cur : NULL;
-  const weft_var_waiter *up = weft_tls_wait;
-  if (caller || up) {
-    int rc = weft_wait_loops(eng, v);
-    if (rc)
+  const weft_nest *up = weft_tls_nest;
+  weft_var_waiter w = {v, caller, up, 0, 0, 0, NULL};
+  bool checked = caller || up;
+  if (checked) {
+    weft_wait_list(eng, &w);
+    int rc = weft_wait_loops(eng, &w);
+    if (rc) {
+      weft_wait_unlist(eng, &w);
       return rc;
+    }
   }
-  weft_var_waiter w = {v, caller, up, 0, 0};
   weft_op_desc d = {0};
   d.fn = wait_fn;
   d.arg = &w;
@@ -175,10 +178,10 @@ static int var_wait(weft_engine *eng, weft_var *var)
   d.name = "weft_var_wait";
   weft_var_use use = {(uintptr_t)var, v, true};
   int rc = weft_push_opr(eng, &d, &use, 1, WEFT_OPR_WAIT, NULL, false);
+  if (checked) /* registered (or not at all): a check sees its request from now on */
+    weft_wait_unlist(eng, &w);
   if (rc)
     return rc;
-  weft_tls_wait = &w; /* an operator run here meanwhile runs inside caller */
   weft_engine_wait(eng, waiter_done, &w);
-  weft_tls_wait = up;
   return w.status;
 }
