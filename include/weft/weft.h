@@ -362,12 +362,16 @@ WEFT_API int weft_op_delete(weft_engine *eng, weft_op *op);
  *     pushes Y that reads a and writes b: a wait on b waits for Y). Who
  *     pushed them makes no difference, and a graph launch counts as one
  *     operator on all of the graph's vars.
- * X here is also each operator that this thread runs X inside (X ran in
- * their weft_var_wait meanwhile), and an operator waiting in its own
- * weft_var_wait counts as queued behind what that wait waits for. The check
- * sees the operators pushed before the call; a loop that another thread
- * closes at the same moment (a push or a wait racing with this one) may go
- * unseen, and then the wait never returns. The check locks and reads the
+ * X here is also each operator that this thread runs X inside, whatever
+ * call ran X there (X ran nested in their weft_var_wait, weft_group_wait,
+ * pacing or push at max_inflight: docs/api.md, "Nesting"), and an operator
+ * waiting in its own weft_var_wait counts as queued behind what that wait
+ * waits for. The check sees the operators pushed before the call and the
+ * waits of other threads checked before it: of two waits that close a loop
+ * together at the same moment, exactly one returns WEFT_EDEADLK. A loop that
+ * a push on another thread closes at the same moment (appending behind X
+ * the operator this wait then queues behind) may go unseen, and then the
+ * wait never returns. The check locks and reads the
  * queue of each var X uses (a replayed operator: each var of its graph) and
  * of each operator queued behind X: its cost grows with those, not with the
  * rest of the engine's work. The naive engine runs each push at once, so no

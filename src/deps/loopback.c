@@ -145,10 +145,10 @@ static int lb_root_waits(lb_check *c, const weft_var_waiter *w)
   return rc;
 }
 
-/* Under var's lock, its queue found blocked to its tail: a wait listed
- * with an earlier ticket that is not registered yet (or is: then its own
- * request was walked too) will queue there, behind what is held, so its
- * roots are held (loopback.h). One on the target itself adds nothing: the
+/* Under var's lock, a held request r on var: a wait listed with an
+ * earlier ticket that is not registered yet (or is: then its own request
+ * was walked too) will queue at var's tail, a write, behind r, so its roots
+ * are held (loopback.h). One on the target itself adds nothing: the
  * checked wait would queue beside it, behind the same requests. Listed
  * waits stay listed (and their frames alive) while loop_lock is held. */
 static int lb_pending(lb_check *c, const weft_var_impl *var)
@@ -189,11 +189,6 @@ static int lb_walk(lb_check *c, const weft_var_impl *var, const weft_var_req *x,
     if (rc)
       return rc;
   }
-  if (*blocked) { /* the tail is held: so are the listed waits there */
-    int rc = lb_pending(c, var);
-    if (rc)
-      return rc;
-  }
   return LB_GO;
 }
 
@@ -229,6 +224,9 @@ static int lb_walk_var(lb_check *c, weft_var_impl *var, const weft_var_req *r, b
     if (rc == LB_GO)
       rc = lb_walk(c, var, q->head, &blocked);
   }
+  /* A listed wait queues at the tail, a write: behind r, held. */
+  if (rc >= 0)
+    rc = lb_pending(c, var);
   weft_spin_unlock(&q->lock);
   if (rc < 0)
     return rc;
