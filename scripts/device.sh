@@ -49,8 +49,9 @@
 #       leaves to the device (below), found and put on LD_LIBRARY_PATH after
 #       the bundle's lib; then, each step's exit status reported and the
 #       next run after a failure: the cuda backend's conformance suite (40 s)
-#       and bug B1 on CUDA (tests/gpu/test_cuda_faults.c) once per
-#       WEFT_GPU_COMPLETION mode, hostword, event and blocking (20 s each);
+#       and bug B1 and the watchdog's scenarios on CUDA
+#       (tests/gpu/test_cuda_faults.c) once per WEFT_GPU_COMPLETION mode,
+#       hostword, event and blocking (20 s each);
 #       the CUDA examples, gpu_cuda_streams and cholesky_gpu (15 s each);
 #       bench_gpu, full (240 s); bench/run_cholesky_gpu.py (what is left, at
 #       most 120 s). One report at the end; exit 1 if a step failed or timed

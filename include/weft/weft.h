@@ -395,7 +395,12 @@ WEFT_API int weft_wait_all(weft_engine *eng);
  * (WEFT_PROP_COPY_TO_GPU / COPY_FROM_GPU) run on the copy workers' own
  * streams. A GPU operator takes fn, not async_fn (WEFT_EINVAL). A device
  * error fails the operator with WEFT_EDEVICE, its dependents with it, and
- * every later operator on that device. */
+ * every later operator on that device. So does device work still pending
+ * after WEFT_GPU_WATCHDOG_MS (logged), and the operators queued behind it on
+ * its stream with it; but they keep their vars until the device says their
+ * work stopped (completed or failed), as it may still use the buffers: CPU
+ * successors, weft_var_wait and weft_wait_all wait for that, and work that
+ * never stops holds its vars for good (engine destroy waits for it too). */
 WEFT_API int weft_gpu_count(const weft_engine *eng);
 
 /* The host backend (WEFT_GPU_BACKEND=host: emulated devices, for machines

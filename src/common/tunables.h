@@ -298,7 +298,8 @@
  * runs empty, or after this many launches without one. */
 #define WEFT_GPU_WORD_BATCH 16
 /* An operator's device work pending this long fails it and its device
- * (WEFT_GPU_WATCHDOG_MS; 0 turns it off), ms. */
+ * (WEFT_GPU_WATCHDOG_MS; 0 turns it off), ms. Its vars stay held until the
+ * work stops (retire.c). */
 #define WEFT_GPU_WATCHDOG_MS_DEFAULT 600000
 #define WEFT_GPU_WATCHDOG_MS_MAX 86400000
 

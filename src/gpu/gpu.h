@@ -52,6 +52,11 @@ typedef struct weft_gpu_lane {
   int64_t head_since_ns;       /* completion thread only: when it first saw head pending */
   int64_t queried_ns;          /* completion thread only (hostword): its last query of an
                                   overdue head's event */
+  bool overdue;                /* completion thread only: the watchdog fired on the current
+                                  head (logged once); cleared when the head retires */
+  bool given_up;               /* completion thread only: the watchdog fired on an operator
+                                  of this stream; every operator retired from it from then
+                                  on (that one, those behind it) fails with WEFT_EDEVICE */
   weft_prof_track *track;      /* the stream's trace track (completion thread only), or NULL */
   int64_t last_end;            /* completion thread only: its last traced completion */
 } weft_gpu_lane;

@@ -19,9 +19,16 @@
  * those not yet launched, at their worker): one on another stream of the
  * failed device completes when its own work does, never early.
  *
- * Watchdog: an operator pending for the executor's watchdog_ns fails with
- * WEFT_EDEVICE, and its device with it, and so do the operators launched
- * behind it on its stream (they cannot run before it), at once.
+ * Watchdog: once an operator is pending for the executor's watchdog_ns, its
+ * device fails at once (later operators on it fail at their worker without
+ * running: WEFT_EDEVICE), and the lane is given up: that operator and every
+ * one behind it on its stream fail with WEFT_EDEVICE. But each still retires
+ * only when its own word or event says its work stopped (completed, or
+ * failed), as any other: its fences stay on its vars until then, so no CPU
+ * successor and no weft_var_wait gets past them while the stream may still
+ * read or write their buffers. Work that never stops keeps them for good
+ * (the engine's destroy waits for it too, as it waits for every stream to
+ * drain).
  */
 #include <inttypes.h>
 
@@ -38,6 +45,9 @@ static void retire(weft_gpu_exec *x, weft_gpu_device *d, weft_gpu_lane *lane,
   weft_exec_op *op = st->op;
   lane->head_since_ns = 0;
   lane->queried_ns = 0;
+  lane->overdue = false;
+  if (lane->given_up) /* behind (or itself) work the watchdog gave up on */
+    status = WEFT_EDEVICE;
   if (lane->track) {
     /* The stream's span for op: from its launch (or the stream's previous
      * completion, if later: the stream runs one operator at a time) to the
@@ -57,17 +67,24 @@ static void retire(weft_gpu_exec *x, weft_gpu_device *d, weft_gpu_lane *lane,
   weft_exec_op_device_done(op, status);
 }
 
-/* The watchdog's verdict on a head pending since lane->head_since_ns:
- * WEFT_EDEVICE (logged) when it waited too long, else 0. */
-static int watchdog(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate *st, int device,
-                    int64_t now)
+/* The watchdog, on a head still pending since lane->head_since_ns: once it
+ * waited too long, fails the device and gives the lane up (logged once per
+ * head). The head stays on its lane: it retires when its work stops. */
+static void watchdog(weft_gpu_exec *x, weft_gpu_device *d, weft_gpu_lane *lane,
+                     weft_gpu_opstate *st, int device, int64_t now)
 {
-  if (!x->watchdog_ns || now - lane->head_since_ns < x->watchdog_ns)
-    return 0;
+  if (!x->watchdog_ns || lane->overdue || now - lane->head_since_ns < x->watchdog_ns)
+    return;
+  lane->overdue = true;
+  lane->given_up = true;
+  /* release: pairs with the workers' acquire loads of failed (nothing to
+   * publish beyond the flag; as in retire). */
+  atomic_store_explicit(&d->failed, 1, memory_order_release);
   weft_log("GPU %d: operator %s did not complete within %" PRId64
-           " ms (WEFT_GPU_WATCHDOG_MS); the device is failed",
+           " ms (WEFT_GPU_WATCHDOG_MS); the device is failed: that operator and those behind "
+           "it on its stream fail with WEFT_EDEVICE, and what uses their vars waits until "
+           "their work stops",
            device, weft_exec_op_name(st->op), x->watchdog_ns / 1000000);
-  return WEFT_EDEVICE;
 }
 
 /* One lane: retires what completed; returns how many, and whether work is
@@ -77,7 +94,6 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
 {
   int done = 0;
   bool words = x->completion == WEFT_GPU_COMPLETION_HOSTWORD;
-  bool stuck = false; /* the watchdog failed a head: what follows it on the stream fails too */
   /* acquire: pairs with the stream's release of the word (the device's
    * fence before its write; the host backend's release store), so the
    * retired operators' effects on host memory are visible here. */
@@ -88,15 +104,6 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
     WEFT_ASSERT(st->in_lane && st->lane == lane);
     if (words && (int32_t)(word - st->seq) >= 0) {
       retire(x, d, lane, st, 0);
-      done++;
-      continue;
-    }
-    if (stuck) {
-      /* Behind the stuck work on its stream: it cannot run before that
-       * work ends, which the watchdog gave up on; it fails now, as the
-       * operators not yet launched on the failed device do at their
-       * worker, not one watchdog period each. */
-      retire(x, d, lane, st, WEFT_EDEVICE);
       done++;
       continue;
     }
@@ -113,13 +120,12 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
      * its work stopped: done, or failed (after a device error the backends
      * fail what is queued behind it: CUDA's errors are sticky, the host
      * backend's failed stream completes its later events as failed). Work
-     * that never completes is the watchdog's. */
+     * that runs too long is the watchdog's, which fails it but leaves it
+     * here until then, so its successors never run early. */
     int q = weft_gpu_event_query(x->b, st->ev);
     if (q == WEFT_GPU_EVENT_PENDING) {
-      if (!watchdog(x, lane, st, device, now))
-        goto still_pending;
-      q = WEFT_EDEVICE;
-      stuck = true;
+      watchdog(x, d, lane, st, device, now);
+      goto still_pending;
     }
     retire(x, d, lane, st, q == WEFT_GPU_EVENT_COMPLETE ? 0 : WEFT_EDEVICE);
     done++;

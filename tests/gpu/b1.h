@@ -67,6 +67,10 @@ typedef struct b1_backend {
   /* Enqueue a reader of r on stream: it reads until r->stop or a few
    * seconds pass, unless the device error ends it first. 0 or an error. */
   int (*read)(void *stream, b1_reader *r);
+  /* The same reader, reading until r->stop however long that takes (the
+   * watchdog's scenarios, watchdog.h: the test ends it), or, should the
+   * test never stop it, for TU_DEADLINE_S. 0 or an error. */
+  int (*hold)(void *stream, b1_reader *r);
   /* Enqueue work on stream that sets t->ran, then fails the device. */
   int (*trap)(void *stream, b1_trap *t);
 } b1_backend;

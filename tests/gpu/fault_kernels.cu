@@ -1,8 +1,11 @@
 /*
- * Kernels of the CUDA fault suite (test_cuda_faults.c, b1.h): a reader that
- * keeps reading a buffer (a canary in mapped host memory) and records every
- * observation, and a kernel that fails the device (__trap: a sticky error,
- * which aborts every kernel of the context, the other streams' included).
+ * Kernels of the CUDA fault suite (test_cuda_faults.c, b1.h, watchdog.h): a
+ * reader that keeps reading a buffer (a canary in mapped host memory) and
+ * records every observation, spinning until its host-mapped stop flag or
+ * its time limit (the watchdog's scenarios hold it past
+ * WEFT_GPU_WATCHDOG_MS that way), and a kernel that fails the device
+ * (__trap: a sticky error, which aborts every kernel of the context, the
+ * other streams' included).
  */
 #include <cuda_runtime.h>
 

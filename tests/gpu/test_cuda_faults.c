@@ -5,10 +5,12 @@
  * reading kernel can still read. A trap is a sticky error of the context:
  * it aborts every kernel of the process on that device, so each test runs
  * in a process of its own (Criterion's) and the readers' events report the
- * error too. Built only with CUDA; on a machine without a driver or a GPU
- * the executable reports itself skipped (exit 77), as test_cuda.c does.
- * The suite takes WEFT_GPU_COMPLETION from the environment (scripts/
- * device.sh gpu runs it once per completion mode).
+ * error too. The watchdog's scenarios (watchdog.h) hold the same reading
+ * kernel on its host-mapped stop flag past WEFT_GPU_WATCHDOG_MS instead.
+ * Built only with CUDA; on a machine without a driver or a GPU the
+ * executable reports itself skipped (exit 77), as test_cuda.c does. The
+ * suite takes WEFT_GPU_COMPLETION from the environment (scripts/device.sh
+ * gpu runs it once per completion mode).
  */
 #include "b1.h"
 #include "gpu/backend.h"
@@ -16,12 +18,16 @@
 #include <cuda_runtime.h>
 
 #include "cuda_skip.h"
+#include "watchdog.h"
 
 /* A reader's time unless the trap stops it: long enough that a kernel the
  * trap did not stop is seen in the report, short enough that the suite
  * still ends in the 20 s scripts/device.sh gives it (4 readers in a row on
  * one stream: 8 s). */
 #define CUDA_READ_NS 2000000000LL
+/* A held reader's time unless the test stops it (watchdog.h): as long as
+ * the test's own waits, so that a test that never stops it still ends. */
+#define CUDA_HOLD_NS ((long long)(TU_DEADLINE_S * 1e9))
 
 static void setup(void)
 {
@@ -63,6 +69,12 @@ static int cuda_read(void *stream, b1_reader *r)
   return d ? weft_test_b1_read(d, CUDA_READ_NS, stream) : -1;
 }
 
+static int cuda_hold(void *stream, b1_reader *r)
+{
+  b1_reader *d = device_view(r);
+  return d ? weft_test_b1_read(d, CUDA_HOLD_NS, stream) : -1;
+}
+
 static int cuda_trap(void *stream, b1_trap *t)
 {
   b1_trap *d = device_view(t);
@@ -75,6 +87,7 @@ static const b1_backend cuda_backend = {
     .alloc = cuda_alloc,
     .free = cuda_free,
     .read = cuda_read,
+    .hold = cuda_hold,
     .trap = cuda_trap,
 };
 
@@ -105,6 +118,26 @@ Test(cuda_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TI
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
+}
+
+/* The watchdog (watchdog.h), the host suite's twin: a kernel spinning on
+ * its host-mapped stop flag past WEFT_GPU_WATCHDOG_MS fails, but the CPU
+ * writer of the buffer it reads runs only once the kernel ended, and
+ * weft_var_wait on that var does not return 0 before. No device error: the
+ * context stays usable, and engine destroy waits for the kernel's end. */
+Test(cuda_faults, the_watchdog_keeps_a_held_readers_buffer_until_its_work_ends, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  wd_reader_keeps_its_buffer(&cuda_backend);
+}
+
+/* The watchdog on one stream (WEFT_GPU_WORKERS=1): a kernel queued behind
+ * one held past WEFT_GPU_WATCHDOG_MS reads its buffer before a CPU writer
+ * pushed after it overwrites it. */
+Test(cuda_faults, the_watchdog_keeps_the_buffers_of_work_queued_behind_until_it_ran,
+     .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  wd_stream_order_keeps_the_buffer(&cuda_backend);
 }
 
 /* Stream capture (backend.h): a captured trapping kernel does not run at

@@ -557,7 +557,29 @@ static int stuck_fn(const weft_run_ctx *rc, void *arg)
   return weft_gpu_host_enqueue(rc->stream, stuck_item, arg);
 }
 
-Test(gpu_engine, the_watchdog_fails_work_that_never_completes, .init = setup,
+/* The log while a test watches for the watchdog's line (its messages,
+ * through weft_set_log_callback). */
+typedef struct watch_log {
+  pthread_mutex_t mu;
+  char text[4096]; /* under mu */
+  atomic_int fired; /* a message named WEFT_GPU_WATCHDOG_MS */
+} watch_log;
+
+static void watch_log_fn(void *arg, const char *msg)
+{
+  watch_log *l = arg;
+  pthread_mutex_lock(&l->mu);
+  size_t n = strlen(l->text);
+  snprintf(l->text + n, sizeof l->text - n, "%s\n", msg);
+  pthread_mutex_unlock(&l->mu);
+  if (strstr(msg, "WEFT_GPU_WATCHDOG_MS"))
+    atomic_store(&l->fired, 1);
+}
+
+/* Work pending past the watchdog fails, its device with it, and so does
+ * its dependent: once the work ended (the device no longer uses its vars;
+ * tests/gpu/watchdog.h checks that nothing runs on them before). */
+Test(gpu_engine, the_watchdog_fails_overdue_work_and_its_dependents, .init = setup,
      .timeout = TU_TIMEOUT(30))
 {
   setenv("WEFT_GPU_WATCHDOG_MS", "100", 1);
@@ -565,20 +587,23 @@ Test(gpu_engine, the_watchdog_fails_work_that_never_completes, .init = setup,
   weft_var *v = te_var(t.eng), *u = te_var(t.eng);
   atomic_store(&release_stuck, 0);
   atomic_store(&ran_fn, 0);
-  tu_capture cap;
-  char err[4096];
-  tu_capture_begin(&cap);
+  watch_log lg = {PTHREAD_MUTEX_INITIALIZER, "", 0};
+  weft_set_log_callback(watch_log_fn, &lg);
   cr_assert_eq(push_rw(t.eng, gpu_desc(stuck_fn, NULL, 0), NULL, v), 0);
   cr_assert_eq(push_rw(t.eng, te_desc(count_fn, NULL), v, u), 0);
+  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.fired), TU_DEADLINE_S);
+  atomic_store(&release_stuck, 1); /* the work ends */
   int rc = weft_var_wait(t.eng, u);
-  atomic_store(&release_stuck, 1); /* let the stream finish so destroy can */
-  tu_capture_end(&cap, err, sizeof err);
-  cr_assert_eq(rc, WEFT_EDEVICE);
-  cr_assert_eq(atomic_load(&ran_fn), 0);
-  cr_assert(tu_line_has_all(err, "weft: ", "WEFT_GPU_WATCHDOG_MS", "GPU 0"),
-            "no watchdog line: \"%s\"", err);
-  cr_assert_eq(weft_wait_all(t.eng), WEFT_EDEVICE);
-  cr_assert_eq(te_free(&t), 0);
+  int rc_all = weft_wait_all(t.eng);
+  int rc_free = te_free(&t);
+  weft_set_log_callback(NULL, NULL);
+  cr_assert(fired, "the watchdog did not fire within %.0f s", TU_DEADLINE_S);
+  cr_assert_eq(rc, WEFT_EDEVICE, "the dependent's var = %d", rc);
+  cr_assert_eq(atomic_load(&ran_fn), 0, "the dependent of the failed work ran");
+  cr_assert(tu_line_has_all(lg.text, "WEFT_GPU_WATCHDOG_MS", "GPU 0", NULL),
+            "no watchdog line: \"%s\"", lg.text);
+  cr_assert_eq(rc_all, WEFT_EDEVICE);
+  cr_assert_eq(rc_free, 0);
   tu_assert_no_errors();
 }
 
@@ -924,7 +949,8 @@ Test(gpu_engine, executor_threads_run_no_user_op_inline_and_do_not_wait, .init =
 }
 
 /* After the watchdog failed a device, what is queued behind the stuck work
- * fails at once, not one watchdog period each. */
+ * on its stream fails as soon as that work ends, not one watchdog period
+ * each, and what is not launched yet fails at its worker. */
 Test(gpu_engine, the_watchdog_fails_the_queue_behind_at_once, .init = setup,
      .timeout = TU_TIMEOUT(15))
 {
@@ -933,16 +959,20 @@ Test(gpu_engine, the_watchdog_fails_the_queue_behind_at_once, .init = setup,
   te t = te_new(NULL, 1, 0);
   weft_var *v = te_var(t.eng), *u = te_var(t.eng);
   atomic_store(&release_stuck, 0);
-  tu_capture cap;
-  char err[4096];
-  tu_capture_begin(&cap);
+  watch_log lg = {PTHREAD_MUTEX_INITIALIZER, "", 0};
+  weft_set_log_callback(watch_log_fn, &lg);
   cr_assert_eq(push_rw(t.eng, gpu_desc(stuck_fn, NULL, 0), NULL, v), 0);
   for (int i = 0; i < 100; i++) /* 20 s of watchdog periods, one after another */
     cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, u), 0);
+  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.fired), TU_DEADLINE_S);
+  atomic_store(&release_stuck, 1); /* the stuck work ends: the queue behind it fails */
+  int rc_u = weft_var_wait(t.eng, u);
   int rc = weft_wait_all(t.eng);
-  atomic_store(&release_stuck, 1);
-  tu_capture_end(&cap, err, sizeof err);
+  int rc_free = te_free(&t);
+  weft_set_log_callback(NULL, NULL);
+  cr_assert(fired, "the watchdog did not fire within %.0f s", TU_DEADLINE_S);
+  cr_assert_eq(rc_u, WEFT_EDEVICE, "the last of the queue behind: %d", rc_u);
   cr_assert_eq(rc, WEFT_EDEVICE);
-  cr_assert_eq(te_free(&t), 0);
+  cr_assert_eq(rc_free, 0);
   tu_assert_no_errors();
 }

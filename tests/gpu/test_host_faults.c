@@ -1,14 +1,16 @@
 /*
- * Bug B1's scenario (b1.h) on the host backend's emulated device: the same
- * code as the CUDA fault suite (test_cuda_faults.c), so that it runs on
- * every machine, not only where a GPU is lent. A reader is a host function
- * on its stream that reads the canary every 100 us for HOST_READ_S; the
- * failing work sets its flag, then the stream fails (an injected error).
- * Unlike CUDA, the host backend's error stops only its own stream: the
- * readers of the other streams read to the end, and their writers wait.
+ * Bug B1's scenario (b1.h) and the watchdog's (watchdog.h) on the host
+ * backend's emulated device: the same code as the CUDA fault suite
+ * (test_cuda_faults.c), so that it runs on every machine, not only where a
+ * GPU is lent. A reader is a host function on its stream that reads the
+ * canary every 100 us for HOST_READ_S (a held one: until its stop flag);
+ * the failing work sets its flag, then the stream fails (an injected
+ * error). Unlike CUDA, the host backend's error stops only its own stream:
+ * the readers of the other streams read to the end, and their writers wait.
  */
 #include "b1.h"
 #include "gpu/host.h"
+#include "watchdog.h"
 
 #define HOST_READ_S 0.3
 
@@ -23,10 +25,10 @@ static void *host_alloc(size_t bytes)
   return calloc(1, bytes);
 }
 
-static void host_read_item(void *arg)
+/* Reads r's canary until r->stop or for seconds. */
+static void host_read_for(b1_reader *r, double seconds)
 {
-  b1_reader *r = arg;
-  double end = tu_now() + HOST_READ_S * WEFT_TEST_TIMEOUT_MULT;
+  double end = tu_now() + seconds;
   unsigned long long beats = 0;
   atomic_store(&r->started, 1);
   for (;;) {
@@ -42,9 +44,26 @@ static void host_read_item(void *arg)
   atomic_store(&r->finished, 1);
 }
 
+static void host_read_item(void *arg)
+{
+  host_read_for(arg, HOST_READ_S * WEFT_TEST_TIMEOUT_MULT);
+}
+
 static int host_read(void *stream, b1_reader *r)
 {
   return weft_gpu_host_enqueue(stream, host_read_item, r);
+}
+
+static void host_hold_item(void *arg)
+{
+  b1_reader *r = arg;
+  host_read_for(r, TU_DEADLINE_S);
+  TU_CHECK(atomic_load(&r->stop), "a held reader was never stopped (%.0f s)", TU_DEADLINE_S);
+}
+
+static int host_hold(void *stream, b1_reader *r)
+{
+  return weft_gpu_host_enqueue(stream, host_hold_item, r);
 }
 
 static void host_trap_item(void *arg)
@@ -64,6 +83,7 @@ static const b1_backend host_backend = {
     .alloc = host_alloc,
     .free = free,
     .read = host_read,
+    .hold = host_hold,
     .trap = host_trap,
 };
 
@@ -89,4 +109,22 @@ Test(host_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TI
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
+}
+
+/* The watchdog (watchdog.h): work held past WEFT_GPU_WATCHDOG_MS fails, but
+ * the CPU writer of the var it reads runs only once that work ended, and
+ * weft_var_wait on the var does not return 0 before. */
+Test(host_faults, the_watchdog_keeps_a_held_readers_buffer_until_its_work_ends, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  wd_reader_keeps_its_buffer(&host_backend);
+}
+
+/* The watchdog (watchdog.h): on one stream, a reader queued behind work
+ * held past WEFT_GPU_WATCHDOG_MS keeps its buffer until its own work ran,
+ * so a CPU writer pushed after it runs after it. */
+Test(host_faults, the_watchdog_keeps_the_buffers_of_work_queued_behind_until_it_ran,
+     .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  wd_stream_order_keeps_the_buffer(&host_backend);
 }
