@@ -206,6 +206,9 @@ int mpi_run_job(weft_mpi *mpi, mpi_job *job);
 /* The lock of every MPI call of the library under MPI_THREAD_SERIALIZED
  * (see weft_mpi.call_lock). */
 extern pthread_mutex_t mpi_serial_lock;
+/* One step of the sequence hash: h with the word v folded in (registry.c
+ * also mixes a datatype's signature with it). */
+uint64_t mpi_hash_fold(uint64_t h, uint64_t v);
 /* The sequence hash, folded by every sequence call. */
 void mpi_seq_fold(weft_mpi *mpi, uint64_t v);
 /* Messages: "weft_mpi: rank R: <msg>" on stderr. */
