@@ -185,6 +185,13 @@ void mpi_dvar_free(mpi_dvar *d);
  * copy that received a failure kept its old bytes. */
 void mpi_registry_after_wait(weft_mpi *mpi, bool failed);
 
+/* --- typesig.c */
+/* *sig: the signature of type (see there), the same on every rank for a
+ * type built alike. Submitting thread; makes its MPI calls under
+ * call_lock. 0; WEFT_EINVAL (a datatype past the walk's limits or one MPI
+ * cannot describe: a message names var id); WEFT_ENOMEM. */
+int mpi_type_signature(weft_mpi *mpi, uint32_t id, MPI_Datatype type, uint64_t *sig);
+
 /* --- progress.c */
 /* Starts the progress thread, held until mpi_progress_go (no MPI call). */
 int mpi_progress_start(weft_mpi *mpi);
