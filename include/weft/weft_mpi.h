@@ -41,10 +41,11 @@
  * submitting thread), never from inside an operator, and the calls marked
  * "sequence" must be made by every rank of the communicator in the same
  * order with the same arguments (buffers and the execution of operators
- * aside). Ranks that submit different sequences are detected at the next
- * collective wait (WEFT_EMISMATCH on every rank), not left hanging, also
- * when the difference broke a transfer first (a count that differs
- * truncates a receive).
+ * aside; a datatype is the same argument when it is built alike, see
+ * weft_mpi_var_register). Ranks that submit different sequences are
+ * detected at the next collective wait (WEFT_EMISMATCH on every rank), not
+ * left hanging, also when the difference broke a transfer first (a count
+ * that differs truncates a receive) or broke none (MPI_FLOAT for MPI_INT).
  *
  * Engines with max_inflight (WEFT_MAX_INFLIGHT) must not be attached: a
  * rank blocked at its cap can wait for a transfer that another rank, blocked
@@ -142,10 +143,31 @@ WEFT_API int weft_mpi_size(const weft_mpi *mpi);
  * buf + min(0, true_lb) to buf + true_lb + (count - 1) * extent +
  * true_extent (MPI_Type_get_true_extent; a matrix column resized to one
  * element reaches well past count * extent), and a cache weft allocates
- * covers all of it. WEFT_EINVAL: a bad owner, count <= 0, a datatype of
- * size 0 or extent <= 0, a span beyond the address space, no buffer on the
- * owner, a var registered already, or more vars than the communicator has
- * tags (MPI_TAG_UB); WEFT_ENOMEM. */
+ * covers all of it.
+ *
+ * Every rank passes the same owner and count and a datatype built alike.
+ * What the ranks compare (at the next collective wait: WEFT_EMISMATCH) is
+ * the datatype's size, lower bound and extent, and its construction as
+ * MPI_Type_get_envelope and MPI_Type_get_contents give it: each
+ * constructor down to the named types, with every count, block length,
+ * stride, displacement, bound and subtype it was built with. So MPI_FLOAT
+ * for MPI_INT, a vector for a contiguous type of the same size, a resized
+ * type for its original, a struct whose holes lie elsewhere are all
+ * mismatches; types built by the same calls on every rank match (handles
+ * are never compared). A named type matches only itself (MPI_INT32_T is
+ * not MPI_INT) or its synonym (MPI_LONG_LONG, MPI_LONG_LONG_INT); a dup
+ * (MPI_Type_dup) matches its original; the same type map built with other
+ * constructors (a contiguous type, and the one-block vector equal to it)
+ * does not match. The walk is made once, here, and bounded: a datatype
+ * built from more than 16384 constructors, or whose constructors take more
+ * than 2^26 integers, addresses and subtypes in all (a subtype counts each
+ * time it is used, as every field of a struct), is refused.
+ *
+ * WEFT_EINVAL: a bad owner, count <= 0, a datatype of size 0 or extent <=
+ * 0, a span beyond the address space, a datatype past the walk's bounds or
+ * one MPI cannot describe, no buffer on the owner, a var registered already, or more vars than the
+ * communicator has tags (MPI_TAG_UB); WEFT_ENOMEM. A registration that
+ * fails counts for nothing in the sequence. */
 WEFT_API int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, int count,
                                    MPI_Datatype type);
 #endif /* MPI_VERSION */

@@ -2,7 +2,8 @@
  * The bottom of libweft_mpi: what every other file of src/mpi uses and
  * nothing here calls back up. The process's one MPI lock under
  * MPI_THREAD_SERIALIZED, the sequence hash that every sequence call folds
- * into (compared across ranks by weft_mpi_wait_all), messages and time.
+ * into (compared across ranks by weft_mpi_wait_all) and its step, messages
+ * and time.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -13,14 +14,19 @@
 
 pthread_mutex_t mpi_serial_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void mpi_seq_fold(weft_mpi *mpi, uint64_t v)
+uint64_t mpi_hash_fold(uint64_t h, uint64_t v)
 {
   /* FNV-1a over the 8 bytes, then a multiply-xorshift round. */
-  uint64_t h = mpi->seq_hash ^ 0xcbf29ce484222325ull;
+  h ^= 0xcbf29ce484222325ull;
   for (int i = 0; i < 8; i++, v >>= 8)
     h = (h ^ (v & 0xff)) * 0x100000001b3ull;
   h ^= h >> 29;
-  mpi->seq_hash = h * 0xbf58476d1ce4e5b9ull;
+  return h * 0xbf58476d1ce4e5b9ull;
+}
+
+void mpi_seq_fold(weft_mpi *mpi, uint64_t v)
+{
+  mpi->seq_hash = mpi_hash_fold(mpi->seq_hash, v);
   mpi->seq_calls++;
 }
 

@@ -185,6 +185,13 @@ void mpi_dvar_free(mpi_dvar *d);
  * copy that received a failure kept its old bytes. */
 void mpi_registry_after_wait(weft_mpi *mpi, bool failed);
 
+/* --- typesig.c */
+/* *sig: the signature of type (see there), the same on every rank for a
+ * type built alike. Submitting thread; makes its MPI calls under
+ * call_lock. 0; WEFT_EINVAL (a datatype past the walk's limits or one MPI
+ * cannot describe: a message names var id); WEFT_ENOMEM. */
+int mpi_type_signature(weft_mpi *mpi, uint32_t id, MPI_Datatype type, uint64_t *sig);
+
 /* --- progress.c */
 /* Starts the progress thread, held until mpi_progress_go (no MPI call). */
 int mpi_progress_start(weft_mpi *mpi);
@@ -206,6 +213,9 @@ int mpi_run_job(weft_mpi *mpi, mpi_job *job);
 /* The lock of every MPI call of the library under MPI_THREAD_SERIALIZED
  * (see weft_mpi.call_lock). */
 extern pthread_mutex_t mpi_serial_lock;
+/* One step of the sequence hash: h with the word v folded in (registry.c
+ * also mixes a datatype's signature with it). */
+uint64_t mpi_hash_fold(uint64_t h, uint64_t v);
 /* The sequence hash, folded by every sequence call. */
 void mpi_seq_fold(weft_mpi *mpi, uint64_t v);
 /* Messages: "weft_mpi: rank R: <msg>" on stderr. */

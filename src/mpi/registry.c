@@ -164,6 +164,15 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
                  "still pending)");
     return WEFT_EINVAL;
   }
+  /* What the ranks compare of the datatype: its construction (typesig.c),
+   * and the size, lower bound and extent MPI gives it. */
+  uint64_t sig = 0;
+  int sig_rc = mpi_type_signature(mpi, mpi->next_id, type, &sig);
+  if (sig_rc)
+    return sig_rc;
+  sig = mpi_hash_fold(sig, (uint64_t)(unsigned)tsize);
+  sig = mpi_hash_fold(sig, (uint64_t)(int64_t)lb);
+  sig = mpi_hash_fold(sig, (uint64_t)(int64_t)extent);
 
   mpi_dvar *d = calloc(1, sizeof *d);
   uint64_t *valid = calloc(mpi->valid_words, sizeof *valid);
@@ -201,7 +210,7 @@ int weft_mpi_var_register(weft_mpi *mpi, weft_var *var, int owner, void *buf, in
   }
   mpi->next_id++;
   mpi_seq_fold(mpi, 0x7265670000000000ull ^ ((uint64_t)d->id << 32) ^ (uint64_t)owner);
-  mpi_seq_fold(mpi, ((uint64_t)(unsigned)count << 32) ^ (uint64_t)tsize);
+  mpi_seq_fold(mpi, mpi_hash_fold(sig, (uint64_t)(unsigned)count));
   return 0;
 }
 

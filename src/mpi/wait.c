@@ -142,8 +142,9 @@ static int check_sequences(weft_mpi *mpi)
   } else {
     mpi_log(mpi, "the ranks submitted different sequences since weft_mpi_attach: rank 0 made "
                  "%llu sequence calls (hash %016llx), rank %d %llu (hash %016llx); this rank "
-                 "%llu. Every rank must register, push and delete the same vars and "
-                 "operators in the same order",
+                 "%llu. Every rank must register (with the same owner, count and datatype, "
+                 "built alike), push and delete the same vars and operators in the same "
+                 "order",
             (unsigned long long)all[0].calls, (unsigned long long)all[0].hash, first_bad,
             (unsigned long long)all[first_bad].calls, (unsigned long long)all[first_bad].hash,
             (unsigned long long)mine.calls);
