@@ -54,14 +54,17 @@ extern "C" {
                      "result (weft_mpi.h)")                                             \
   XX(ETIMEDOUT, -1010, "timed out: an MPI rank stopped answering (weft_mpi.h)")         \
   XX(EMISMATCH, -1011, "the MPI ranks submitted different sequences (weft_mpi.h)")      \
-  XX(ECOMM, -1012, "communication failure: an MPI call failed (weft_mpi.h)")
+  XX(ECOMM, -1012, "communication failure: an MPI call failed (weft_mpi.h)")            \
+  XX(ELIMIT, -1013, "a fixed limit was reached: 4294967295 vars or reusable "           \
+                    "operators in one engine, or async operators awaiting their "       \
+                    "signal")
 
 typedef enum weft_errno {
 #define WEFT_ERRNO_ENUM_(name, code, msg) WEFT_##name = (code),
   WEFT_ERRNO_MAP(WEFT_ERRNO_ENUM_)
 #undef WEFT_ERRNO_ENUM_
   WEFT_ERRNO_FIRST_ = -1001, /* the range the codes occupy, for tests and bindings */
-  WEFT_ERRNO_LAST_ = -1012
+  WEFT_ERRNO_LAST_ = -1013
 } weft_errno;
 
 /* A static, human-readable message for code, ending in its name in
@@ -274,7 +277,11 @@ typedef struct weft_run_ctx {
 
 /* A non-zero return fails the operator: every var it writes is marked failed. */
 typedef int (*weft_op_fn)(const weft_run_ctx *rc, void *arg);
-/* Completes later, by weft_done_signal(done, status) from any thread. */
+/* Completes later, by weft_done_signal(done, status) from any thread. Each
+ * async operator holds a token from its start until its signal; with
+ * 4294967295 of them held in the process (every engine's together), the
+ * next one fails with WEFT_ELIMIT, as if it had returned that status,
+ * without its async_fn being called (with a message). */
 typedef void (*weft_async_op_fn)(const weft_run_ctx *rc, void *arg, weft_done *done);
 
 /* Completes an async operator, exactly once, from any thread. A second
@@ -331,6 +338,14 @@ WEFT_API int weft_engine_create(weft_engine **out, const weft_engine_config *cfg
  * From one of the engine's own operators: WEFT_EDEADLK. */
 WEFT_API int weft_engine_destroy(weft_engine *eng);
 
+/* Vars and reusable operators have no fixed cap below memory (a var takes
+ * 128 bytes; the engine's tables grow as needed and never shrink before
+ * destroy). The limit is the handle's: 4294967295 of each per engine, a
+ * deleted one counting until its deletion has run (a var's: once every
+ * operator pushed before it on the var has finished; a reusable
+ * operator's: once its last push has). Past it, weft_var_new and
+ * weft_op_new return WEFT_ELIMIT (with a message) and *out is NULL;
+ * WEFT_ENOMEM when memory runs out first. */
 WEFT_API int weft_var_new(weft_engine *eng, weft_var **out);
 /* Deferred until every operator pushed before on var has finished; the
  * handle is dead when this returns 0. On WEFT_ENOMEM nothing happened: the
@@ -339,7 +354,8 @@ WEFT_API int weft_var_delete(weft_engine *eng, weft_var *var);
 
 /* Pushes a one-shot operator; desc and its arrays are copied. */
 WEFT_API int weft_push(weft_engine *eng, const weft_op_desc *desc);
-/* A reusable operator, pushed any number of times with weft_op_push. */
+/* A reusable operator, pushed any number of times with weft_op_push.
+ * WEFT_ELIMIT past 4294967295 in the engine (see weft_var_new). */
 WEFT_API int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
 WEFT_API int weft_op_push(weft_engine *eng, weft_op *op);
 /* Deferred until every push of op has finished; the handle is dead at once. */

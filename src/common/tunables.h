@@ -111,6 +111,12 @@
 /* Largest WEFT_SPIN_COUNT accepted, rounds. */
 #define WEFT_SPIN_COUNT_MAX 100000000L
 
+/* A handle table (src/deps/handles.h) initialises its slots this many at a
+ * time, as its free list runs dry; its first chunk holds this many, chunk k
+ * this many times 2^k. A power of two; slots. An engine with a few vars
+ * holds one such chunk of vars (128 bytes each). */
+#define WEFT_HANDLE_BATCH_SLOTS 1024u
+
 /* Tallies of an engine's in-flight counts that threads outside its pool
  * (a user's thread pushing operators) can each own, so that such a thread
  * counts a push with a plain store instead of a locked add; threads past

@@ -217,11 +217,12 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
     weft_nest_pop(&nest, prev);
     return finish(op, status, true, hook);
   }
-  weft_done *done = weft_done_token(op);
-  if (!done) {
+  weft_done *done = NULL;
+  status = weft_done_token(op, &done);
+  if (status) { /* WEFT_ENOMEM, WEFT_ELIMIT: the operator fails with it */
     weft_tls_opr = prev;
     weft_nest_pop(&nest, prev);
-    return finish(op, WEFT_ENOMEM, true, hook);
+    return finish(op, status, true, hook);
   }
   atomic_init(&op->async_refs, 2);
   op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */

@@ -1,5 +1,6 @@
 /* Completion tokens of async operators (done.h); the signal itself is in
  * dispatch.c, with the completion it starts. */
+#include <inttypes.h>
 #include <pthread.h>
 
 #include "common/error.h"
@@ -31,17 +32,24 @@ static void tokens_init(void)
                        tokens_fork_release);
 }
 
-weft_done *weft_done_token(weft_opr *op)
+int weft_done_token(weft_opr *op, weft_done **out)
 {
   pthread_once(&tokens_once, tokens_init);
   if (tokens_rc)
-    return NULL;
+    return tokens_rc;
   uintptr_t h;
-  weft_done_impl *d = (weft_done_impl *)weft_handles_alloc(&tokens, &h);
-  if (!d)
-    return NULL;
+  weft_slot *s;
+  int rc = weft_handles_alloc(&tokens, &s, &h);
+  if (rc == WEFT_ELIMIT)
+    weft_log("async operator %s: %" PRIu32 " async operators await their weft_done_signal, as "
+             "many as tokens can address; it fails with WEFT_ELIMIT",
+             op->name ? op->name : "(unnamed)", tokens.limit);
+  if (rc)
+    return rc;
+  weft_done_impl *d = (weft_done_impl *)s;
   atomic_store_explicit(&d->opr, op, memory_order_relaxed);
-  return (weft_done *)h;
+  *out = (weft_done *)h;
+  return 0;
 }
 
 weft_opr *weft_done_take(weft_done *done, int status)

@@ -19,8 +19,9 @@ typedef struct weft_done_impl {
   _Atomic(weft_opr *) opr;
 } weft_done_impl;
 
-/* A live token for op, or NULL without memory. */
-weft_done *weft_done_token(weft_opr *op);
+/* A live token for op in *out: 0, WEFT_ENOMEM, or WEFT_ELIMIT (as many
+ * tokens are live as a handle can address; with a message). */
+int weft_done_token(weft_opr *op, weft_done **out);
 /* Kills done and returns its operator; NULL (with a message) for a token
  * already signalled, no token, or an operator of an engine inherited
  * through fork. */

@@ -3,7 +3,10 @@
  * descriptor, reference counted by its handle and by each push in flight
  * (opr.c). While the calling thread has a push sink on the engine (a
  * graph's capture), its pushes are recorded instead (ext.h). */
+#include <inttypes.h>
+
 #include "common/alloc.h"
+#include "common/error.h"
 #include "deps/engine.h"
 #include "deps/ext.h"
 #include "deps/opr.h"
@@ -73,11 +76,17 @@ static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
     return n;
   }
   uintptr_t h;
-  weft_op_impl *t = (weft_op_impl *)weft_handles_alloc(&eng->ops, &h);
-  if (!t) {
+  weft_slot *s;
+  rc = weft_handles_alloc(&eng->ops, &s, &h);
+  if (rc == WEFT_ELIMIT)
+    weft_log("weft_op_new: the engine has %" PRIu32 " reusable operators, as many as their "
+             "handles can address (a deleted one counts until its last push has finished)",
+             eng->ops.limit);
+  if (rc) {
     weft_free(uses);
-    return WEFT_ENOMEM;
+    return rc;
   }
+  weft_op_impl *t = (weft_op_impl *)s;
   t->desc = *desc;
   t->desc.reads = t->desc.writes = NULL;
   t->desc.num_reads = t->desc.num_writes = 0;

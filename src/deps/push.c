@@ -398,10 +398,9 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
         status = d->fn(&rctx, d->arg);
       } else {
         atomic_init(&op.async_done, 0);
-        weft_done *done = weft_done_token(&op);
-        if (!done) {
-          status = WEFT_ENOMEM;
-        } else {
+        weft_done *done = NULL;
+        status = weft_done_token(&op, &done);
+        if (!status) {
           d->async_fn(&rctx, d->arg, done);
           /* acquire: pairs with the release store in weft_done_signal. */
           while (!atomic_load_explicit(&op.async_done, memory_order_acquire))

@@ -1,5 +1,8 @@
 /* The public calls on vars: creation, deferred deletion, and waiting for a
  * var (both internal operators on the var's queue). */
+#include <inttypes.h>
+
+#include "common/error.h"
 #include "common/sync.h"
 #include "deps/engine.h"
 #include "deps/ext.h"
@@ -42,9 +45,15 @@ int weft_var_wait(weft_engine *eng, weft_var *var)
 static int var_new(weft_engine *eng, weft_var **out)
 {
   uintptr_t h;
-  weft_var_impl *v = (weft_var_impl *)weft_handles_alloc(&eng->vars, &h);
-  if (!v)
-    return WEFT_ENOMEM;
+  weft_slot *s;
+  int rc = weft_handles_alloc(&eng->vars, &s, &h);
+  if (rc == WEFT_ELIMIT)
+    weft_log("weft_var_new: the engine has %" PRIu32 " vars, as many as var handles can "
+             "address (a deleted var counts until its deletion has run)",
+             eng->vars.limit);
+  if (rc)
+    return rc;
+  weft_var_impl *v = (weft_var_impl *)s;
   weft_spin_lock(&v->q.lock); /* a wait_all may be clearing failures */
   v->q.nreaders = 0;
   v->q.writer = false;
