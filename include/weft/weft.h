@@ -378,7 +378,8 @@ WEFT_API int weft_var_wait(weft_engine *eng, weft_var *var);
  * var's failed state. */
 WEFT_API int weft_wait_all(weft_engine *eng);
 /* The number of GPUs operators may use: 0 without devices (no CUDA driver or
- * device, WEFT_GPU_BACKEND=none, or a build without CUDA unless
+ * device, a driver too old for the library's CUDA runtime, which one
+ * message names, WEFT_GPU_BACKEND=none, or a build without CUDA unless
  * WEFT_GPU_BACKEND=host asks for emulated devices). Returns the count, not
  * an error code.
  *

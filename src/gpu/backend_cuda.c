@@ -24,6 +24,12 @@
  * refused here before CUDA sees them (a flag of the stream), so that both
  * backends answer alike; CUDA's own refusals (a synchronous call during the
  * capture) come back from cudaStreamEndCapture.
+ *
+ * Open: cudaGetDeviceCount; no driver, or no device, is zero devices. A
+ * driver older than this runtime (cudaErrorInsufficientDriver, with
+ * cudaDriverGetVersion above 0) is zero devices too, and one line (once
+ * per process) names the CUDA version the driver supports and the one the
+ * runtime needs.
  */
 #include <cuda.h> /* types only: the driver's entry point comes at run time */
 #include <cuda_runtime.h>
@@ -31,6 +37,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -582,6 +589,54 @@ static void find_write_value32(void)
   memcpy(&write_value32, &fn, sizeof write_value32);
 }
 
+/* The driver versions for CUDA's major releases (each minor release of a
+ * major one runs on its first driver: minor version compatibility), for the
+ * message below; 0 where this file does not know it. */
+static int driver_branch_for(int cuda_major)
+{
+  switch (cuda_major) {
+  case 12:
+    return 525;
+  case 13:
+    return 580;
+  default:
+    return 0;
+  }
+}
+
+static pthread_once_t driver_message_once = PTHREAD_ONCE_INIT;
+
+/* cudaErrorInsufficientDriver: no driver at all (cudaDriverGetVersion says
+ * 0: a machine without a GPU, nothing to say), or one older than this
+ * runtime, whose devices would otherwise look like no GPU at all: said by
+ * name. */
+static void say_driver_too_old(void)
+{
+  int drv = 0, rt = CUDART_VERSION;
+  if (cudaDriverGetVersion(&drv) != cudaSuccess) {
+    (void)cudaGetLastError();
+    drv = 0;
+  }
+  if (drv <= 0)
+    return;
+  (void)cudaRuntimeGetVersion(&rt);
+  char branch[64] = "";
+  if (driver_branch_for(rt / 1000))
+    snprintf(branch, sizeof branch, " (NVIDIA driver %d or newer)", driver_branch_for(rt / 1000));
+  weft_log("cuda: the NVIDIA driver is too old for this library's CUDA runtime: the driver "
+           "supports CUDA %d.%d (cudaDriverGetVersion %d), the runtime is CUDA %d.%d and needs "
+           "a driver for CUDA %d.0 or newer%s; no CUDA device is used "
+           "(cudaErrorInsufficientDriver)",
+           drv / 1000, drv % 1000 / 10, drv, rt / 1000, rt % 1000 / 10, rt / 1000, branch);
+}
+
+static void say_stub_library(void)
+{
+  weft_log("cuda: the CUDA driver library that was loaded is the toolkit's stub, not a driver "
+           "(cudaErrorStubLibrary: a stubs directory on LD_LIBRARY_PATH?); no CUDA device is "
+           "used");
+}
+
 int weft_gpu_cuda_open(weft_gpu_backend **out)
 {
   int count = 0;
@@ -589,11 +644,15 @@ int weft_gpu_cuda_open(weft_gpu_backend **out)
   switch (err) {
   case cudaSuccess:
     break;
-  case cudaErrorInsufficientDriver: /* 35: no (new enough) driver */
+  case cudaErrorInsufficientDriver: /* 35: no driver, or one too old */
   case cudaErrorStubLibrary:        /* 34: the driver stub, not a driver */
   case cudaErrorNoDevice:           /* 100 */
     count = 0;
     (void)cudaGetLastError(); /* do not leave the error for the application */
+    if (err == cudaErrorInsufficientDriver)
+      pthread_once(&driver_message_once, say_driver_too_old);
+    else if (err == cudaErrorStubLibrary)
+      pthread_once(&driver_message_once, say_stub_library);
     break;
   default:
     return fail("cudaGetDeviceCount", -1, err);
