@@ -31,7 +31,7 @@
  * per process) names the CUDA version the driver supports and the one the
  * runtime needs.
  */
-#include <cuda.h> /* types only: the driver's entry point comes at run time */
+#include <cuda.h> /* types only: the driver's entry points come at run time */
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -125,18 +125,21 @@ static int set_device(int device)
   return err == cudaSuccess ? 0 : fail("cudaSetDevice", device, err);
 }
 
-/* cuStreamWriteValue32 from the driver, or NULL (then word_kernel.cu).
- * Looked up once (pthread_once, at the first open with a device, which
- * orders it before every use: streams come from an open backend). */
+/* cuStreamWriteValue32 from the driver, or NULL (then word_kernel.cu), and
+ * cuGetErrorName (NULL: the driver has none). Looked up once (pthread_once,
+ * at the first open with a device, which orders it before every use:
+ * streams come from an open backend). */
 typedef CUresult (*write_value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                      unsigned int flags);
+typedef CUresult (*get_error_name_fn)(CUresult error, const char **name);
 static write_value32_fn write_value32;
+static get_error_name_fn get_error_name;
 /* Testing: force the kernel path (weft_gpu_cuda_test_word_kernel). atomic,
  * relaxed: a test's setting, read at each write. */
 static _Atomic int force_kernel;
 /* Testing: word writes the kernel enqueued (atomic, relaxed: a count). */
 static _Atomic long kernel_writes;
-static pthread_once_t write_value32_once = PTHREAD_ONCE_INIT;
+static pthread_once_t driver_entry_points_once = PTHREAD_ONCE_INIT;
 
 void weft_gpu_cuda_test_word_kernel(int on)
 {
@@ -146,6 +149,16 @@ void weft_gpu_cuda_test_word_kernel(int on)
 long weft_gpu_cuda_test_word_kernel_writes(void)
 {
   return atomic_load_explicit(&kernel_writes, memory_order_relaxed);
+}
+
+/* The driver's name of r (cuGetErrorName), or its number in buf. */
+static const char *driver_error_name(CUresult r, char *buf, size_t cap)
+{
+  const char *name = NULL;
+  if (get_error_name && get_error_name(r, &name) == CUDA_SUCCESS && name)
+    return name;
+  snprintf(buf, cap, "CUresult %d", (int)r);
+  return buf;
 }
 
 static void cuda_close(weft_gpu_backend *b)
@@ -402,12 +415,16 @@ static int cuda_stream_write_word(weft_gpu_backend *b, weft_gpu_stream *st, weft
     CUresult r = write_value32((CUstream)s->stream, (CUdeviceptr)(uintptr_t)w->dev, value, 0);
     if (r == CUDA_SUCCESS)
       return 0;
-    weft_log("cuda device %d: cuStreamWriteValue32 failed: CUresult %d", s->device, (int)r);
+    char num[32];
+    weft_log("cuda device %d: cuStreamWriteValue32 failed: %s (%d)", s->device,
+             driver_error_name(r, num, sizeof num), (int)r);
     return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ENOMEM : WEFT_EDEVICE;
   }
   cudaError_t err = weft_cuda_word_kernel_launch(s->stream, w->dev, value);
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError(); /* said here: not the application's error */
     return fail("the host word's kernel launch", s->device, err);
+  }
   atomic_fetch_add_explicit(&kernel_writes, 1, memory_order_relaxed); /* relaxed: a count */
   return 0;
 }
@@ -570,23 +587,35 @@ static const weft_gpu_backend_ops cuda_ops = {
   .graph_destroy = cuda_graph_destroy,
 };
 
-/* The driver's stream write, by version (12.0's ABI), so that nothing
- * links libcuda; NULL when the driver lacks it (the kernel then writes). */
-static void find_write_value32(void)
+/* One of the driver's functions, by version (12.0's ABI), so that nothing
+ * links libcuda; NULL (and the runtime's error cleared) when the driver
+ * lacks it. */
+static void *driver_entry_point(const char *symbol, cudaError_t *err)
 {
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  cudaError_t err =
-    cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q);
-  if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
+  *err = cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &q);
+  if (*err != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
     (void)cudaGetLastError(); /* not the application's error */
-    weft_log("cuda: no cuStreamWriteValue32 in the driver (%s): host words are written "
-                  "by a one-thread kernel",
-                  err != cudaSuccess ? cudaGetErrorName(err) : "symbol not found");
-    fn = NULL;
+    return NULL;
   }
+  return fn;
+}
+
+/* The driver's stream write (NULL when the driver lacks it: the kernel then
+ * writes) and its error names (for the stream write's failures). */
+static void find_driver_entry_points(void)
+{
+  cudaError_t err;
+  void *fn = driver_entry_point("cuStreamWriteValue32", &err);
+  if (!fn)
+    weft_log("cuda: no cuStreamWriteValue32 in the driver (%s): host words are written "
+             "by a one-thread kernel",
+             err != cudaSuccess ? cudaGetErrorName(err) : "symbol not found");
   /* POSIX (dlsym's rule): a function's address travels as void *. */
   memcpy(&write_value32, &fn, sizeof write_value32);
+  fn = driver_entry_point("cuGetErrorName", &err);
+  memcpy(&get_error_name, &fn, sizeof get_error_name);
 }
 
 /* The driver versions for CUDA's major releases (each minor release of a
@@ -663,7 +692,7 @@ int weft_gpu_cuda_open(weft_gpu_backend **out)
   b->ops = &cuda_ops;
   b->num_devices = count > 0 ? count : 0;
   if (b->num_devices)
-    pthread_once(&write_value32_once, find_write_value32);
+    pthread_once(&driver_entry_points_once, find_driver_entry_points);
   *out = b;
   return 0;
 }

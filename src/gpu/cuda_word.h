@@ -16,7 +16,8 @@
 extern "C" {
 #endif
 
-/* Enqueues the kernel on stream; cudaGetLastError's result of the launch. */
+/* Enqueues the kernel on stream; the launch's result (cudaLaunchKernel's,
+ * not an earlier error left on the thread). */
 cudaError_t weft_cuda_word_kernel_launch(cudaStream_t stream, void *dev_word, uint32_t value);
 
 /* Testing (not public): nonzero makes every host-word write use the

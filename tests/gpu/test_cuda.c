@@ -238,7 +238,10 @@ Test(cuda, engine_graph_run_of_kernels, .init = setup, .timeout = TU_TIMEOUT(60)
   float *dev = gt_dev_alloc(N * sizeof(float));
   float *host = calloc(N, sizeof *host);
   cr_assert(dev && host);
+  /* On the legacy stream, which weft's non-blocking streams do not wait
+   * for: done before any of their work. */
   cr_assert_eq(cudaMemset(dev, 0, N * sizeof(float)), cudaSuccess);
+  cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
   weft_var *v = NULL;
   cr_assert_eq(weft_var_new(eng, &v), 0);
   add_op ops[R + P];
