@@ -25,6 +25,13 @@
  * backends answer alike; CUDA's own refusals (a synchronous call during the
  * capture) come back from cudaStreamEndCapture.
  *
+ * Lazy module loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA
+ * 12.2): a kernel's first launch loads it, which may synchronise the
+ * context, i.e. wait for the kernels already running there. The host
+ * word's kernel is loaded at each device's first stream of the backend
+ * (cudaFuncGetAttributes), before weft enqueued anything on that device,
+ * so that its first launch never waits behind the operators' kernels.
+ *
  * Open: cudaGetDeviceCount; no driver, or no device, is zero devices. A
  * driver older than this runtime (cudaErrorInsufficientDriver, with
  * cudaDriverGetVersion above 0) is zero devices too, and one line (once
@@ -45,6 +52,18 @@
 #include "gpu/backend.h"
 #include "gpu/cuda_word.h"
 #include "weft/weft.h"
+
+/* The backend: the interface's part, and where weft's kernels are loaded. */
+typedef struct weft_cuda_backend {
+  weft_gpu_backend base;     /* first: the interface's view */
+  pthread_mutex_t load_lock; /* serialises the loads (load_kernels) */
+  /* [base.num_devices] (NULL without devices): weft's kernels were loaded
+   * on that device (the load was tried). Set once, under load_lock; read
+   * first without it. atomic, relaxed: what it stands for is the driver's
+   * state, which the driver orders itself; the lock keeps two loads of one
+   * device from running at once. */
+  _Atomic int *loaded;
+} weft_cuda_backend;
 
 typedef struct weft_cuda_stream {
   int device;          /* immutable */
@@ -69,6 +88,7 @@ typedef struct weft_cuda_graph {
   cudaGraphExec_t exec; /* immutable */
 } weft_cuda_graph;
 
+#define CB(b) ((weft_cuda_backend *)(void *)(b))
 #define CS(s) ((weft_cuda_stream *)(void *)(s))
 #define CE(e) ((weft_cuda_event *)(void *)(e))
 #define CG(g) ((weft_cuda_graph *)(void *)(g))
@@ -163,12 +183,39 @@ static const char *driver_error_name(CUresult r, char *buf, size_t cap)
 
 static void cuda_close(weft_gpu_backend *b)
 {
-  weft_free(b);
+  weft_cuda_backend *cb = CB(b);
+  pthread_mutex_destroy(&cb->load_lock);
+  weft_free(cb->loaded);
+  weft_free(cb);
+}
+
+/* Loads weft's kernels (word_kernel.cu) on device, current on this thread,
+ * once per backend and device: at its first stream, before weft enqueued
+ * anything there (the top of this file). A failure (no image of the kernel
+ * for this GPU, say) is logged where the kernel writes the host words (no
+ * cuStreamWriteValue32): those writes then fail as the load did. */
+static void load_kernels(weft_cuda_backend *cb, int device)
+{
+  /* relaxed: see the field. */
+  if (atomic_load_explicit(&cb->loaded[device], memory_order_relaxed))
+    return;
+  pthread_mutex_lock(&cb->load_lock);
+  if (!atomic_load_explicit(&cb->loaded[device], memory_order_relaxed)) {
+    cudaError_t err = weft_cuda_word_kernel_load();
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError(); /* not the application's error */
+      if (!write_value32)
+        weft_log("cuda device %d: the host word's kernel could not be loaded: %s (%d): %s; "
+                 "its writes will fail likewise",
+                 device, cudaGetErrorName(err), (int)err, cudaGetErrorString(err));
+    }
+    atomic_store_explicit(&cb->loaded[device], 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&cb->load_lock);
 }
 
 static int cuda_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream **out)
 {
-  (void)b;
   weft_cuda_stream *s = weft_calloc(1, sizeof *s);
   if (!s)
     return WEFT_ENOMEM;
@@ -178,6 +225,8 @@ static int cuda_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream *
     if (err != cudaSuccess)
       rc = fail("cudaStreamCreateWithFlags", device, err);
   }
+  if (!rc)
+    load_kernels(CB(b), device);
   if (rc) {
     weft_free(s);
     return rc;
@@ -686,13 +735,22 @@ int weft_gpu_cuda_open(weft_gpu_backend **out)
   default:
     return fail("cudaGetDeviceCount", -1, err);
   }
-  weft_gpu_backend *b = weft_calloc(1, sizeof *b);
-  if (!b)
+  weft_cuda_backend *cb = weft_calloc(1, sizeof *cb);
+  if (!cb)
     return WEFT_ENOMEM;
-  b->ops = &cuda_ops;
-  b->num_devices = count > 0 ? count : 0;
-  if (b->num_devices)
+  cb->base.ops = &cuda_ops;
+  cb->base.num_devices = count > 0 ? count : 0;
+  if (cb->base.num_devices) {
+    cb->loaded = weft_calloc((size_t)cb->base.num_devices, sizeof *cb->loaded);
+    if (!cb->loaded) {
+      weft_free(cb);
+      return WEFT_ENOMEM;
+    }
+    for (int i = 0; i < cb->base.num_devices; i++)
+      atomic_init(&cb->loaded[i], 0);
     pthread_once(&driver_entry_points_once, find_driver_entry_points);
-  *out = b;
+  }
+  pthread_mutex_init(&cb->load_lock, NULL);
+  *out = &cb->base;
   return 0;
 }

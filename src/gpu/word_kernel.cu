@@ -21,3 +21,9 @@ extern "C" cudaError_t weft_cuda_word_kernel_launch(cudaStream_t stream, void *d
    * also return an error an operator's fn left on this thread. */
   return cudaLaunchKernel((const void *)weft_word_kernel, dim3(1), dim3(1), args, 0, stream);
 }
+
+extern "C" cudaError_t weft_cuda_word_kernel_load(void)
+{
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, (const void *)weft_word_kernel);
+}

@@ -15,6 +15,21 @@
 int weft_test_kernel_add(float *a, float v, int n, cudaStream_t s);
 int weft_test_kernel_spin(long long cycles, cudaStream_t s);
 int weft_test_kernel_gate(const void *open, void *timed_out, long long timeout_ns, cudaStream_t s);
+int weft_test_kernels_load(void);
+
+/* The kernels above loaded on every device before a test's scenario
+ * (kernels.cu: lazy module loading would load each at its first launch,
+ * which may wait for the kernels running, a gate among them, or fall
+ * inside a capture); device 0 is current afterwards. */
+static void gt_load_kernels(int devices)
+{
+  for (int d = devices - 1; d >= 0; d--) {
+    cr_assert_eq(cudaSetDevice(d), cudaSuccess, "cudaSetDevice(%d)", d);
+    int err = weft_test_kernels_load();
+    cr_assert_eq(err, 0, "loading the test kernels on device %d: %s", d,
+                 cudaGetErrorName((cudaError_t)err));
+  }
+}
 
 static void setup(void)
 {
@@ -38,6 +53,7 @@ static weft_gpu_backend *gt_open(unsigned jitter_us)
     weft_gpu_backend_close(b);
     cr_skip_test("no CUDA device (or no driver) on this machine");
   }
+  gt_load_kernels(weft_gpu_device_count(b));
   return b;
 }
 
@@ -130,7 +146,11 @@ Test(cuda, host_enqueue_rejects_cuda_streams, .init = setup, .timeout = TU_TIMEO
 
 /* The host word's other writer: the one-thread kernel (word_kernel.cu),
  * which stands in where the driver has no cuStreamWriteValue32, passes the
- * same checks as the driver's stream write (host_word above). */
+ * same checks as the driver's stream write (host_word above). Its first
+ * write is enqueued behind a running gate kernel: the backend loaded the
+ * kernel at the stream's creation, or (lazy module loading) that launch
+ * would wait for the gate, which waits for this thread. scripts/device.sh
+ * times it with and without CUDA_MODULE_LOADING=EAGER. */
 Test(cuda, host_word_by_kernel, .init = setup, .timeout = TU_TIMEOUT(60))
 {
   long before = weft_gpu_cuda_test_word_kernel_writes();
@@ -235,6 +255,7 @@ Test(cuda, engine_graph_run_of_kernels, .init = setup, .timeout = TU_TIMEOUT(60)
     cr_skip_test("no CUDA device (or no driver) on this machine");
   }
   enum { N = 1 << 16, R = 8, P = 2, L = 50 };
+  gt_load_kernels(weft_gpu_count(eng)); /* before weft's capture of the run */
   float *dev = gt_dev_alloc(N * sizeof(float));
   float *host = calloc(N, sizeof *host);
   cr_assert(dev && host);
