@@ -23,7 +23,22 @@
  * runtime API. The calls backend.h refuses on a capturing stream are
  * refused here before CUDA sees them (a flag of the stream), so that both
  * backends answer alike; CUDA's own refusals (a synchronous call during the
- * capture) come back from cudaStreamEndCapture.
+ * capture) come back from cudaStreamEndCapture. The capturing thread is in
+ * cudaStreamCaptureModeThreadLocal from capture_begin to capture_end, so
+ * those refusals stand whatever its mode was before (restored at the end).
+ *
+ * Captures elsewhere in the process: while any thread captures in
+ * cudaStreamCaptureModeGlobal (PyTorch's torch.cuda.graph does by
+ * default), CUDA refuses the "potentially unsafe" calls (cudaEventQuery,
+ * cudaEventSynchronize, cudaStreamSynchronize, cudaHostAlloc, ...) of
+ * every other thread in global mode, the default, and invalidates that
+ * capture. So weft's own threads (device workers, the completion thread,
+ * its waiter) are put in cudaStreamCaptureModeRelaxed for good
+ * (thread_init), and the calls that create, destroy or wait, which come
+ * from other threads too (the application's, the pool's that submit), are
+ * made in relaxed mode for their own duration (relax_begin). A query or an
+ * event_sync refused all the same counts as pending, not as a device
+ * error (said once per process).
  *
  * Lazy module loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA
  * 12.2): a kernel's first launch loads it, which may synchronise the
@@ -46,9 +61,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/tunables.h"
 #include "gpu/backend.h"
 #include "gpu/cuda_word.h"
 #include "weft/weft.h"
@@ -68,6 +85,10 @@ typedef struct weft_cuda_backend {
 typedef struct weft_cuda_stream {
   int device;          /* immutable */
   cudaStream_t stream; /* immutable; the handle operators receive */
+  /* The thread that began the capture: written by capture_begin before
+   * capturing is set, read by the capture's end (stream_destroy,
+   * capture_end), to restore that thread's capture mode only there. */
+  pthread_t capturer;
   /* Set by capture_begin, cleared by capture_end (or destroy): written by
    * the capturing thread only. relaxed: a stream_sync from another thread
    * reads it only to refuse, and nothing is published through it. */
@@ -135,6 +156,96 @@ static bool refuse_if_capturing(weft_cuda_stream *s, const char *call)
                                           memory_order_relaxed);
   return true;
 }
+
+/* ------------------------------------------------------------ capture modes */
+
+/* The calling thread's stream capture interaction mode as weft keeps it
+ * (cudaThreadExchangeStreamCaptureMode; the top of this file). All the
+ * thread's own. */
+static _Thread_local bool relaxed_for_good; /* thread_init made it relaxed */
+static _Thread_local int captures_begun;    /* captures it began (capture_begin), not ended */
+static _Thread_local bool mode_saved;       /* mode_before_captures holds its earlier mode */
+static _Thread_local enum cudaStreamCaptureMode mode_before_captures;
+
+/* Whether a query's or a wait's refusal came from another thread's capture
+ * (then it counts as pending, logged once per process: atomic, relaxed, a
+ * flag that orders nothing). */
+static _Atomic bool capture_refusal_said;
+
+static void capture_refused(const char *what, int device, cudaError_t err)
+{
+  (void)cudaGetLastError(); /* not the application's error */
+  if (atomic_exchange_explicit(&capture_refusal_said, true, memory_order_relaxed))
+    return;
+  weft_log("cuda device %d: %s was refused while a stream capture runs elsewhere in the "
+           "process: %s (%d): the event counts as pending and is asked again (said once)",
+           device, what, cudaGetErrorName(err), (int)err);
+}
+
+/* One call of weft's own in relaxed capture mode: on a thread not relaxed
+ * for good, the mode is swapped for the call's duration (relax_begin, then
+ * relax_end). Not inside a capture the thread began: there CUDA's rules for
+ * that capture stand (a synchronous call invalidates it: backend.h). A swap
+ * that fails leaves the call to the thread's own mode (the call then fails
+ * and says why, if the capture refuses it). */
+typedef struct relax_scope {
+  enum cudaStreamCaptureMode mode; /* the thread's mode to restore */
+  bool swapped;
+} relax_scope;
+
+static relax_scope relax_begin(void)
+{
+  relax_scope r = {cudaStreamCaptureModeRelaxed, false};
+  if (relaxed_for_good || captures_begun)
+    return r;
+  if (cudaThreadExchangeStreamCaptureMode(&r.mode) == cudaSuccess)
+    r.swapped = true;
+  else
+    (void)cudaGetLastError();
+  return r;
+}
+
+static void relax_end(relax_scope r)
+{
+  if (r.swapped)
+    (void)cudaThreadExchangeStreamCaptureMode(&r.mode);
+}
+
+/* A capture this thread begins runs with the thread in
+ * cudaStreamCaptureModeThreadLocal: CUDA refuses the calls unsafe during
+ * it made on this thread (the fns recorded: capture.c), as it did before
+ * weft's threads were relaxed, and ignores other threads' captures. The
+ * first capture saves the thread's mode, the end of the last restores it. */
+static void thread_capture_begins(void)
+{
+  if (captures_begun++ > 0)
+    return;
+  mode_before_captures = cudaStreamCaptureModeThreadLocal;
+  mode_saved = cudaThreadExchangeStreamCaptureMode(&mode_before_captures) == cudaSuccess;
+  if (!mode_saved)
+    (void)cudaGetLastError(); /* the capture goes on in the thread's own mode */
+}
+
+static void thread_capture_ends(void)
+{
+  if (captures_begun <= 0 || --captures_begun > 0 || !mode_saved)
+    return;
+  mode_saved = false;
+  (void)cudaThreadExchangeStreamCaptureMode(&mode_before_captures);
+}
+
+static int cuda_thread_init(weft_gpu_backend *b)
+{
+  (void)b;
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode);
+  if (err != cudaSuccess)
+    return fail("cudaThreadExchangeStreamCaptureMode (relaxed, for a thread of weft's)", -1, err);
+  relaxed_for_good = true;
+  return 0;
+}
+
+/* ------------------------------------------------------------ devices */
 
 static int set_device(int device)
 {
@@ -219,6 +330,7 @@ static int cuda_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream *
   weft_cuda_stream *s = weft_calloc(1, sizeof *s);
   if (!s)
     return WEFT_ENOMEM;
+  relax_scope relax = relax_begin();
   int rc = set_device(device);
   if (!rc) {
     cudaError_t err = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
@@ -227,6 +339,7 @@ static int cuda_stream_create(weft_gpu_backend *b, int device, weft_gpu_stream *
   }
   if (!rc)
     load_kernels(CB(b), device);
+  relax_end(relax);
   if (rc) {
     weft_free(s);
     return rc;
@@ -246,6 +359,10 @@ static cudaError_t end_capture(weft_cuda_stream *s, cudaGraph_t *graph)
 {
   *graph = NULL;
   cudaError_t err = cudaStreamEndCapture(s->stream, graph);
+  /* The capture ended (whatever its outcome) on the thread that began it:
+   * that thread's capture mode comes back. */
+  if (err != cudaErrorStreamCaptureWrongThread && pthread_equal(s->capturer, pthread_self()))
+    thread_capture_ends();
   /* relaxed: see the fields. */
   atomic_store_explicit(&s->capturing, false, memory_order_relaxed);
   if (err != cudaSuccess) {
@@ -275,6 +392,7 @@ static int cuda_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *st)
       rc = fail("cudaStreamEndCapture (destroying a capturing stream)", s->device, err);
   }
   if (!rc) {
+    relax_scope relax = relax_begin();
     /* Drain first: the stream's work runs before destroy returns. */
     cudaError_t err = cudaStreamSynchronize(s->stream);
     if (err != cudaSuccess)
@@ -282,6 +400,7 @@ static int cuda_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *st)
     err = cudaStreamDestroy(s->stream);
     if (err != cudaSuccess && !rc)
       rc = fail("cudaStreamDestroy", s->device, err);
+    relax_end(relax);
   }
   weft_free(s);
   return rc;
@@ -302,7 +421,9 @@ static int cuda_stream_sync(weft_gpu_backend *b, weft_gpu_stream *st)
   int rc = set_device(s->device);
   if (rc)
     return rc;
+  relax_scope relax = relax_begin();
   cudaError_t err = cudaStreamSynchronize(s->stream);
+  relax_end(relax);
   return err == cudaSuccess ? 0 : fail("cudaStreamSynchronize", s->device, err);
 }
 
@@ -312,12 +433,14 @@ static int cuda_event_create(weft_gpu_backend *b, int device, weft_gpu_event **o
   weft_cuda_event *e = weft_calloc(1, sizeof *e);
   if (!e)
     return WEFT_ENOMEM;
+  relax_scope relax = relax_begin();
   int rc = set_device(device);
   if (!rc) {
     cudaError_t err = cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming | cudaEventBlockingSync);
     if (err != cudaSuccess)
       rc = fail("cudaEventCreateWithFlags", device, err);
   }
+  relax_end(relax);
   if (rc) {
     weft_free(e);
     return rc;
@@ -331,6 +454,7 @@ static int cuda_event_destroy(weft_gpu_backend *b, weft_gpu_event *ev)
 {
   (void)b;
   weft_cuda_event *e = CE(ev);
+  relax_scope relax = relax_begin();
   int rc = set_device(e->device);
   if (!rc) {
     /* CUDA releases a pending event's resources once the device is done. */
@@ -338,6 +462,7 @@ static int cuda_event_destroy(weft_gpu_backend *b, weft_gpu_event *ev)
     if (err != cudaSuccess)
       rc = fail("cudaEventDestroy", e->device, err);
   }
+  relax_end(relax);
   weft_free(e);
   return rc;
 }
@@ -370,6 +495,12 @@ static int cuda_event_query(weft_gpu_backend *b, weft_gpu_event *ev)
     return WEFT_GPU_EVENT_COMPLETE;
   if (err == cudaErrorNotReady)
     return WEFT_GPU_EVENT_PENDING;
+  /* Refused because another thread captures (not a capture of this
+   * thread's own, whose rules stand): no word on the device, ask again. */
+  if (capture_misuse(err) && !captures_begun) {
+    capture_refused("cudaEventQuery", e->device, err);
+    return WEFT_GPU_EVENT_PENDING;
+  }
   return fail("cudaEventQuery", e->device, err);
 }
 
@@ -414,7 +545,19 @@ static int cuda_event_sync(weft_gpu_backend *b, weft_gpu_event *ev)
   int rc = set_device(e->device);
   if (rc)
     return rc;
+  relax_scope relax = relax_begin();
   cudaError_t err = cudaEventSynchronize(e->event);
+  if (capture_misuse(err) && !captures_begun) {
+    /* Refused because another thread captures (cuda_event_query): the
+     * event is polled instead, until it completes or fails. */
+    capture_refused("cudaEventSynchronize", e->device, err);
+    const struct timespec poll = {0, WEFT_GPU_CAPTURE_POLL_NS};
+    while ((rc = cuda_event_query(b, ev)) == WEFT_GPU_EVENT_PENDING)
+      nanosleep(&poll, NULL);
+    relax_end(relax);
+    return rc; /* WEFT_GPU_EVENT_COMPLETE (0) or WEFT_EDEVICE */
+  }
+  relax_end(relax);
   return err == cudaSuccess ? 0 : fail("cudaEventSynchronize", e->device, err);
 }
 
@@ -425,14 +568,19 @@ static int cuda_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w)
   if (rc)
     return rc;
   void *host = NULL, *dev = NULL;
+  relax_scope relax = relax_begin();
   cudaError_t err = cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable);
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    relax_end(relax);
     return fail("cudaHostAlloc (a host word)", device, err);
+  }
   err = cudaHostGetDevicePointer(&dev, host, 0);
   if (err != cudaSuccess) {
     cudaFreeHost(host);
+    relax_end(relax);
     return fail("cudaHostGetDevicePointer (a host word)", device, err);
   }
+  relax_end(relax);
   w->host = host;
   atomic_init(w->host, 0);
   w->dev = dev;
@@ -443,7 +591,9 @@ static int cuda_word_alloc(weft_gpu_backend *b, int device, weft_gpu_word *w)
 static void cuda_word_free(weft_gpu_backend *b, weft_gpu_word *w)
 {
   (void)b;
+  relax_scope relax = relax_begin();
   cudaError_t err = cudaFreeHost((void *)w->host);
+  relax_end(relax);
   if (err != cudaSuccess)
     fail("cudaFreeHost (a host word)", w->device, err);
 }
@@ -488,9 +638,13 @@ static int cuda_capture_begin(weft_gpu_backend *b, weft_gpu_stream *st)
   int rc = set_device(s->device);
   if (rc)
     return rc;
+  thread_capture_begins();
   cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    thread_capture_ends();
     return fail("cudaStreamBeginCapture", s->device, err);
+  }
+  s->capturer = pthread_self();
   atomic_store_explicit(&s->refused, NULL, memory_order_relaxed);
   atomic_store_explicit(&s->capturing, true, memory_order_relaxed);
   return 0;
@@ -546,6 +700,8 @@ static int cuda_capture_end(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_g
     (void)cudaGraphDestroy(graph);
     return rc;
   }
+  /* The capture is over: instantiating and uploading are weft's own calls. */
+  relax_scope relax = relax_begin();
   /* An empty capture gets one empty node: a graph with a node launches
    * (and orders) as any other, whatever the driver makes of a graph with
    * none. */
@@ -574,6 +730,7 @@ static int cuda_capture_end(weft_gpu_backend *b, weft_gpu_stream *st, weft_gpu_g
       (void)cudaGraphExecDestroy(g->exec);
     }
   }
+  relax_end(relax);
   if (rc) {
     weft_free(g);
     return rc;
@@ -605,7 +762,9 @@ static void cuda_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *gr)
   weft_cuda_graph *g = CG(gr);
   /* A graph in flight is freed once its launches completed (CUDA). */
   if (set_device(g->device) == 0) {
+    relax_scope relax = relax_begin();
     cudaError_t err = cudaGraphExecDestroy(g->exec);
+    relax_end(relax);
     if (err != cudaSuccess)
       fail("cudaGraphExecDestroy", g->device, err);
   }
@@ -614,6 +773,7 @@ static void cuda_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *gr)
 
 static const weft_gpu_backend_ops cuda_ops = {
   .bind_thread = cuda_bind_thread,
+  .thread_init = cuda_thread_init,
   .name = "cuda",
   .close = cuda_close,
   .stream_create = cuda_stream_create,
@@ -718,7 +878,9 @@ static void say_stub_library(void)
 int weft_gpu_cuda_open(weft_gpu_backend **out)
 {
   int count = 0;
+  relax_scope relax = relax_begin(); /* an open may come while another thread captures */
   cudaError_t err = cudaGetDeviceCount(&count);
+  relax_end(relax);
   switch (err) {
   case cudaSuccess:
     break;
