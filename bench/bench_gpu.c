@@ -69,12 +69,16 @@
  * small sizes, no CUDA call at all; the targets are not judged there (met
  * "-"). Without --host and without a usable CUDA device (no driver, no
  * device, or a build without CUDA) one line says so and the exit status is
- * 77 (skipped). --timeout S (default 290, 0: none): a run still going
+ * 77 (skipped), but only where no GPU is present (tests/gpu/gpu_present.h:
+ * /dev/nvidia<N>): a GPU that CUDA cannot use fails the bench (exit 1), the
+ * line naming the driver's and the runtime's CUDA versions. --timeout S (default 290, 0: none): a run still going
  * after S seconds prints where it was and exits 1 (a hung device operator
  * would otherwise wait for weft's watchdog: the bench sets
  * WEFT_GPU_WATCHDOG_MS to 30000 unless the environment has it).
  */
 #include "bench_gpu_shared.h"
+/* whether a GPU is present without CUDA (shared with the CUDA suites) */
+#include "../tests/gpu/gpu_present.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -865,7 +869,7 @@ int main(int argc, char **argv)
   gb_dev d = {.host = o.host};
   gb_floors fl = {NAN, NAN, NAN};
   unsigned host_words[2 * GB_SLOTS + GB_WORDS] = {0};
-  char what[128] = "host backend (emulated device)";
+  char what[320] = "host backend (emulated device)";
   if (o.host) {
     /* Set before any engine exists; the host backend's device work is the
      * items above, never CUDA. */
@@ -877,6 +881,15 @@ int main(int argc, char **argv)
   } else {
 #if BENCH_GPU_CUDA
     if (gb_cuda_probe(what, sizeof what)) {
+      /* A skip only where no GPU is present: a GPU CUDA cannot use (a
+       * driver too old for the runtime, say) fails the bench. */
+      char gpu[512];
+      if (gpu_present("/", gpu, sizeof gpu)) {
+        printf("bench_gpu: a GPU is present (%s) but there is no usable CUDA device (%s): "
+               "FAILED\n",
+               gpu, what);
+        return 1;
+      }
       printf("bench_gpu: no usable CUDA device (%s): skipped\n", what);
       return 77;
     }

@@ -58,7 +58,18 @@ int gb_cuda_probe(char *name, size_t cap)
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    snprintf(name, cap, "cudaGetDeviceCount: %s, %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    /* The versions first: a driver older than the runtime (CUDA 13 needs
+     * 580 or newer) is the usual cause on a GPU machine. */
+    int drv = 0, rt = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess)
+      drv = -1;
+    (void)cudaRuntimeGetVersion(&rt);
+    snprintf(name, cap,
+             "cudaGetDeviceCount: %s, %s; the driver supports CUDA %d.%d (cudaDriverGetVersion "
+             "%d), the runtime is CUDA %d.%d",
+             cudaGetErrorName(e), cudaGetErrorString(e), drv > 0 ? drv / 1000 : 0,
+             drv > 0 ? drv % 1000 / 10 : 0, drv, rt / 1000, rt % 1000 / 10);
+    (void)cudaGetLastError();
     return -1;
   }
   if (n == 0) {

@@ -32,7 +32,8 @@ python3 bench/run_mpi.py --builddir "$builddir" "${quick[@]}" || rc=1
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; then
   grc=0
   "$builddir/bench/bench_gpu" "${quick[@]}" || grc=$?
-  # 77: bench_gpu found no usable device after all (a build without CUDA, no driver)
+  # 77: a build without CUDA (where a GPU is present, bench_gpu fails, exit 1,
+  # rather than skip when CUDA finds no device: a driver too old, say)
   [ "$grc" = 0 ] || [ "$grc" = 77 ] || rc=1
 else
   echo "no GPU: bench_gpu skipped"

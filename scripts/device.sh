@@ -45,18 +45,30 @@
 #   scripts/device.sh gpu [BUNDLE] [--dry] [--log FILE]
 #       there, the one device call of the GPU work (under 9 minutes: each
 #       step has a timeout, the whole a deadline, WEFT_DEVICE_GPU_S, 530 s):
-#       nvidia-smi's view of the device; the CUDA math libraries the bundle
-#       leaves to the device (below), found and put on LD_LIBRARY_PATH after
-#       the bundle's lib; then, each step's exit status reported and the
-#       next run after a failure: the cuda backend's conformance suite (40 s)
-#       and bug B1 and the watchdog's scenarios on CUDA
+#       first the GPU and its driver (nvidia-smi --query-gpu=name,
+#       driver_version,compute_mode; without nvidia-smi, that it is absent
+#       and /proc/driver/nvidia/version), and whether a GPU is present
+#       (/dev/nvidia<N> or /proc/driver/nvidia/gpus/*, as the CUDA suites
+#       judge it: tests/gpu/gpu_present.h); the bundle's check; the CUDA
+#       math libraries the bundle leaves to the device (below), found and
+#       put on LD_LIBRARY_PATH after the bundle's lib; then, each step's
+#       exit status reported and the next run after a failure: the cuda
+#       backend's conformance suite (40 s) and the scenarios of early
+#       release after a device error and of the watchdog on CUDA
 #       (tests/gpu/test_cuda_faults.c) once per WEFT_GPU_COMPLETION mode,
-#       hostword, event and blocking (20 s each);
-#       the CUDA examples, gpu_cuda_streams and cholesky_gpu (15 s each);
-#       bench_gpu, full (240 s); bench/run_cholesky_gpu.py (what is left, at
-#       most 120 s). One report at the end; exit 1 if a step failed or timed
-#       out. A program the bundle lacks is reported "not in the bundle: not
-#       built".
+#       hostword, event and blocking (20 s each); the conformance suite's
+#       host_word_by_kernel alone, timed, under lazy module loading (the
+#       default) and with CUDA_MODULE_LOADING=EAGER (30 s each: a first
+#       launch that waits behind a running kernel shows as a gap between
+#       the two, or as a failure); the CUDA examples, gpu_cuda_streams and
+#       cholesky_gpu (15 s each); bench_gpu, full (240 s);
+#       bench/run_cholesky_gpu.py (what is left, at most 120 s). One report
+#       at the end; exit 1 if a step failed or timed out. A CUDA program
+#       that skips itself (exit 77) is a failure where a GPU is present (a
+#       GPU CUDA cannot use: a driver too old for the runtime, CUDA 13
+#       needing 580 or newer; the suites and bench_gpu say which driver they
+#       found), "skipped: no GPU" elsewhere. A program the bundle lacks is
+#       reported "not in the bundle: not built".
 #       --dry: here, without a GPU: every step once, small (bench_gpu
 #       --quick, run_cholesky_gpu.py --quick when it takes it); the CUDA
 #       programs exit 77, reported "skipped: no GPU". --log FILE: the whole
@@ -298,11 +310,30 @@ cuda_libs() {
   [ ${#missing[@]} -eq 0 ] || cuda_libs_status+=" (searched for: ${missing[*]})"
 }
 
+# Whether this machine has an NVIDIA GPU, judged without CUDA as the CUDA
+# suites judge it (tests/gpu/gpu_present.h): a node /dev/nvidia<N>, or an
+# entry of /proc/driver/nvidia/gpus. Sets gpu_evidence (empty: none).
+gpu_evidence=
+gpu_present() {
+  local f
+  for f in /dev/nvidia* /proc/driver/nvidia/gpus/*; do
+    [ -e "$f" ] || continue
+    if [[ $f == /proc/* || ${f##*/} =~ ^nvidia[0-9]+$ ]]; then
+      gpu_evidence=$f
+      return 0
+    fi
+  done
+  return 1
+}
+
 # One step of gpu: NAME, LIMIT (s), a command. Runs it under timeout (the
-# deadline may shorten the limit), prints its exit status, adds a line to
-# the report; never stops the script.
+# deadline may shorten the limit), prints its exit status and wall time,
+# adds a line to the report (gpu_step_ms: its wall time, ms); never stops
+# the script. Exit 77 (a CUDA program that found no device) is a failure
+# where a GPU is present.
 gpu_report=()
 gpu_failed=0
+gpu_step_ms=0
 gpu_step() {
   local name=$1 limit=$2 rc status left t0
   shift 2
@@ -311,22 +342,30 @@ gpu_step() {
   if [ "$limit" -lt 5 ]; then
     gpu_note "$name" "NOT RUN: out of time (WEFT_DEVICE_GPU_S)"
     gpu_failed=1
+    gpu_step_ms=0
     return 0
   fi
   echo "== $name (at most ${limit} s): $*"
-  t0=$SECONDS
+  t0=$(date +%s%N)
   set +e
   timeout -k 5 "$limit" "$@"
   rc=$?
   set -e
+  gpu_step_ms=$((($(date +%s%N) - t0) / 1000000))
   case $rc in
   0) status=ok ;;
-  77) status="skipped: no GPU" ;;
+  77)
+    if [ -n "$gpu_evidence" ]; then
+      status="FAILED: skipped, GPU present" gpu_failed=1
+    else
+      status="skipped: no GPU"
+    fi
+    ;;
   124 | 137) status="TIMED OUT after ${limit} s" gpu_failed=1 ;;
   *) status="FAILED (exit $rc)" gpu_failed=1 ;;
   esac
-  echo "== $name: $status"
-  gpu_report+=("$(printf '%-44s %-26s %4d s' "$name" "$status" $((SECONDS - t0)))")
+  echo "== $name: $status, $gpu_step_ms ms"
+  gpu_report+=("$(printf '%-44s %-28s %7d ms' "$name" "$status" "$gpu_step_ms")")
 }
 
 gpu_note() { # NAME WHY: a step that does not run
@@ -337,15 +376,31 @@ gpu_note() { # NAME WHY: a step that does not run
 # gpu's body (the header), after its arguments: exit 1 if a step failed.
 gpu_main() {
   gpu_deadline=$((SECONDS + ${WEFT_DEVICE_GPU_S:-530}))
+  # First the GPU and its driver (a driver too old for the bundle's CUDA
+  # runtime makes every CUDA program find no device).
+  echo "== the GPU and its driver"
+  if command -v nvidia-smi >/dev/null; then
+    timeout 10 nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv ||
+      echo "nvidia-smi: exit $?"
+    gpu_device=$(timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
+      --format=csv,noheader 2>&1 | head -4 | tr '\n' ';') || true
+  else
+    echo "no nvidia-smi on this machine; /proc/driver/nvidia/version:"
+    cat /proc/driver/nvidia/version 2>/dev/null || echo "(absent: no NVIDIA kernel module loaded)"
+    gpu_device="no nvidia-smi; $(head -1 /proc/driver/nvidia/version 2>/dev/null ||
+      echo 'no NVIDIA kernel module')"
+  fi
+  if gpu_present; then
+    echo "a GPU is present ($gpu_evidence): a CUDA program that skips (exit 77) fails this run"
+    gpu_device+=" (present: $gpu_evidence)"
+  else
+    echo "no GPU present (no /dev/nvidia<N>, no /proc/driver/nvidia/gpus/*): the CUDA programs skip"
+  fi
   check || exit 1 # (errexit does not hold in gpu's pipeline with tee)
   export LD_LIBRARY_PATH="$(realpath "$bundle")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== device.sh gpu${dry:+ $dry}, $(date -u '+%Y-%m-%d %H:%M UTC'), built from $(cat "$bundle/commit")"
   if command -v nvidia-smi >/dev/null; then
     timeout 10 nvidia-smi || echo "nvidia-smi: exit $?"
-    gpu_device=$(timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
-      --format=csv,noheader 2>&1 | head -4 | tr '\n' ';') || true
-  else
-    gpu_device="no nvidia-smi on this machine (no GPU here)"
   fi
   echo "device: $gpu_device"
   echo "== the CUDA math libraries"
@@ -371,6 +426,28 @@ gpu_main() {
       gpu_note "bug B1, WEFT_GPU_COMPLETION=$mode" "not in the bundle: not built"
     fi
   done
+  # The host word's kernel path behind a running gate kernel, timed: under
+  # lazy module loading (the default) a first launch that loads its kernel
+  # may wait for the running ones; with EAGER every kernel is loaded at
+  # start. The two times should be alike.
+  if [ -x "$bundle/tests/test_gpu_cuda" ]; then
+    local kernel_ms=()
+    for loading in lazy EAGER; do
+      if [ $loading = lazy ]; then
+        gpu_step "host_word_by_kernel, lazy loading" 30 env -u CUDA_MODULE_LOADING \
+          "$bundle/tests/test_gpu_cuda" --filter 'cuda/host_word_by_kernel' --verbose
+      else
+        gpu_step "host_word_by_kernel, CUDA_MODULE_LOADING=EAGER" 30 env CUDA_MODULE_LOADING=EAGER \
+          "$bundle/tests/test_gpu_cuda" --filter 'cuda/host_word_by_kernel' --verbose
+      fi
+      kernel_ms+=("$gpu_step_ms")
+    done
+    echo "== host_word_by_kernel: ${kernel_ms[0]} ms lazy (the default), ${kernel_ms[1]} ms" \
+      "with CUDA_MODULE_LOADING=EAGER"
+    gpu_host_word_times="${kernel_ms[0]} ms lazy, ${kernel_ms[1]} ms EAGER"
+  else
+    gpu_note "host_word_by_kernel, timed" "not in the bundle: not built"
+  fi
   run_bin "examples/gpu_cuda_streams 32 8" 15 examples/gpu_cuda_streams 32 8
   run_bin "examples/cholesky_gpu --n 2048 --b 512 --check" 30 \
     examples/cholesky_gpu --n 2048 --b 512 --reps 1 --check
@@ -397,6 +474,7 @@ gpu_main() {
   echo "== device.sh gpu${dry:+ $dry}: report (built from $(cat "$bundle/commit"), $SECONDS s)"
   echo "device: $gpu_device"
   echo "CUDA math libraries: $cuda_libs_status"
+  echo "host_word_by_kernel: ${gpu_host_word_times:-not run}"
   printf '%s\n' "${gpu_report[@]}"
   exit $gpu_failed
 }

@@ -398,7 +398,8 @@ WEFT_API int weft_var_wait(weft_engine *eng, weft_var *var);
  * var's failed state. */
 WEFT_API int weft_wait_all(weft_engine *eng);
 /* The number of GPUs operators may use: 0 without devices (no CUDA driver or
- * device, WEFT_GPU_BACKEND=none, or a build without CUDA unless
+ * device, a driver too old for the library's CUDA runtime, which one
+ * message names, WEFT_GPU_BACKEND=none, or a build without CUDA unless
  * WEFT_GPU_BACKEND=host asks for emulated devices). Returns the count, not
  * an error code.
  *
@@ -406,8 +407,11 @@ WEFT_API int weft_wait_all(weft_engine *eng);
  * the worker's stream in weft_run_ctx.stream (a cudaStream_t, or a host
  * backend stream for weft_gpu_host_enqueue), enqueues device work on it and
  * returns; the operator finishes when that work completes on the stream,
- * not when fn returns. Successors on the same device wait on the device;
- * CPU successors and weft_var_wait wait for the completion. Copy operators
+ * not when fn returns; fn runs in CUDA's relaxed stream capture mode, so
+ * that another thread's global-mode capture does not stop the engine
+ * (docs/api.md, "GPU operators on CUDA"). Successors on the same device
+ * wait on the device; CPU successors and weft_var_wait wait for the
+ * completion. Copy operators
  * (WEFT_PROP_COPY_TO_GPU / COPY_FROM_GPU) run on the copy workers' own
  * streams. A GPU operator takes fn, not async_fn (WEFT_EINVAL). A device
  * error fails the operator with WEFT_EDEVICE, its dependents with it, and

@@ -303,6 +303,9 @@
 /* hostword: a stream worker enqueues its lane's word write when its queue
  * runs empty, or after this many launches without one. */
 #define WEFT_GPU_WORD_BATCH 16
+/* cuda backend: an event_sync that a stream capture on another thread
+ * refuses (backend_cuda.c) polls the event instead, this often, ns. */
+#define WEFT_GPU_CAPTURE_POLL_NS 100000
 /* An operator's device work pending this long fails it and its device
  * (WEFT_GPU_WATCHDOG_MS; 0 turns it off), ms. Its vars stay held until the
  * work stops (retire.c). */

@@ -212,6 +212,13 @@ int weft_gpu_bind_thread(weft_gpu_backend *b, int device)
   return b->ops->bind_thread ? b->ops->bind_thread(b, device) : 0;
 }
 
+int weft_gpu_thread_init(weft_gpu_backend *b)
+{
+  if (!b)
+    return WEFT_EINVAL;
+  return b->ops->thread_init ? b->ops->thread_init(b) : 0;
+}
+
 int weft_gpu_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out)
 {
   if (out)

@@ -27,7 +27,9 @@
  *    refused (WEFT_EINVAL) and invalidate the capture; so does, on CUDA, any
  *    call the runtime forbids during capture (a synchronous one).
  *
- * Thread safety: every call may come from any thread. A stream is used by
+ * Thread safety: every call may come from any thread. A thread weft
+ * creates that calls the backend (a device worker, the completion thread,
+ * its waiter) calls thread_init first, once. A stream is used by
  * one thread at a time for enqueuing (a device worker owns its stream), and
  * the thread that began a capture ends it (CUDA: captures are begun
  * cudaStreamCaptureModeThreadLocal); events may be queried from one thread
@@ -116,7 +118,9 @@ typedef struct weft_gpu_backend_ops {
    * when the device is done with them), as in CUDA. */
   int (*event_destroy)(weft_gpu_backend *b, weft_gpu_event *e);
   int (*event_record)(weft_gpu_backend *b, weft_gpu_event *e, weft_gpu_stream *s);
-  /* WEFT_GPU_EVENT_COMPLETE, WEFT_GPU_EVENT_PENDING or WEFT_EDEVICE. */
+  /* WEFT_GPU_EVENT_COMPLETE, WEFT_GPU_EVENT_PENDING or WEFT_EDEVICE. A
+   * query that a stream capture on another thread refuses (CUDA) is
+   * PENDING: it is asked again, the device is not failed. */
   int (*event_query)(weft_gpu_backend *b, weft_gpu_event *e);
   int (*stream_wait_event)(weft_gpu_backend *b, weft_gpu_stream *s, weft_gpu_event *e);
   /* Enqueues a copy of bytes from src to dst; returns once it is enqueued. */
@@ -126,11 +130,23 @@ typedef struct weft_gpu_backend_ops {
    * its start, so that operators launch on their stream's device). NULL:
    * nothing to do. */
   int (*bind_thread)(weft_gpu_backend *b, int device);
+  /* At the start of each thread weft creates that calls the backend (device
+   * workers, the completion thread, its waiter), before any other call
+   * there. CUDA: the thread's stream capture interaction mode becomes
+   * relaxed for good (cudaThreadExchangeStreamCaptureMode), so that a
+   * capture in global mode elsewhere in the process (PyTorch's
+   * torch.cuda.graph, say) neither refuses the thread's queries, waits and
+   * syncs nor is invalidated by them (the cuda backend makes its creations,
+   * destroys and syncs on other threads in relaxed mode for their own
+   * duration; a capture_begin puts its thread in thread-local mode until
+   * capture_end). host: counts the calls (testing). NULL: nothing to do. */
+  int (*thread_init)(weft_gpu_backend *b);
   /* Blocks until the work the event's latest record (at call time)
    * captured completed, without spinning (CUDA: events are created with
    * cudaEventBlockingSync, so cudaEventSynchronize sleeps): 0
    * (WEFT_GPU_EVENT_COMPLETE) or WEFT_EDEVICE. A re-record meanwhile does
-   * not change what it waits for. */
+   * not change what it waits for. CUDA: refused by a stream capture on
+   * another thread, it polls the event (event_query) instead. */
   int (*event_sync)(weft_gpu_backend *b, weft_gpu_event *e);
   /* Host words: word_alloc fills w (its word reads 0), word_free frees
    * it (its streams' writes must have completed). */
@@ -208,6 +224,8 @@ int weft_gpu_stream_destroy(weft_gpu_backend *b, weft_gpu_stream *s);
 void *weft_gpu_stream_native(weft_gpu_backend *b, weft_gpu_stream *s);
 int weft_gpu_stream_sync(weft_gpu_backend *b, weft_gpu_stream *s);
 int weft_gpu_bind_thread(weft_gpu_backend *b, int device);
+/* The backend's thread_init (0 when it has none, WEFT_EINVAL for NULL b). */
+int weft_gpu_thread_init(weft_gpu_backend *b);
 int weft_gpu_event_create(weft_gpu_backend *b, int device, weft_gpu_event **out);
 int weft_gpu_event_destroy(weft_gpu_backend *b, weft_gpu_event *e);
 int weft_gpu_event_record(weft_gpu_backend *b, weft_gpu_event *e, weft_gpu_stream *s);

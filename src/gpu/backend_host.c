@@ -28,6 +28,23 @@ typedef struct weft_host_event {
 #define HS(s) ((weft_host_stream *)(void *)(s))
 #define HE(e) ((weft_host_event *)(void *)(e))
 
+/* Testing: thread_init calls (weft_gpu_host_test_thread_inits). atomic,
+ * relaxed: a count. */
+static _Atomic long thread_inits;
+
+long weft_gpu_host_test_thread_inits(void)
+{
+  return atomic_load_explicit(&thread_inits, memory_order_relaxed);
+}
+
+/* Nothing to set up on a thread (no capture modes here): counted only. */
+static int host_thread_init(weft_gpu_backend *b)
+{
+  (void)b;
+  atomic_fetch_add_explicit(&thread_inits, 1, memory_order_relaxed);
+  return 0;
+}
+
 static void host_close(weft_gpu_backend *b)
 {
   weft_free(b);
@@ -338,6 +355,7 @@ static void host_graph_destroy(weft_gpu_backend *b, weft_gpu_graph *g)
 
 static const weft_gpu_backend_ops host_ops = {
   .name = "host",
+  .thread_init = host_thread_init,
   .close = host_close,
   .stream_create = host_stream_create,
   .stream_destroy = host_stream_destroy,

@@ -16,8 +16,15 @@
 extern "C" {
 #endif
 
-/* Enqueues the kernel on stream; cudaGetLastError's result of the launch. */
+/* Enqueues the kernel on stream; the launch's result (cudaLaunchKernel's,
+ * not an earlier error left on the thread). */
 cudaError_t weft_cuda_word_kernel_launch(cudaStream_t stream, void *dev_word, uint32_t value);
+/* Loads the kernel on the calling thread's current device now
+ * (cudaFuncGetAttributes), so that its first launch does not: under lazy
+ * module loading (the default since CUDA 12.2) a first launch loads its
+ * kernel, which may synchronise the context, i.e. wait for the kernels
+ * running on the device. cudaFuncGetAttributes's result. */
+cudaError_t weft_cuda_word_kernel_load(void);
 
 /* Testing (not public): nonzero makes every host-word write use the
  * kernel, also where the driver offers cuStreamWriteValue32. */

@@ -193,4 +193,9 @@ void weft_host_graph_unref(weft_host_graph *g);
  */
 int weft_gpu_host_test_inject_error(void *stream);
 
+/* Testing hook (not part of the public API): the host backend's
+ * thread_init calls so far, every backend of the process together (each
+ * thread the GPU layer starts that calls the backend makes one: backend.h). */
+long weft_gpu_host_test_thread_inits(void);
+
 #endif /* WEFT_GPU_HOST_H */

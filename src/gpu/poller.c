@@ -113,6 +113,10 @@ static int park(weft_gpu_exec *x, unsigned long seen, int64_t timeout_ns, weft_g
 static void *poller_main(void *arg)
 {
   weft_gpu_exec *x = arg;
+  /* CUDA: relaxed capture mode for its queries (backend.h, thread_init). A
+   * failure is logged by the backend; the thread goes on (a query a capture
+   * refuses counts as pending, under the watchdog). */
+  (void)weft_gpu_thread_init(x->b);
   weft_engine_executor_thread(); /* no user operator runs inline here */
   int64_t last_progress = weft_now_ns();
   int64_t sleep_ns = 0; /* the current back-off; 0: start over */
@@ -175,6 +179,9 @@ static void *poller_main(void *arg)
 static void *waiter_main(void *arg)
 {
   weft_gpu_exec *x = arg;
+  /* CUDA: relaxed capture mode for its event_sync (backend.h, thread_init);
+   * a failure is logged by the backend. */
+  (void)weft_gpu_thread_init(x->b);
   pthread_mutex_lock(&x->poll_lock);
   for (;;) {
     while (!x->wait_req && !x->poll_stop)

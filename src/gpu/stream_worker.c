@@ -150,9 +150,14 @@ static bool park(weft_gpu_worker *w, unsigned long seen)
 static void *worker_main(void *arg)
 {
   weft_gpu_worker *w = arg;
-  /* CUDA's current device is per thread: operators launch on ours. A
-   * failure fails every operator this worker gets. */
-  int bound = weft_gpu_bind_thread(w->x->b, w->device);
+  /* The backend's per-thread setup first (CUDA: relaxed capture mode, so
+   * that a global-mode capture elsewhere in the process does not refuse
+   * this thread's calls), then CUDA's current device, which is per thread:
+   * operators launch on ours. A failure of either fails every operator
+   * this worker gets. */
+  int bound = weft_gpu_thread_init(w->x->b);
+  if (!bound)
+    bound = weft_gpu_bind_thread(w->x->b, w->device);
   weft_engine_executor_thread(); /* no user operator runs inline here */
   weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {

@@ -15,6 +15,15 @@ static __global__ void weft_word_kernel(volatile uint32_t *word, uint32_t value)
 extern "C" cudaError_t weft_cuda_word_kernel_launch(cudaStream_t stream, void *dev_word,
                                                      uint32_t value)
 {
-  weft_word_kernel<<<1, 1, 0, stream>>>((volatile uint32_t *)dev_word, value);
-  return cudaGetLastError();
+  volatile uint32_t *word = (volatile uint32_t *)dev_word;
+  void *args[] = {&word, &value};
+  /* The launch's own result: cudaGetLastError after a <<<>>> launch would
+   * also return an error an operator's fn left on this thread. */
+  return cudaLaunchKernel((const void *)weft_word_kernel, dim3(1), dim3(1), args, 0, stream);
+}
+
+extern "C" cudaError_t weft_cuda_word_kernel_load(void)
+{
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, (const void *)weft_word_kernel);
 }

@@ -73,6 +73,11 @@ typedef struct b1_backend {
   int (*hold)(void *stream, b1_reader *r);
   /* Enqueue work on stream that sets t->ran, then fails the device. */
   int (*trap)(void *stream, b1_trap *t);
+  /* NULL, or makes the first read and trap launch no different from the
+   * others, before any of them (CUDA: loads the kernels, which lazy module
+   * loading would do at the first launch, waiting for the readers). 0 or
+   * an error. */
+  int (*load)(void);
 } b1_backend;
 
 typedef enum { B1_SPREAD, B1_ONE_STREAM } b1_layout;
@@ -189,6 +194,11 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
   if (weft_gpu_count(t.eng) < 1) {
     cr_assert_eq(te_free(&t), 0);
     cr_skip_test("no %s device", be->name);
+  }
+  if (be->load) {
+    int err = be->load();
+    cr_assert_eq(err, 0, "%s: loading the readers' and the trap's kernels failed: %d", be->name,
+                 err);
   }
   b1_shared *sh = be->alloc(sizeof *sh);
   cr_assert_not_null(sh, "%s: could not allocate the words the device work shares", be->name);

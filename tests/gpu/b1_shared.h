@@ -52,6 +52,9 @@ extern "C" {
  * r and t are device addresses of mapped host memory. */
 int weft_test_b1_read(b1_reader *r, long long max_ns, void *s);
 int weft_test_b1_trap(b1_trap *t, void *s);
+/* Loads both kernels on the current device (cudaFuncGetAttributes): the
+ * first cudaError_t, or 0. */
+int weft_test_b1_load(void);
 #ifdef __cplusplus
 }
 #endif

@@ -65,3 +65,17 @@ extern "C" int weft_test_b1_trap(b1_trap *t, void *s)
   weft_test_b1_trap_kernel<<<1, 1, 0, (cudaStream_t)s>>>(t);
   return (int)cudaGetLastError();
 }
+
+/* Loads both kernels on the current device now (cudaFuncGetAttributes); the
+ * first failure, or 0. Under lazy module loading a first launch loads its
+ * kernel, which may synchronise the context: the trap's first launch while
+ * the readers run would wait for them to finish reading, and the scenario
+ * would test nothing. */
+extern "C" int weft_test_b1_load(void)
+{
+  cudaFuncAttributes attr;
+  cudaError_t err = cudaFuncGetAttributes(&attr, (const void *)weft_test_b1_read_kernel);
+  if (err == cudaSuccess)
+    err = cudaFuncGetAttributes(&attr, (const void *)weft_test_b1_trap_kernel);
+  return (int)err;
+}

@@ -1,7 +1,8 @@
 /*
  * Test kernels for the cuda suite, with C-callable launchers. Each launcher
  * enqueues on the given stream and returns the launch's cudaError_t (0 on
- * success) as an int.
+ * success) as an int. weft_test_kernels_load loads them all first (lazy
+ * module loading, below).
  */
 #include <cuda_runtime.h>
 
@@ -60,4 +61,24 @@ extern "C" int weft_test_kernel_gate(const void *open, void *timed_out, long lon
   weft_test_gate_kernel<<<1, 1, 0, s>>>((const volatile int *)open, (volatile int *)timed_out,
                                         timeout_ns);
   return (int)cudaGetLastError();
+}
+
+/* Loads every kernel above on the current device now (cudaFuncGetAttributes)
+ * and returns the first failure (0: all loaded). Under lazy module loading
+ * (the default since CUDA 12.2) a kernel's first launch loads it, which may
+ * synchronise the context: a first launch behind a running gate kernel
+ * would wait for it (and the gate waits for the test), and one during a
+ * stream capture would load while capturing. The suite loads them before
+ * any scenario. */
+extern "C" int weft_test_kernels_load(void)
+{
+  const void *kernels[] = {(const void *)weft_test_add_kernel, (const void *)weft_test_spin_kernel,
+                           (const void *)weft_test_gate_kernel};
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, kernels[i]);
+    if (err != cudaSuccess)
+      return (int)err;
+  }
+  return 0;
 }

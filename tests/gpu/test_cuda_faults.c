@@ -89,6 +89,7 @@ static const b1_backend cuda_backend = {
     .read = cuda_read,
     .hold = cuda_hold,
     .trap = cuda_trap,
+    .load = weft_test_b1_load,
 };
 
 /* The host test's twin (test_engine_gpu.c, "Bug B1"): one reader, the trap
@@ -159,6 +160,9 @@ Test(cuda_faults, captured_trap_fails_the_replay, .init = setup, .timeout = TU_T
   void *native = weft_gpu_stream_native(b, s);
   b1_trap *t = cuda_alloc(sizeof *t);
   cr_assert_not_null(t);
+  /* Loaded before the capture: lazy module loading would load it at its
+   * first launch, inside the capture. */
+  cr_assert_eq(weft_test_b1_load(), 0, "loading the trapping kernel failed");
 
   cr_assert_eq(weft_gpu_capture_begin(b, s), 0);
   cr_assert_eq(cuda_trap(native, t), 0, "the trapping kernel was not captured");

@@ -750,6 +750,38 @@ Test(gpu_engine, an_idle_executor_burns_no_cpu_and_starts_threads_lazily, .init 
   cr_assert_eq(tu_threads_named("weft-gpu-poll"), 0, "the poller outlived the engine");
 }
 
+/* Every thread the GPU layer starts calls the backend's thread_init, once
+ * (CUDA puts it in relaxed capture mode there, so that a capture in global
+ * mode elsewhere in the process does not refuse its calls: backend.h):
+ * each started device's compute and copy workers, and the engine's
+ * completion thread, with its waiter in the hostword and blocking modes.
+ * The engine's destroy joins them all, so the count is then exact. */
+Test(gpu_engine, every_gpu_thread_inits_the_backend_once, .init = setup,
+     .timeout = TU_TIMEOUT(30))
+{
+  const char *mode = getenv("WEFT_GPU_COMPLETION");
+  bool waiter = !mode || strcmp(mode, "event") != 0;
+  enum { COMPUTE = 3, COPY = 2, DEVICES = 2 };
+  setenv("WEFT_GPU_WORKERS", "3", 1);
+  setenv("WEFT_GPU_COPY_WORKERS", "2", 1);
+  long before = weft_gpu_host_test_thread_inits();
+  te t = te_new(NULL, 2, 0);
+  cr_assert_eq(weft_gpu_count(t.eng), DEVICES);
+  weft_var *v = te_var(t.eng);
+  cr_assert_eq(weft_gpu_host_test_thread_inits() - before, 0, "a thread_init before any GPU op");
+  for (int dev = 0; dev < DEVICES; dev++)
+    for (int i = 0; i < 2 * COMPUTE; i++)
+      cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, dev), NULL, v), 0);
+  cr_assert_eq(weft_wait_all(t.eng), 0);
+  cr_assert_eq(te_free(&t), 0);
+  long want = DEVICES * (COMPUTE + COPY) + 1 + (waiter ? 1 : 0);
+  long got = weft_gpu_host_test_thread_inits() - before;
+  cr_assert_eq(got, want,
+               "%ld thread_init calls for %d devices of %d compute and %d copy workers, a "
+               "completion thread%s: want %ld",
+               got, DEVICES, COMPUTE, COPY, waiter ? " and its waiter" : "", want);
+}
+
 /* A long device operation (0.4 s) costs the completion thread next to no
  * CPU in the hostword and blocking modes: after its spin it blocks, its
  * waiter sleeping in event_sync. The CPU successor still starts once the
