@@ -359,6 +359,31 @@ static inline int tu_pin_self(int cpu)
 #define tu_assert_no_leaks() ((void)0)
 #endif
 
+/* ------------------------------------------------------- library messages */
+
+/* The library's messages (weft_set_log_callback(tu_log_cb, &buf)), one a
+ * line, as many as fit; seen is set once a message contains watch (if not
+ * NULL). Initialise with TU_LOGBUF_INIT or TU_LOGBUF_WATCH("text"). */
+typedef struct tu_logbuf {
+  pthread_mutex_t mu;
+  char text[4096];   /* under mu */
+  const char *watch; /* immutable */
+  atomic_int seen;
+} tu_logbuf;
+#define TU_LOGBUF_INIT {PTHREAD_MUTEX_INITIALIZER, "", NULL, 0}
+#define TU_LOGBUF_WATCH(what) {PTHREAD_MUTEX_INITIALIZER, "", (what), 0}
+
+static inline void tu_log_cb(void *arg, const char *msg)
+{
+  tu_logbuf *l = arg;
+  pthread_mutex_lock(&l->mu);
+  strncat(l->text, msg, sizeof l->text - strlen(l->text) - 2);
+  strcat(l->text, "\n");
+  pthread_mutex_unlock(&l->mu);
+  if (l->watch && strstr(msg, l->watch))
+    atomic_store(&l->seen, 1);
+}
+
 /* -------------------------------------------------------- stderr capture */
 
 /* Captures what is written to fd 2 between begin and end into a temporary

@@ -354,20 +354,6 @@ Test(handles, a_failed_chunk_allocation_changes_nothing, .init = setup,
 
 /* ------------------------------------------------ the engine at the limit */
 
-typedef struct logbuf {
-  pthread_mutex_t mu;
-  char text[2048];
-} logbuf;
-
-static void log_cb(void *arg, const char *msg)
-{
-  logbuf *l = arg;
-  pthread_mutex_lock(&l->mu);
-  strncat(l->text, msg, sizeof l->text - strlen(l->text) - 2);
-  strcat(l->text, "\n");
-  pthread_mutex_unlock(&l->mu);
-}
-
 #define ENGINE_LIMIT 2500L
 
 Test(handles, var_new_at_the_limit_returns_elimit_with_a_message, .init = setup,
@@ -378,8 +364,8 @@ Test(handles, var_new_at_the_limit_returns_elimit_with_a_message, .init = setup,
   weft_var *v[ENGINE_LIMIT];
   for (long i = 0; i < ENGINE_LIMIT; i++)
     v[i] = te_var(t.eng);
-  logbuf lb = {PTHREAD_MUTEX_INITIALIZER, ""};
-  weft_set_log_callback(log_cb, &lb);
+  tu_logbuf lb = TU_LOGBUF_INIT;
+  weft_set_log_callback(tu_log_cb, &lb);
   weft_var *extra = (weft_var *)(uintptr_t)1;
   int rc = weft_var_new(t.eng, &extra);
   weft_set_log_callback(NULL, NULL);
@@ -399,7 +385,7 @@ Test(handles, var_new_at_the_limit_returns_elimit_with_a_message, .init = setup,
   cr_assert_eq(te_push(t.eng, te_count_fn, &ran, TE_NONE, TE_V(again), 0), 0);
   cr_assert_eq(weft_var_wait(t.eng, again), 0);
   cr_assert_eq(atomic_load(&ran), 2);
-  weft_set_log_callback(log_cb, &lb);
+  weft_set_log_callback(tu_log_cb, &lb);
   rc = weft_var_new(t.eng, &extra);
   weft_set_log_callback(NULL, NULL);
   cr_assert_eq(rc, WEFT_ELIMIT, "the limit, again after a deletion and a new var");
@@ -422,8 +408,8 @@ Test(handles, op_new_at_the_limit_returns_elimit_with_a_message, .init = setup,
     if (rc)
       cr_assert_fail("weft_op_new %ld = %d (%s)", i + 1, rc, weft_strerror(rc));
   }
-  logbuf lb = {PTHREAD_MUTEX_INITIALIZER, ""};
-  weft_set_log_callback(log_cb, &lb);
+  tu_logbuf lb = TU_LOGBUF_INIT;
+  weft_set_log_callback(tu_log_cb, &lb);
   weft_op *extra = (weft_op *)(uintptr_t)1;
   int rc = weft_op_new(t.eng, &d, &extra);
   weft_set_log_callback(NULL, NULL);
@@ -480,8 +466,8 @@ Test(handles, an_async_operator_past_the_token_limit_fails_with_elimit, .init = 
   cr_assert_eq(weft_push(t.eng, &d), 0);
   cr_assert(TU_WAIT_UNTIL(atomic_load(&ha.started) && atomic_load(&hb.started), TU_DEADLINE_S),
             "the two async operators did not start");
-  logbuf lb = {PTHREAD_MUTEX_INITIALIZER, ""};
-  weft_set_log_callback(log_cb, &lb);
+  tu_logbuf lb = TU_LOGBUF_INIT;
+  weft_set_log_callback(tu_log_cb, &lb);
   d.arg = &hc;
   d.writes = &c;
   d.name = "third_async";

@@ -557,25 +557,6 @@ static int stuck_fn(const weft_run_ctx *rc, void *arg)
   return weft_gpu_host_enqueue(rc->stream, stuck_item, arg);
 }
 
-/* The log while a test watches for the watchdog's line (its messages,
- * through weft_set_log_callback). */
-typedef struct watch_log {
-  pthread_mutex_t mu;
-  char text[4096]; /* under mu */
-  atomic_int fired; /* a message named WEFT_GPU_WATCHDOG_MS */
-} watch_log;
-
-static void watch_log_fn(void *arg, const char *msg)
-{
-  watch_log *l = arg;
-  pthread_mutex_lock(&l->mu);
-  size_t n = strlen(l->text);
-  snprintf(l->text + n, sizeof l->text - n, "%s\n", msg);
-  pthread_mutex_unlock(&l->mu);
-  if (strstr(msg, "WEFT_GPU_WATCHDOG_MS"))
-    atomic_store(&l->fired, 1);
-}
-
 /* Work pending past the watchdog fails, its device with it, and so does
  * its dependent: once the work ended (the device no longer uses its vars;
  * tests/gpu/watchdog.h checks that nothing runs on them before). */
@@ -587,11 +568,11 @@ Test(gpu_engine, the_watchdog_fails_overdue_work_and_its_dependents, .init = set
   weft_var *v = te_var(t.eng), *u = te_var(t.eng);
   atomic_store(&release_stuck, 0);
   atomic_store(&ran_fn, 0);
-  watch_log lg = {PTHREAD_MUTEX_INITIALIZER, "", 0};
-  weft_set_log_callback(watch_log_fn, &lg);
+  tu_logbuf lg = TU_LOGBUF_WATCH("WEFT_GPU_WATCHDOG_MS"); /* its line */
+  weft_set_log_callback(tu_log_cb, &lg);
   cr_assert_eq(push_rw(t.eng, gpu_desc(stuck_fn, NULL, 0), NULL, v), 0);
   cr_assert_eq(push_rw(t.eng, te_desc(count_fn, NULL), v, u), 0);
-  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.fired), TU_DEADLINE_S);
+  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.seen), TU_DEADLINE_S);
   atomic_store(&release_stuck, 1); /* the work ends */
   int rc = weft_var_wait(t.eng, u);
   int rc_all = weft_wait_all(t.eng);
@@ -991,12 +972,12 @@ Test(gpu_engine, the_watchdog_fails_the_queue_behind_at_once, .init = setup,
   te t = te_new(NULL, 1, 0);
   weft_var *v = te_var(t.eng), *u = te_var(t.eng);
   atomic_store(&release_stuck, 0);
-  watch_log lg = {PTHREAD_MUTEX_INITIALIZER, "", 0};
-  weft_set_log_callback(watch_log_fn, &lg);
+  tu_logbuf lg = TU_LOGBUF_WATCH("WEFT_GPU_WATCHDOG_MS"); /* its line */
+  weft_set_log_callback(tu_log_cb, &lg);
   cr_assert_eq(push_rw(t.eng, gpu_desc(stuck_fn, NULL, 0), NULL, v), 0);
   for (int i = 0; i < 100; i++) /* 20 s of watchdog periods, one after another */
     cr_assert_eq(push_rw(t.eng, gpu_desc(nop_fn, NULL, 0), NULL, u), 0);
-  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.fired), TU_DEADLINE_S);
+  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.seen), TU_DEADLINE_S);
   atomic_store(&release_stuck, 1); /* the stuck work ends: the queue behind it fails */
   int rc_u = weft_var_wait(t.eng, u);
   int rc = weft_wait_all(t.eng);

@@ -42,25 +42,6 @@
  * after the watchdog's line: far longer than a dispatch. */
 #define WD_GRACE_S (0.3 * WEFT_TEST_TIMEOUT_MULT)
 
-/* The log, through weft_set_log_callback: its lines, and whether one named
- * the watchdog. */
-typedef struct wd_log {
-  pthread_mutex_t mu;
-  char text[4096]; /* under mu: "weft: <msg>\n" per message */
-  atomic_int fired;
-} wd_log;
-
-static void wd_log_fn(void *arg, const char *msg)
-{
-  wd_log *l = arg;
-  pthread_mutex_lock(&l->mu);
-  size_t n = strlen(l->text);
-  snprintf(l->text + n, sizeof l->text - n, "weft: %s\n", msg);
-  pthread_mutex_unlock(&l->mu);
-  if (strstr(msg, "WEFT_GPU_WATCHDOG_MS"))
-    atomic_store(&l->fired, 1);
-}
-
 /* A GPU operator whose device work is a reader of r (b1_backend.hold). */
 typedef struct wd_gpu {
   const b1_backend *be;
@@ -196,15 +177,15 @@ static void wd_reader_keeps_its_buffer(const b1_backend *be)
   wd_writer_init(&w, r);
   atomic_int late_runs;
   atomic_init(&late_runs, 0);
-  wd_log lg = {PTHREAD_MUTEX_INITIALIZER, "", 0};
-  weft_set_log_callback(wd_log_fn, &lg);
+  tu_logbuf lg = TU_LOGBUF_WATCH("WEFT_GPU_WATCHDOG_MS"); /* its line */
+  weft_set_log_callback(tu_log_cb, &lg);
 
   TU_CHECK(wd_push_gpu(t.eng, &g, "held reader", x, rv) == 0, "push the held reader");
   bool started = TU_WAIT_UNTIL(atomic_load(&r->started), TU_DEADLINE_S);
   TU_CHECK(b1_push(t.eng, wd_write_fn, &w, false, TE_NONE, TE_V(x)) == 0, "push the writer");
   wd_waiter wt;
   wd_waiter_start(&wt, t.eng, x, r);
-  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.fired), TU_DEADLINE_S);
+  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.seen), TU_DEADLINE_S);
   /* An engine that let go of x at the watchdog runs the writer and
    * returns the wait now. */
   (void)TU_WAIT_UNTIL(atomic_load(&w.runs) || atomic_load(&wt.returned), WD_GRACE_S);
@@ -280,8 +261,8 @@ static void wd_stream_order_keeps_the_buffer(const b1_backend *be)
   wd_gpu_init(&g2, be, &r[1]);
   wd_writer w;
   wd_writer_init(&w, &r[1]);
-  wd_log lg = {PTHREAD_MUTEX_INITIALIZER, "", 0};
-  weft_set_log_callback(wd_log_fn, &lg);
+  tu_logbuf lg = TU_LOGBUF_WATCH("WEFT_GPU_WATCHDOG_MS"); /* its line */
+  weft_set_log_callback(tu_log_cb, &lg);
 
   TU_CHECK(wd_push_gpu(t.eng, &g1, "held reader", x, rv1) == 0, "push R1");
   TU_CHECK(wd_push_gpu(t.eng, &g2, "reader behind it", y, rv2) == 0, "push R2");
@@ -289,7 +270,7 @@ static void wd_stream_order_keeps_the_buffer(const b1_backend *be)
   wd_waiter wt;
   wd_waiter_start(&wt, t.eng, y, &r[1]);
   bool started = TU_WAIT_UNTIL(atomic_load(&r[0].started), TU_DEADLINE_S);
-  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.fired), TU_DEADLINE_S);
+  bool fired = TU_WAIT_UNTIL(atomic_load(&lg.seen), TU_DEADLINE_S);
   (void)TU_WAIT_UNTIL(atomic_load(&w.runs) || atomic_load(&wt.returned), WD_GRACE_S);
   bool r2_waited = !atomic_load(&r[1].started); /* R2's work still behind R1's */
   atomic_store(&r[0].stop, 1); /* R1's work ends, then R2's runs */

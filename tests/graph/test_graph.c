@@ -375,20 +375,6 @@ Test(graph, busy_while_running_and_waits_inside_would_deadlock, .init = setup,
   tu_assert_no_errors();
 }
 
-typedef struct logbuf {
-  pthread_mutex_t mu;
-  char text[1024];
-} logbuf;
-
-static void log_cb(void *arg, const char *msg)
-{
-  logbuf *l = arg;
-  pthread_mutex_lock(&l->mu);
-  strncat(l->text, msg, sizeof l->text - strlen(l->text) - 2);
-  strcat(l->text, "\n");
-  pthread_mutex_unlock(&l->mu);
-}
-
 Test(graph, launch_with_a_deleted_var_fails_and_runs_nothing, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
@@ -411,8 +397,8 @@ Test(graph, launch_with_a_deleted_var_fails_and_runs_nothing, .init = setup,
     cr_assert_eq(weft_wait_all(t.eng), 0);
     cr_assert_eq(atomic_load(&runs), 2);
     cr_assert_eq(weft_var_delete(t.eng, b), 0);
-    logbuf lb = {PTHREAD_MUTEX_INITIALIZER, ""};
-    weft_set_log_callback(log_cb, &lb);
+    tu_logbuf lb = TU_LOGBUF_INIT;
+    weft_set_log_callback(tu_log_cb, &lb);
     int rc = weft_graph_launch(g);
     weft_set_log_callback(NULL, NULL);
     cr_assert_eq(rc, WEFT_EINVAL, "%s: launch with a deleted var = %d", kinds[kd], rc);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/tunables.h"
+#include "mpi_layout.h"
 #include "mpi_tap.h"
 #include <weft/weft_mpi.h>
 
@@ -65,45 +66,7 @@ static void capture_end(capture *c)
 
 /* ------------------------------------------------------------ layouts */
 
-/* count elements of a type, described by MPI before the attachment. */
-typedef struct layout {
-  MPI_Datatype type;
-  int count;
-  ptrdiff_t lo; /* the span: [origin + lo, origin + lo + bytes) */
-  size_t bytes;
-  unsigned char *mask; /* bytes: 1 where the type has data */
-} layout;
-
 static unsigned char pattern(size_t k) { return (unsigned char)(k * 13 + 5); }
-
-/* The span and data mask (MPI_Unpack of all-ones bytes). */
-static bool describe(mt_ctx *t, layout *l, MPI_Datatype type, int count)
-{
-  MPI_Aint lb, extent, tlb, textent;
-  MPI_Type_get_extent(type, &lb, &extent);
-  MPI_Type_get_true_extent(type, &tlb, &textent);
-  l->type = type;
-  l->count = count;
-  l->lo = tlb < 0 ? (ptrdiff_t)tlb : 0;
-  ptrdiff_t hi = (ptrdiff_t)tlb + (ptrdiff_t)(count - 1) * (ptrdiff_t)extent + (ptrdiff_t)textent;
-  l->bytes = (size_t)((hi > 0 ? hi : 0) - l->lo);
-  l->mask = calloc(l->bytes, 1);
-  int packed = 0;
-  MPI_Pack_size(count, type, MPI_COMM_SELF, &packed);
-  unsigned char *ones = malloc((size_t)packed);
-  MT_CHECK(t, l->mask && ones, "allocation");
-  if (!l->mask || !ones) {
-    free(ones);
-    return false;
-  }
-  memset(ones, 0xff, (size_t)packed);
-  int pos = 0;
-  MPI_Unpack(ones, packed, &pos, l->mask - l->lo, count, type, MPI_COMM_SELF);
-  free(ones);
-  for (size_t k = 0; k < l->bytes; k++)
-    l->mask[k] = l->mask[k] != 0;
-  return true;
-}
 
 /* -------------------------------------------------------- mismatches */
 
