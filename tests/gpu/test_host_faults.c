@@ -1,5 +1,5 @@
 /*
- * Bug B1's scenario (b1.h) and the watchdog's (watchdog.h) on the host
+ * Early release after a device error (b1.h) and the watchdog's (watchdog.h) on the host
  * backend's emulated device: the same code as the CUDA fault suite
  * (test_cuda_faults.c), so that it runs on every machine, not only where a
  * GPU is lent. A reader is a host function on its stream that reads the
