@@ -30,6 +30,7 @@ typedef struct lb_check {
   weft_engine *eng;
   const weft_var_impl *target; /* the var waited on */
   uint64_t ticket;             /* the wait's (loopback.h: weft_wait_list) */
+  bool used_pending;           /* a listed wait was taken for registered */
   /* Open addressing, linear probing, cap a power of two, at most half full:
    * keys are operators and vars (0: empty). */
   uintptr_t *keys;
@@ -158,8 +159,10 @@ static int lb_pending(lb_check *c, const weft_var_impl *var)
   int rc = 0;
   weft_spin_lock(&c->eng->loop_lock);
   for (const weft_var_waiter *p = c->eng->loop_pending; p && !rc; p = p->pending_next)
-    if (p->ticket < c->ticket && p->v == var)
+    if (p->ticket < c->ticket && p->v == var) {
+      c->used_pending = true;
       rc = lb_root_waits(c, p);
+    }
   weft_spin_unlock(&c->eng->loop_lock);
   return rc;
 }
@@ -261,12 +264,15 @@ static int lb_visit(lb_check *c, weft_opr *op)
   return 0;
 }
 
-int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
+/* One check of w's wait (see weft_wait_loops); *used_pending: whether it
+ * took a listed wait for registered. */
+static int lb_check_once(weft_engine *eng, const weft_var_waiter *w, bool *used_pending)
 {
   lb_check c;
   c.eng = eng;
   c.target = w->v;
   c.ticket = w->ticket;
+  c.used_pending = false;
   c.keys = c.ikeys;
   c.vals = c.ivals;
   c.cap = LB_INLINE_SLOTS;
@@ -284,7 +290,35 @@ int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
   }
   if (c.work != c.iwork)
     weft_free(c.work);
+  *used_pending = c.used_pending;
   return rc;
+}
+
+/* Whether a wait listed before ticket is still listed. */
+static bool lb_earlier_listed(weft_engine *eng, uint64_t ticket)
+{
+  bool any = false;
+  weft_spin_lock(&eng->loop_lock);
+  for (const weft_var_waiter *p = eng->loop_pending; p && !any; p = p->pending_next)
+    any = p->ticket < ticket;
+  weft_spin_unlock(&eng->loop_lock);
+  return any;
+}
+
+int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
+{
+  bool used_pending;
+  int rc = lb_check_once(eng, w, &used_pending);
+  if (rc != WEFT_EDEADLK || !used_pending)
+    return rc;
+  /* A loop through a listed wait, taken for registered: it may not be (its
+   * own check may answer WEFT_EDEADLK, and then it never queues). Once
+   * every earlier check is over (each is a bounded walk that waits for
+   * nothing, and only for earlier tickets in turn: no cycle), those waits
+   * are registered or gone, and a second check sees which. */
+  for (unsigned spins = 0; lb_earlier_listed(eng, w->ticket);)
+    weft_spin_step(&spins, 255);
+  return lb_check_once(eng, w, &used_pending);
 }
 
 void weft_wait_list(weft_engine *eng, weft_var_waiter *w)

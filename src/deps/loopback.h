@@ -115,7 +115,10 @@ static inline void weft_nest_pop(const weft_nest *frame, const struct weft_opr *
  * every listed wait's. Such a wait's check sees each wait listed with an
  * earlier ticket as if it were already registered (at the tail of its
  * var), so of two waits checked at the same moment that close a loop
- * together, the later one sees it: exactly one of them is WEFT_EDEADLK. */
+ * together, the later one sees it: exactly one of them is WEFT_EDEADLK. A
+ * check that found its loop through such a wait checks again once every
+ * earlier check is over (that wait may have found a loop of its own, and
+ * then it never queues): no WEFT_EDEADLK rests on a wait that never was. */
 void weft_wait_list(weft_engine *eng, weft_var_waiter *w);
 /* Unlists w, once its wait operator is registered (or its check failed). */
 void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w);

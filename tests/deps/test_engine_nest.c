@@ -382,6 +382,24 @@ static bool nn_needs(nn_run *r, int from, int to)
   return false;
 }
 
+/* Under mu: the stacks, with whom each operator on them waits for. */
+static void nn_dump(nn_run *r, char *buf, size_t size)
+{
+  size_t k = 0;
+  buf[0] = 0;
+  for (int s = 0; s < r->nstacks && k + 40 < size; s++) {
+    k += (size_t)snprintf(buf + k, size - k, " [thread %d:", s);
+    for (int i = 0; i < r->stack[s].n && k + 40 < size; i++)
+      k += (size_t)snprintf(buf + k, size - k, " %d(waits %d)", r->stack[s].id[i],
+                            r->waits_on[r->stack[s].id[i]]);
+    k += (size_t)snprintf(buf + k, size - k, "]");
+  }
+  for (int i = 0; i < NN_IDS && k + 40 < size; i++)
+    if (r->waits_on[i] >= 0)
+      k += (size_t)snprintf(buf + k, size - k, " %d waits %d%s;", i, r->waits_on[i],
+                            r->alive[r->waits_on[i]] ? "" : " (gone)");
+}
+
 static void nn_enter(nn_run *r, int id)
 {
   pthread_mutex_lock(&r->mu);
@@ -424,7 +442,12 @@ static void nn_wait(nn_run *r, int me, int target, weft_var *var)
   if (rc == WEFT_EDEADLK) {
     /* The ones that wait for me still do: the cycle, if any, is there now. */
     bool cycle = target == me || (r->alive[target] && nn_needs(r, target, me));
-    TU_CHECK(cycle, "op %d's wait for %d: WEFT_EDEADLK with no cycle", me, target);
+    if (!cycle) {
+      char buf[400];
+      nn_dump(r, buf, sizeof buf);
+      TU_CHECK(cycle, "op %d's wait for %d (%s): WEFT_EDEADLK with no cycle; stacks:%s", me,
+               target, r->alive[target] ? "alive" : "gone", buf);
+    }
     if (target == me)
       r->edeadlk_own++;
     else
@@ -656,14 +679,7 @@ static void nn_scenario(uint64_t seed0, int threads, int cap, bool pace, nn_tota
   if (!ended) {
     pthread_mutex_lock(&r->mu);
     char buf[512];
-    int k = 0;
-    for (int s = 0; s < r->nstacks && k < 400; s++) {
-      k += snprintf(buf + k, sizeof buf - (size_t)k, " [thread %d:", s);
-      for (int i = 0; i < r->stack[s].n && k < 400; i++)
-        k += snprintf(buf + k, sizeof buf - (size_t)k, " %d(waits %d)", r->stack[s].id[i],
-                      r->waits_on[r->stack[s].id[i]]);
-      k += snprintf(buf + k, sizeof buf - (size_t)k, "]");
-    }
+    nn_dump(r, buf, sizeof buf);
     pthread_mutex_unlock(&r->mu);
     cr_assert_fail("seed %#llx, %d threads, max_inflight %d: the tree of %d operators hung"
                    " (%d not returned); stacks:%s",
