@@ -305,8 +305,13 @@ static bool lb_earlier_listed(weft_engine *eng, uint64_t ticket)
   return any;
 }
 
+void (*weft_test_loop_listed)(void);
+void (*weft_test_loop_recheck)(void);
+
 int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
 {
+  if (weft_test_loop_listed)
+    weft_test_loop_listed();
   bool used_pending;
   int rc = lb_check_once(eng, w, &used_pending);
   if (rc != WEFT_EDEADLK || !used_pending)
@@ -316,6 +321,8 @@ int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
    * every earlier check is over (each is a bounded walk that waits for
    * nothing, and only for earlier tickets in turn: no cycle), those waits
    * are registered or gone, and a second check sees which. */
+  if (weft_test_loop_recheck)
+    weft_test_loop_recheck();
   for (unsigned spins = 0; lb_earlier_listed(eng, w->ticket);)
     weft_spin_step(&spins, 255);
   return lb_check_once(eng, w, &used_pending);

@@ -129,4 +129,12 @@ void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w);
  * ran out of memory. The threaded engine only. */
 int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w);
 
+/* Test hooks (tests/deps/test_loop_check.c), NULL otherwise: listed is
+ * called by weft_wait_loops before its check (its wait listed), recheck
+ * when a check found its loop only through a listed wait and is about to
+ * wait for the earlier checks. Set before the threads that call them
+ * start. */
+extern void (*weft_test_loop_listed)(void);
+extern void (*weft_test_loop_recheck)(void);
+
 #endif /* WEFT_DEPS_LOOPBACK_H */
