@@ -182,14 +182,12 @@ int weft_opr_skip_status(const weft_opr *op)
   return status;
 }
 
-/* hook: weft_opr_task's, for a finish that may leave its drain check for later
- * (dropped when op runs nested inside another operator), or NULL. */
-static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
+/* run_op's body; prev: the operator this thread runs op inside (NULL: none). */
+static inline __attribute__((always_inline)) weft_opr *run_op_body(weft_opr *op,
+                                                                  weft_between_fn hook,
+                                                                  weft_opr *prev)
 {
   WEFT_ASSERT(op->internal != WEFT_OPR_HOLDER); /* weft_opr_ready hands it to its layer */
-  weft_opr *prev = weft_tls_opr;
-  if (prev)
-    hook = NULL;
   int status = 0;
   bool user = op->internal == WEFT_OPR_USER || op->internal == WEFT_OPR_HELD;
   if (op->internal == WEFT_OPR_HELD) /* it starts (ext.h) */
@@ -204,31 +202,24 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
     weft_engine_drain_before(op->eng, op->epoch);
   WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
   weft_run_ctx rc = {op->ctx, NULL, weft_pool_worker_index(op->eng->pool)};
-  /* Nested (prev runs below, suspended in whatever call ran op here): op
-   * runs inside prev, for the loop check of a wait inside it (loopback.h). */
-  weft_nest nest;
-  weft_nest_push(&nest, prev);
   weft_tls_opr = op;
   weft_prof_mark pm = weft_prof_op_begin(user); /* trace span */
   if (op->fn) {
     status = op->fn(&rc, op->arg);
     weft_prof_op_end(pm, op->name);
     weft_tls_opr = prev;
-    weft_nest_pop(&nest, prev);
     return finish(op, status, true, hook);
   }
   weft_done *done = NULL;
   status = weft_done_token(op, &done);
   if (status) { /* WEFT_ENOMEM, WEFT_ELIMIT: the operator fails with it */
     weft_tls_opr = prev;
-    weft_nest_pop(&nest, prev);
     return finish(op, status, true, hook);
   }
   atomic_init(&op->async_refs, 2);
   op->async_fn(&rc, op->arg, done); /* signals through weft_done_signal */
   weft_prof_op_end(pm, op->name);
   weft_tls_opr = prev;
-  weft_nest_pop(&nest, prev);
   /* With max_inflight and no signal yet: counted as waiting for its signal
    * (engine.h, async_waits) before the hold below is given up, after which
    * the signal may finish it and its engine may go. relaxed (both): which
@@ -248,6 +239,28 @@ static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
     return finish(op, op->status, true, hook);
   }
   return NULL;
+}
+
+/* op run nested on top of prev (suspended in whatever call ran op here):
+ * op runs inside prev, for the loop check of a wait inside it, its finish
+ * included (loopback.h). Out of line: the plain run pays nothing for it. */
+static __attribute__((noinline)) weft_opr *run_op_nested(weft_opr *op, weft_opr *prev)
+{
+  weft_nest nest;
+  weft_nest_push(&nest, prev);
+  weft_opr *next = run_op_body(op, NULL, prev);
+  weft_nest_pop(&nest, prev);
+  return next;
+}
+
+/* hook: weft_opr_task's, for a finish that may leave its drain check for later
+ * (dropped when op runs nested inside another operator), or NULL. */
+static weft_opr *run_op(weft_opr *op, weft_between_fn hook)
+{
+  weft_opr *prev = weft_tls_opr;
+  if (__builtin_expect(prev != NULL, 0))
+    return run_op_nested(op, prev);
+  return run_op_body(op, hook, NULL);
 }
 
 weft_opr *weft_opr_run(weft_opr *op)
