@@ -87,16 +87,16 @@ configure() {
 
 # variant shared|static ARGS...: builds and runs the project against that library.
 variant() {
-  local kind=$1 dir=build-$1 t
+  local kind=$1 dir=build-$1 type=SHARED_LIBRARY t
   shift
+  [ "$kind" = static ] && type=STATIC_LIBRARY
   step "$kind: cmake configures (find_package(weft $major.$minor))" \
     configure "$dir" -DWEFT_TEST_VERSION="$major.$minor" -DWEFT_TEST_MPI="${mpi:-OFF}" "$@" ||
     return
   sed -n 's/^-- \(weft .*\)/  | \1/p' "$tmp/log"
   # The imported targets: the library asked for, in the moved tree.
   for t in weft::weft ${mpi:+weft::weft_mpi}; do
-    if grep -q "^$t $(echo "$kind" | tr a-z A-Z)_LIBRARY $rootlib/lib[^ ]* $root/" \
-      "$tmp/$dir/weft-targets.txt"; then
+    if grep -q "^$t $type $rootlib/lib[^ ]* $root/" "$tmp/$dir/weft-targets.txt"; then
       echo "ok: $kind: $t is the $kind library in the moved prefix"
     else
       echo "FAILED: $kind: $t is not the $kind library in $root (target, type, location, include):"
