@@ -11,8 +11,10 @@
 # project also links a program with weft::weft_mpi (find_package's component
 # mpi) and runs it without mpirun (it calls no MPI_Init). The imported
 # targets must point into the moved tree, the program must load the moved
-# libweft.so (or none, linked statically), and find_package must refuse the
-# next major version (and component mpi where libweft_mpi is not installed).
+# libweft.so (or none, linked statically), and find_package must refuse a
+# newer version or another major, a component it does not have, and a
+# required component mpi without libweft_mpi or without MPI (where CMake
+# finds none, weft::weft alone is found).
 #
 # usage: cmake.sh <meson> <cmake> <build root> <source root> <prefix> <libdir> <version>
 #                 <default_library>
@@ -135,35 +137,73 @@ case $libkind in
     ;;
 esac
 
-# find_package must refuse another major version (weftConfigVersion.cmake),
-# saying which one it found.
-next=$((major + 1)).0
-if configure refused -DWEFT_TEST_VERSION="$next" >"$tmp/log" 2>&1; then
-  echo "FAILED: find_package(weft $next REQUIRED) accepted weft $version"
+# weftConfigVersion.cmake: any version of the same major up to this one is
+# accepted (the soname's rule), a newer one or another major refused, saying
+# which one it found.
+refused() { # VERSION
+  if configure "refused-$1" -DWEFT_TEST_VERSION="$1" >"$tmp/log" 2>&1; then
+    echo "FAILED: find_package(weft $1 REQUIRED) accepted weft $version"
+    sed 's/^/  | /' "$tmp/log"
+    fail=1
+  elif grep -q "with requested version \"$1\"" "$tmp/log" &&
+    grep -q "weftConfig.cmake, version: $version" "$tmp/log"; then
+    echo "ok: find_package(weft $1 REQUIRED) refuses weft $version"
+  else
+    echo "FAILED: find_package(weft $1 REQUIRED) failed, but not for the version:"
+    sed 's/^/  | /' "$tmp/log"
+    fail=1
+  fi
+}
+refused "$((major + 1)).0"
+[ "$major" -gt 0 ] && refused "$((major - 1)).0"
+refused "$major.$((minor + 1))"
+step "find_package(weft $major.0 REQUIRED) accepts weft $version" \
+  configure accepted -DWEFT_TEST_VERSION="$major.0"
+
+# A component weft does not have is not found.
+if configure nosuch -DWEFT_TEST_VERSION="$major.$minor" -DWEFT_TEST_COMPONENTS=nosuch \
+  >"$tmp/log" 2>&1; then
+  echo "FAILED: find_package(weft COMPONENTS nosuch REQUIRED) succeeded"
   sed 's/^/  | /' "$tmp/log"
   fail=1
-elif grep -q "with requested version \"$next\"" "$tmp/log" &&
-  grep -q "weftConfig.cmake, version: $version" "$tmp/log"; then
-  echo "ok: find_package(weft $next REQUIRED) refuses weft $version"
+elif grep -q "no such component: nosuch" "$tmp/log"; then
+  echo "ok: find_package(weft COMPONENTS nosuch REQUIRED) fails"
 else
-  echo "FAILED: find_package(weft $next REQUIRED) failed, but not for the version:"
+  echo "FAILED: find_package(weft COMPONENTS nosuch REQUIRED) failed, but not for the component:"
   sed 's/^/  | /' "$tmp/log"
   fail=1
 fi
 
-# Without libweft_mpi, a required component mpi is not found.
-if [ -z "$mpi" ]; then
-  if configure nompi -DWEFT_TEST_VERSION="$major.$minor" -DWEFT_TEST_MPI=ON >"$tmp/log" 2>&1; then
-    echo "FAILED: find_package(weft COMPONENTS mpi REQUIRED) succeeded without libweft_mpi"
-    sed 's/^/  | /' "$tmp/log"
-    fail=1
-  elif grep -q "component mpi" "$tmp/log"; then
-    echo "ok: without libweft_mpi, find_package(weft COMPONENTS mpi REQUIRED) fails"
+# Where CMake finds no MPI (CMAKE_DISABLE_FIND_PACKAGE_MPI), weft::weft is
+# found all the same, without weft::weft_mpi.
+if [ -n "$mpi" ]; then
+  if configure nompi -DWEFT_TEST_VERSION="$major.$minor" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
+    >"$tmp/log" 2>&1 && grep -q "^weft::weft " "$tmp/nompi/weft-targets.txt" &&
+    ! grep -q "^weft::weft_mpi " "$tmp/nompi/weft-targets.txt"; then
+    echo "ok: where CMake finds no MPI, find_package(weft) gives weft::weft alone"
   else
-    echo "FAILED: find_package(weft COMPONENTS mpi REQUIRED) failed, but not for the component:"
-    sed 's/^/  | /' "$tmp/log"
+    echo "FAILED: where CMake finds no MPI, find_package(weft) should give weft::weft alone:"
+    sed 's/^/  | /' "$tmp/log" "$tmp/nompi/weft-targets.txt" 2>/dev/null
     fail=1
   fi
+fi
+
+# The component mpi, required, is not found without libweft_mpi (or without
+# MPI for CMake).
+nompi='' without=libweft_mpi
+[ -n "$mpi" ] && nompi=-DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON without="MPI for CMake"
+# shellcheck disable=SC2086 # nompi: one argument or none
+if configure nompi-required -DWEFT_TEST_VERSION="$major.$minor" -DWEFT_TEST_MPI=ON $nompi \
+  >"$tmp/log" 2>&1; then
+  echo "FAILED: find_package(weft COMPONENTS mpi REQUIRED) succeeded without $without"
+  sed 's/^/  | /' "$tmp/log"
+  fail=1
+elif grep -qi "mpi" "$tmp/log"; then
+  echo "ok: find_package(weft COMPONENTS mpi REQUIRED) fails without $without"
+else
+  echo "FAILED: find_package(weft COMPONENTS mpi REQUIRED) failed, but not for the component:"
+  sed 's/^/  | /' "$tmp/log"
+  fail=1
 fi
 
 exit $fail
