@@ -9,7 +9,8 @@ want=(meson ninja-build pkg-config gcc g++ python3 libhwloc-dev libcriterion-dev
   libopenblas-pthread-dev liblapacke-dev libopenblas0-serial  # examples/cholesky: threaded OpenBLAS
   # (one thread a call), LAPACKE; the sequential build only for the test that it is refused
   clang libclang-rt-14-dev  # tests/reliability/fuzz.sh: clang with libFuzzer
-  openmpi-bin libopenmpi-dev)  # src/mpi and tests/mpi: Open MPI and mpirun
+  openmpi-bin libopenmpi-dev  # src/mpi and tests/mpi: Open MPI and mpirun
+  cmake)  # weftConfig.cmake (meson's cmake module) and tests/packaging/cmake.sh
 if [ "${1:-test}" = bench ]; then
   # The bench peers: oneTBB, clang with libomp (gcc's libgomp comes with gcc), StarPU (and its
   # cholesky_implicit, starpu-examples);

@@ -1,16 +1,18 @@
 #!/bin/sh
 # The installed library works for a program built out of tree: installs the
 # build into a temporary staging directory (meson install --destdir), checks
-# that exactly the public headers, the shared and static libraries and
-# weft.pc were installed, then builds an example with
+# that exactly the public headers, the shared and static libraries, weft.pc
+# and the CMake package (where meson found cmake; tests/packaging/cmake.sh
+# uses it) were installed, then builds an example with
 #   cc prog.c $(pkg-config --cflags --libs weft)
 # against the shared library, and with pkg-config --static against the
 # static one (so weft.pc's Requires.private/Libs.private must name all that
 # libweft.a needs), and runs both.
 #
 # usage: install.sh <meson> <build root> <source root> <includedir> <libdir> <version>
-#                   <default_library>
-#   includedir, libdir: absolute (prefix / get_option(...)).
+#                   <default_library> <cmake|no-cmake>
+#   includedir, libdir: absolute (prefix / get_option(...)); cmake: whether
+#   the CMake package is installed (meson found cmake).
 # environment: CC, WEFT_TEST_SANITIZE (meson's b_sanitize, or "none").
 # Exit 77 (skipped) only when meson, pkg-config or the C compiler is missing.
 set -u
@@ -22,6 +24,7 @@ includedir=${4:?includedir}
 libdir=${5:?libdir}
 version=${6:?version}
 libkind=${7:?default_library}
+cmake_package=${8:?cmake or no-cmake}
 cc=${CC:-cc}
 san=
 case ${WEFT_TEST_SANITIZE:-none} in
@@ -49,7 +52,8 @@ dest=$tmp/dest
 step "meson install --destdir" $meson install -C "$build" --no-rebuild --destdir "$dest"
 [ $fail -eq 0 ] || exit 1
 
-# What must be there, nothing more: every public header, the libraries, weft.pc.
+# What must be there, nothing more: every public header, the libraries, weft.pc,
+# the CMake package.
 major=${version%%.*}
 mpi=
 ls "$build"/src/mpi/libweft_mpi.* >/dev/null 2>&1 && mpi=1
@@ -68,6 +72,10 @@ ls "$build"/src/mpi/libweft_mpi.* >/dev/null 2>&1 && mpi=1
     static | both) echo "$libdir/libweft.a" ;;
   esac
   echo "$libdir/pkgconfig/weft.pc"
+  if [ "$cmake_package" = cmake ]; then
+    echo "$libdir/cmake/weft/weftConfig.cmake"
+    echo "$libdir/cmake/weft/weftConfigVersion.cmake"
+  fi
   # libweft_mpi, where MPI was found (README "Running on several machines").
   if [ -n "$mpi" ]; then
     case $libkind in
