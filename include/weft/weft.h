@@ -407,9 +407,10 @@ WEFT_API int weft_wait_all(weft_engine *eng);
  * the worker's stream in weft_run_ctx.stream (a cudaStream_t, or a host
  * backend stream for weft_gpu_host_enqueue), enqueues device work on it and
  * returns; the operator finishes when that work completes on the stream,
- * not when fn returns; fn runs in CUDA's relaxed stream capture mode, so
- * that another thread's global-mode capture does not stop the engine
- * (docs/api.md, "GPU operators on CUDA"). Successors on the same device
+ * not when fn returns; on a device worker fn runs in CUDA's relaxed stream
+ * capture mode, so that another thread's global-mode capture does not stop
+ * the engine (docs/api.md, "GPU operators on CUDA": the naive engine runs
+ * fn on the pushing thread, in that thread's own mode). Successors on the same device
  * wait on the device; CPU successors and weft_var_wait wait for the
  * completion. Copy operators
  * (WEFT_PROP_COPY_TO_GPU / COPY_FROM_GPU) run on the copy workers' own

@@ -495,9 +495,13 @@ static int cuda_event_query(weft_gpu_backend *b, weft_gpu_event *ev)
     return WEFT_GPU_EVENT_COMPLETE;
   if (err == cudaErrorNotReady)
     return WEFT_GPU_EVENT_PENDING;
-  /* Refused because another thread captures (not a capture of this
-   * thread's own, whose rules stand): no word on the device, ask again. */
-  if (capture_misuse(err) && !captures_begun) {
+  /* Refused because another thread captures in global mode (not a
+   * capture of this thread's own, whose rules stand): no word on the
+   * device, ask again. Only a thread in global mode is refused for that: on
+   * a relaxed one (weft's own: thread_init) the refusal is the event's own
+   * conflict with a capture (recorded inside one by an operator's fn), a
+   * fault like any other. */
+  if (capture_misuse(err) && !captures_begun && !relaxed_for_good) {
     capture_refused("cudaEventQuery", e->device, err);
     return WEFT_GPU_EVENT_PENDING;
   }
@@ -547,9 +551,11 @@ static int cuda_event_sync(weft_gpu_backend *b, weft_gpu_event *ev)
     return rc;
   relax_scope relax = relax_begin();
   cudaError_t err = cudaEventSynchronize(e->event);
-  if (capture_misuse(err) && !captures_begun) {
-    /* Refused because another thread captures (cuda_event_query): the
-     * event is polled instead, until it completes or fails. */
+  if (capture_misuse(err) && !captures_begun && !relaxed_for_good && !relax.swapped) {
+    /* Refused because another thread captures in global mode, this
+     * thread's mode not relaxed (cuda_event_query): the event is polled
+     * instead, until it completes or fails. On a relaxed thread such a
+     * refusal is the event's own conflict with a capture: a fault. */
     capture_refused("cudaEventSynchronize", e->device, err);
     const struct timespec poll = {0, WEFT_GPU_CAPTURE_POLL_NS};
     while ((rc = cuda_event_query(b, ev)) == WEFT_GPU_EVENT_PENDING)
