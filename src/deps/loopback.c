@@ -18,6 +18,7 @@ _Thread_local const weft_nest *weft_tls_nest __attribute__((tls_model("initial-e
  * onto the heap past the inline ones). */
 #define LB_INLINE_SLOTS 128 /* a check over some 60 operators and vars allocates nothing */
 #define LB_INLINE_WORK 64
+#define LB_INLINE_USED 8
 
 /* Map values: an operator found held is mapped to the request it was found
  * at (the walk that found it covered everything after it on that var), or
@@ -31,6 +32,11 @@ typedef struct lb_check {
   const weft_var_impl *target; /* the var waited on */
   uint64_t ticket;             /* the wait's (loopback.h: weft_wait_list) */
   bool used_pending;           /* a listed wait was taken for registered */
+  /* The listed waits taken for registered, each pinned (its users count)
+   * until the check ends, so that their roots stay as they are meanwhile
+   * (weft_wait_unlist waits for that). */
+  weft_var_waiter **used;
+  size_t nused, capused;
   /* Open addressing, linear probing, cap a power of two, at most half full:
    * keys are operators and vars (0: empty). */
   uintptr_t *keys;
@@ -41,6 +47,7 @@ typedef struct lb_check {
   uintptr_t ikeys[LB_INLINE_SLOTS];
   const void *ivals[LB_INLINE_SLOTS];
   weft_opr *iwork[LB_INLINE_WORK];
+  weft_var_waiter *iused[LB_INLINE_USED];
 } lb_check;
 
 enum { LB_GO = 0, LB_STOP = 1 }; /* a walk's result, besides an error code (< 0) */
@@ -150,21 +157,55 @@ static int lb_root_waits(lb_check *c, const weft_var_waiter *w)
  * earlier ticket that is not registered yet (or is: then its own request
  * was walked too) will queue at var's tail, a write, behind r, so its roots
  * are held (loopback.h). One on the target itself adds nothing: the
- * checked wait would queue beside it, behind the same requests. Listed
- * waits stay listed (and their frames alive) while loop_lock is held. */
+ * checked wait would queue beside it, behind the same requests. A listed
+ * wait is pinned (users) before its roots are taken: it stays listed, and
+ * its thread inside its weft_var_wait with them suspended, until the check
+ * ends (lb_unpin), even if it never queues. One withdrawn (its thread about
+ * to unlist it) is registered or never will be: it is not taken. */
 static int lb_pending(lb_check *c, const weft_var_impl *var)
 {
   if (var == c->target)
     return 0;
   int rc = 0;
   weft_spin_lock(&c->eng->loop_lock);
-  for (const weft_var_waiter *p = c->eng->loop_pending; p && !rc; p = p->pending_next)
-    if (p->ticket < c->ticket && p->v == var) {
-      c->used_pending = true;
-      rc = lb_root_waits(c, p);
+  for (weft_var_waiter *p = c->eng->loop_pending; p && !rc; p = p->pending_next) {
+    const void *seen;
+    if (p->ticket >= c->ticket || p->v != var || p->withdrawn || lb_get(c, p, &seen))
+      continue;
+    if (c->nused == c->capused) {
+      size_t cap = 2 * c->capused;
+      weft_var_waiter **used = weft_malloc(cap * sizeof *used);
+      if (!used) {
+        rc = WEFT_ENOMEM;
+        break;
+      }
+      memcpy(used, c->used, c->nused * sizeof *used);
+      if (c->used != c->iused)
+        weft_free(c->used);
+      c->used = used;
+      c->capused = cap;
     }
+    rc = lb_put(c, p, LB_ROOT); /* taken once */
+    if (rc)
+      break;
+    p->users++;
+    c->used[c->nused++] = p;
+    c->used_pending = true;
+    rc = lb_root_waits(c, p);
+  }
   weft_spin_unlock(&c->eng->loop_lock);
   return rc;
+}
+
+/* The check is over: the listed waits it pinned may go. */
+static void lb_unpin(lb_check *c)
+{
+  if (!c->nused)
+    return;
+  weft_spin_lock(&c->eng->loop_lock);
+  for (size_t i = 0; i < c->nused; i++)
+    c->used[i]->users--;
+  weft_spin_unlock(&c->eng->loop_lock);
 }
 
 /* Under var's lock, the requests from x on (linked through next): each
@@ -264,6 +305,10 @@ static int lb_visit(lb_check *c, weft_opr *op)
   return 0;
 }
 
+void (*weft_test_loop_listed)(void);
+void (*weft_test_loop_recheck)(void);
+void (*weft_test_loop_unpin)(void);
+
 /* One check of w's wait (see weft_wait_loops); *used_pending: whether it
  * took a listed wait for registered. */
 static int lb_check_once(weft_engine *eng, const weft_var_waiter *w, bool *used_pending)
@@ -281,9 +326,17 @@ static int lb_check_once(weft_engine *eng, const weft_var_waiter *w, bool *used_
   c.work = c.iwork;
   c.nwork = 0;
   c.capwork = LB_INLINE_WORK;
+  c.used = c.iused;
+  c.nused = 0;
+  c.capused = LB_INLINE_USED;
   int rc = lb_root_waits(&c, w);
   while (!rc && c.nwork > 0)
     rc = lb_visit(&c, c.work[--c.nwork]);
+  if (c.nused && weft_test_loop_unpin)
+    weft_test_loop_unpin();
+  lb_unpin(&c);
+  if (c.used != c.iused)
+    weft_free(c.used);
   if (c.keys != c.ikeys) {
     weft_free(c.keys);
     weft_free((void *)c.vals);
@@ -305,8 +358,6 @@ static bool lb_earlier_listed(weft_engine *eng, uint64_t ticket)
   return any;
 }
 
-void (*weft_test_loop_listed)(void);
-void (*weft_test_loop_recheck)(void);
 
 int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w)
 {
@@ -340,6 +391,14 @@ void weft_wait_list(weft_engine *eng, weft_var_waiter *w)
 void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w)
 {
   weft_spin_lock(&eng->loop_lock);
+  w->withdrawn = true; /* no check takes it from now on */
+  for (unsigned spins = 0; w->users > 0;) {
+    /* Checks that took it still read its roots: each is a bounded walk
+     * that unpins before it waits for anything (weft_wait_loops). */
+    weft_spin_unlock(&eng->loop_lock);
+    weft_spin_step(&spins, 255);
+    weft_spin_lock(&eng->loop_lock);
+  }
   weft_var_waiter **p = &eng->loop_pending;
   while (*p != w)
     p = &(*p)->pending_next;

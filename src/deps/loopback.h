@@ -83,9 +83,14 @@ typedef struct weft_var_waiter {
   int status;       /* written by the wait operator before it sets done */
   _Atomic int done; /* atomic: set once status is written */
   /* Under the engine's loop_lock: the order of this wait's check among the
-   * checks of its engine, and its link in loop_pending while listed. */
+   * checks of its engine, its link in loop_pending while listed, how many
+   * checks took it for registered and still read its roots (they pin it:
+   * it stays listed, its thread in the wait, until they are done), and
+   * whether it is being unlisted (no check takes it then). */
   uint64_t ticket;
   struct weft_var_waiter *pending_next;
+  int users;
+  bool withdrawn;
 } weft_var_waiter;
 
 /* The innermost frame of this thread's nest chain, or NULL (not nested).
@@ -120,7 +125,8 @@ static inline void weft_nest_pop(const weft_nest *frame, const struct weft_opr *
  * earlier check is over (that wait may have found a loop of its own, and
  * then it never queues): no WEFT_EDEADLK rests on a wait that never was. */
 void weft_wait_list(weft_engine *eng, weft_var_waiter *w);
-/* Unlists w, once its wait operator is registered (or its check failed). */
+/* Unlists w, once its wait operator is registered (or its check failed),
+ * after the checks that took it for registered are done with it. */
 void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w);
 
 /* Whether w's wait (listed), by this thread now inside an operator of
@@ -130,11 +136,13 @@ void weft_wait_unlist(weft_engine *eng, weft_var_waiter *w);
 int weft_wait_loops(weft_engine *eng, const weft_var_waiter *w);
 
 /* Test hooks (tests/deps/test_loop_check.c), NULL otherwise: listed is
- * called by weft_wait_loops before its check (its wait listed), recheck
- * when a check found its loop only through a listed wait and is about to
- * wait for the earlier checks. Set before the threads that call them
- * start. */
+ * called by weft_wait_loops before its check (its wait listed), unpin at
+ * the end of a check that pinned listed waits, before it lets them go,
+ * recheck when a check found its loop only through a listed wait and is
+ * about to wait for the earlier checks. Set before the threads that call
+ * them start. */
 extern void (*weft_test_loop_listed)(void);
+extern void (*weft_test_loop_unpin)(void);
 extern void (*weft_test_loop_recheck)(void);
 
 #endif /* WEFT_DEPS_LOOPBACK_H */

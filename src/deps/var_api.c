@@ -169,7 +169,7 @@ static int var_wait(weft_engine *eng, weft_var *var)
    * finish before that operator does is answered at once (loopback.h). */
   weft_opr *caller = cur && cur->eng == eng ? cur : NULL;
   const weft_nest *up = weft_tls_nest;
-  weft_var_waiter w = {v, caller, up, 0, 0, 0, NULL};
+  weft_var_waiter w = {v, caller, up, 0, 0, 0, NULL, 0, false};
   bool checked = caller || up;
   if (checked) {
     weft_wait_list(eng, &w);

@@ -16,8 +16,11 @@
  *     wait ever queued. It does not (its own check answers WEFT_EDEADLK),
  *     so X finishes once Q returns, and Z's wait returns 0 after X.
  * The recheck hook says that Z's first check found that loop and checks
- * again; it lets Q's check go on (so does Z's return, were it to return
- * without a second check).
+ * again. Before that, at the end of Z's first check (the unpin hook), Q's
+ * check is let go: it answers WEFT_EDEADLK, but Q's wait may not return
+ * while Z's check still reads its roots (Q, X), pinned: the hook gives it
+ * time to (were it to return, X would finish and its block be recycled
+ * under the check) and records whether it did.
  */
 #include "engine_util.h"
 
@@ -33,7 +36,7 @@ typedef struct lc {
   weft_pool *pool;
   weft_var *a, *x, *p, *q, *z;
   atomic_int x_running, p_running, q_listed, release_q, z_returned, rechecks;
-  atomic_int q_ran, z_ran;
+  atomic_int q_ran, z_ran, unpins, q_ran_while_pinned;
   int rc_q, rc_z;
 } lc;
 
@@ -49,6 +52,16 @@ static void listed_hook(void)
   TU_CHECK(TU_WAIT_UNTIL(atomic_load(&c->release_q) || atomic_load(&c->z_returned),
                          TU_DEADLINE_S),
            "Q's check was never let go");
+}
+
+static void unpin_hook(void)
+{
+  lc *c = the_lc;
+  atomic_fetch_add(&c->unpins, 1);
+  atomic_store(&c->release_q, 1);
+  /* Bounded: a correct engine keeps Q in its wait, and this only waits. */
+  if (TU_WAIT_UNTIL(atomic_load(&c->q_ran), 0.3 * WEFT_TEST_TIMEOUT_MULT))
+    atomic_store(&c->q_ran_while_pinned, 1);
 }
 
 static void recheck_hook(void)
@@ -132,6 +145,7 @@ Test(loop_check, a_loop_through_a_listed_wait_that_never_queues_is_no_edeadlk, .
   the_lc = c;
   weft_test_loop_listed = listed_hook;
   weft_test_loop_recheck = recheck_hook;
+  weft_test_loop_unpin = unpin_hook;
   cr_assert_eq(te_push(t.eng, x_fn, c, TE_V(c->a), TE_V(c->x), 0), 0);
   cr_assert_eq(te_push(t.eng, p_fn, c, TE_V(c->a), TE_V(c->p), 0), 0);
   bool ended = TU_WAIT_UNTIL(atomic_load(&c->q_ran) && atomic_load(&c->z_ran), TU_DEADLINE_S);
@@ -140,11 +154,16 @@ Test(loop_check, a_loop_through_a_listed_wait_that_never_queues_is_no_edeadlk, .
   cr_assert_eq(weft_wait_all(t.eng), 0);
   weft_test_loop_listed = NULL;
   weft_test_loop_recheck = NULL;
+  weft_test_loop_unpin = NULL;
   tu_assert_no_errors();
   cr_assert_eq(c->rc_q, WEFT_EDEADLK, "Q's wait on a, X below it = %d (%s)", c->rc_q,
                weft_strerror(c->rc_q));
   cr_assert_eq(c->rc_z, 0, "Z's wait on x = %d (%s): X finishes once Q returned", c->rc_z,
                weft_strerror(c->rc_z));
+  cr_assert_eq(atomic_load(&c->unpins), 1, "checks that pinned Q's wait: %d",
+               atomic_load(&c->unpins));
+  cr_assert_not(atomic_load(&c->q_ran_while_pinned),
+                "Q's wait returned while Z's check still read its roots");
   /* Not vacuous: Z's first check did find the loop through Q's listed wait. */
   cr_assert_eq(atomic_load(&c->rechecks), 1, "Z's check ran again %d times",
                atomic_load(&c->rechecks));
