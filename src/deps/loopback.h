@@ -30,7 +30,10 @@
  * which it reads under the var's lock). An operator found waiting on one
  * var has appended to all of its vars (a push locks all its vars before it
  * appends to any), so its requests are all in place when the check locks
- * them. Two waits checked at the same moment that close a loop together
+ * them. A listed wait's roots are read while the check pins it (users):
+ * its thread stays in its weft_var_wait, so they stay suspended, even if
+ * its own check answers WEFT_EDEADLK. Two waits checked at the same moment
+ * that close a loop together
  * see each other through loop_pending: the later ticket's check finds the
  * loop, the earlier one's may not (and then it waits, once the later one
  * returned WEFT_EDEADLK, for what can finish). What the check cannot see is
