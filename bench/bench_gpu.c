@@ -1,7 +1,8 @@
 /*
- * bench_gpu: the GPU layer against the hardware's own floors (the table of
- * ../shared/notes/gpu-completion.md, "The figures a GPU bench should
- * print"; docs/results.md, "GPU bench").
+ * bench_gpu: the GPU layer against the hardware's own floors (a launch, a
+ * launch and sync, a dependent pair across streams, an event poll, a host
+ * function round trip, a CUDA graph per kernel), each beside weft's row for
+ * the same shape (docs/results.md, "GPU bench").
  *
  *   bench_gpu [--quick] [--modes hostword,event,blocking] [--reps R]
  *             [--host] [--timeout S]

@@ -1,4 +1,4 @@
-"""Peers at their best (issue 41): each peer's configurations, a short trial
+"""Peers at their best: each peer's configurations, a short trial
 of each per table row, the best kept, and the footer under the table.
 
 A lead over a peer counts only against that peer's best configuration on

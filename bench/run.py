@@ -61,7 +61,7 @@ pfor_imb the ratio to the perfect split (serial time / threads, serial measured
 in this run), for the op lists weft's driver-mode figure, main/driver and
 2T/1T (replay rows: weft's fresh push from main and fresh/replay), and the
 issue's target for weft with yes/NO.
-Every peer at its best (issue 41; bench/peers.py): weft runs with its
+Every peer at its best (bench/peers.py): weft runs with its
 defaults (WEFT_AFFINITY unset: its workers are not pinned). For each
 workload and thread count, gomp and omp_clang are tried once (--reps 1)
 unbound (OMP_PROC_BIND unset), with OMP_PROC_BIND=close and, with fewer
@@ -125,7 +125,7 @@ METRICS["pipeline"] = ["pipeline", "pipe_alloc", "pipe_alloc_mem", "pipe_bp", "p
 # over the same vars); the lists and counts run (quick / full):
 PUSHERS_LISTS = {True: ["indep"], False: ["indep", "dag"]}
 PUSHERS_COUNTS = {True: [1, 2], False: [1, 2, 4]}
-# The issue's targets (issue 39, information only): indep, own vars, P
+# The pushers' targets (information only): indep, own vars, P
 # pushers at >= this many times one pusher's throughput: P -> (times, the
 # CPUs the run needs, the engine's threads or None for any). 2: on 2 vCPUs,
 # 2 threads; 4: on a 16-core machine.
@@ -142,7 +142,7 @@ SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline
 # metrics where higher is better (throughput): best peer = the highest, and
 # the ratio column is best peer / weft, so < 1 still means weft is ahead
 HIGHER_BETTER = {"pipeline", "pipe_alloc", "pipe_bp"}
-PIPE_TARGET_VS_PEER = 1.3  # issue 13: pipeline at 2 threads, against the best peer
+PIPE_TARGET_VS_PEER = 1.3  # pipeline at 2 threads, against the best peer
 RUNTIMES = ["weft", "tbb", "gomp", "omp_clang", "starpu"]
 PEERS = ["tbb", "gomp", "omp_clang", "starpu"]
 EXE = {
@@ -165,7 +165,7 @@ ENABLE = {
 }
 
 
-# Every peer at its best (issue 41; bench/peers.py). weft runs with its
+# Every peer at its best (bench/peers.py). weft runs with its
 # defaults (WEFT_AFFINITY unset: workers not pinned; WEFT_SPIN_COUNT built in).
 PEER_NOTES = {
     "weft": "its defaults: WEFT_AFFINITY unset (workers not pinned), one configuration",
@@ -229,7 +229,7 @@ TARGET_ABS = {
     "wake_busy": 100.0,
     "wake_hot": 2.0,
 }
-# The issue's targets for weft on the op lists (issue 13), pushed from the
+# The issue's targets for weft on the op lists, pushed from the
 # main thread: at 2 threads within DEP_TARGET_MAIN_VS_DRIVER x of the driver
 # mode and at least DEP_TARGET_AHEAD x faster than oneTBB's flow graph; at 1
 # thread at most DEP_TARGET_NS_1T ns/op (the driver mode: one thread in all,

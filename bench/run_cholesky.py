@@ -18,7 +18,7 @@ the same run by examples/cholesky --gemm-ceiling). GFLOP/s count N^3/3.
 Every runtime checks its factor (weft, gomp, libomp: the residual; StarPU:
 its -check; LAPACK: info); a failed check makes the exit status non-zero.
 
-Every peer at its best (issue 41; bench/peers.py), per row: weft runs with
+Every peer at its best (bench/peers.py), per row: weft runs with
 its defaults (workers not pinned); gomp and libomp are tried once each
 unbound (OMP_PROC_BIND unset), OMP_PROC_BIND=close and, with fewer threads
 than cores, spread (OMP_PLACES=cores), and StarPU with the schedulers lws,

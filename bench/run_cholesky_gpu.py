@@ -23,7 +23,7 @@ Before the rows, the cuda meson tests' small runs (N 1024 b 256: every
 mode, both precisions, the not-SPD report; --no-smoke skips them). The
 residual ||A - L L^T|| is computed once, on the first row (OpenBLAS on
 every core: seconds at N 16384); the other rows rely on the comparison with
-cuSOLVER's factor. Target (issue 38): weft's GPU mode >= 80% of
+cuSOLVER's factor. Target: weft's GPU mode >= 80% of
 cusolverDnDpotrf at N 16384 in double (the best gpu row); measured and
 printed, never asserted. The whole run stops starting rows after --budget
 seconds (default 170: under 3 minutes on an H200, where one row takes
@@ -254,7 +254,7 @@ def main():
     if gpu_rows:
         best = max(gpu_rows, key=lambda r: r["ratio"])
         on_target = a.n == 16384 and a.prec == "double" and a.backend == "cuda"
-        print("target (issue 38): weft's gpu mode >= %.0f%% of %s at N 16384 double: %s (best gpu "
+        print("target: weft's gpu mode >= %.0f%% of %s at N 16384 double: %s (best gpu "
               "row: b %d, %d streams, %.2f)%s" % (
                   TARGET * 100, ref, "yes" if best["ratio"] >= TARGET else "NO", best["b"],
                   best["streams"], best["ratio"],

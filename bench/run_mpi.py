@@ -15,7 +15,7 @@ R ranks on this machine, for each layout RxT (--layout RxT[,RxT]; default
               --starpu PATH overrides), -size N -nblocks N/b, STARPU_NCPU=T
               (it computes in single precision: sgemm, ssyrk, strsm, spotrf),
               in its best configuration for the row (below)
-StarPU-MPI at its best (issue 41; bench/peers.py): StarPU 1.3 pins each
+StarPU-MPI at its best (bench/peers.py): StarPU 1.3 pins each
 rank's workers from core 0 up whatever mpirun did, so by default every
 rank's workers share the same cores. Each row first tries, one launch each,
 the bindings

@@ -24,7 +24,7 @@ wrong library.
 
 Options: --quick (fewer samples per run), --threads, --rounds, --json FILE.
 
-The peer at its best (issue 41): the stock libpthreadpool has one
+The peer at its best: the stock libpthreadpool has one
 configuration, the thread count XNNPACK passes to pthreadpool_create (it
 reads no environment and pins nothing), and weft's drop-in runs with weft's
 defaults (WEFT_AFFINITY unset: not pinned either); the footer says so and

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Every environment variable of the library is read through src/common/env.h
-# and env.c (one set of rules, one message naming the variable; issue 40:
+# and env.c (one set of rules, one message naming the variable:
 # WEFT_MPI_TIMEOUT_MS once took " 5" through a raw strtol while
 # WEFT_NUM_THREADS refused it). Fails, listing them, on any other getenv
 # (or secure_getenv) call in the source tree given ($1: src/).

@@ -121,8 +121,9 @@ static int nest_x_fn(const weft_run_ctx *rc, void *arg)
   return 0;
 }
 
-/* hold: the other threads - 1 workers run hogs until X is done. */
-static void nest_run(nest_path path, int threads, bool hold)
+/* hold: the other threads - 1 workers run hogs until X is done. Returns
+ * whether Z ran nested in X (then its wait was checked to be WEFT_EDEADLK). */
+static bool nest_run(nest_path path, int threads, bool hold)
 {
   int hogs = hold ? threads - 1 : 0;
   /* The cap: the hogs and X fill it, so X's pushes are over it. Pacing
@@ -167,33 +168,38 @@ static void nest_run(nest_path path, int threads, bool hold)
   cr_assert_eq(atomic_load(&c->fillers_ran), fill);
   free(c);
   cr_assert_eq(te_free(&t), 0);
+  return nested;
 }
 
-static void nest_path_all(nest_path path)
+/* Every thread count, held and free; returns how many held runs had Z
+ * nested in X (each of them: WEFT_EDEADLK, checked by nest_run). */
+static int nest_path_all(nest_path path)
 {
   static const int threads[] = {1, 2, 4};
+  int held_nested = 0;
   for (int i = 0; i < 3; i++) {
-    nest_run(path, threads[i], true);
-    nest_run(path, threads[i], false);
+    held_nested += nest_run(path, threads[i], true);
+    (void)nest_run(path, threads[i], false);
   }
+  return held_nested;
 }
 
 Test(nest, a_push_at_the_cap_runs_z_inside_x_so_its_wait_on_xs_var_is_edeadlk, .init = setup,
      .timeout = TU_TIMEOUT(120))
 {
-  nest_path_all(NEST_CAP);
+  cr_assert_eq(nest_path_all(NEST_CAP), 3, "Z ran nested in X in fewer than the 3 held runs");
 }
 
 Test(nest, pacing_runs_z_inside_x_so_its_wait_on_xs_var_is_edeadlk, .init = setup,
      .timeout = TU_TIMEOUT(120))
 {
-  nest_path_all(NEST_PACE);
+  cr_assert_eq(nest_path_all(NEST_PACE), 3, "Z ran nested in X in fewer than the 3 held runs");
 }
 
 Test(nest, a_group_wait_runs_z_inside_x_so_its_wait_on_xs_var_is_edeadlk, .init = setup,
      .timeout = TU_TIMEOUT(120))
 {
-  nest_path_all(NEST_GROUP);
+  cr_assert_eq(nest_path_all(NEST_GROUP), 3, "Z ran nested in X in fewer than the 3 held runs");
 }
 
 /*

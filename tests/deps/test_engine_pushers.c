@@ -1,5 +1,5 @@
 /*
- * Several user threads pushing into one engine at once (issue 39): shared
+ * Several user threads pushing into one engine at once: shared
  * vars that every pusher reads and writes, and vars of each pusher's own.
  * Checked inside every operator:
  *  - it runs exactly once;

@@ -1,5 +1,5 @@
 /*
- * Bug B1 on a backend (issue 38, point 6): a device error on one stream must
+ * Bug B1 on a backend (point 6): a device error on one stream must
  * not complete the operators of the device's other streams early.
  *
  * Readers (GPU operators) each launch a long "kernel" that keeps reading its

@@ -1,5 +1,5 @@
 /*
- * Bug B1 on CUDA (b1.h; issue 38, point 6): a long kernel reads a buffer
+ * Bug B1 on CUDA (b1.h): a long kernel reads a buffer
  * in pinned, mapped host memory while a kernel on another stream of the
  * same device traps; the CPU writer of the buffer must not run while the
  * reading kernel can still read. A trap is a sticky error of the context:
@@ -129,7 +129,10 @@ Test(cuda_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TI
 Test(cuda_faults, the_watchdog_keeps_a_held_readers_buffer_until_its_work_ends, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
-  wd_reader_keeps_its_buffer(&cuda_backend);
+  wd_verdict v = wd_reader_keeps_its_buffer(&cuda_backend);
+  cr_assert(v.writer_after_work, "the CPU writer ran while the device still used its buffer");
+  cr_assert(v.wait_after_work, "weft_var_wait returned while the device still used the var");
+  cr_assert_eq(v.held_status, WEFT_EDEVICE, "the held operator's var = %d", v.held_status);
 }
 
 /* The watchdog on one stream (WEFT_GPU_WORKERS=1): a kernel queued behind
@@ -138,7 +141,10 @@ Test(cuda_faults, the_watchdog_keeps_a_held_readers_buffer_until_its_work_ends, 
 Test(cuda_faults, the_watchdog_keeps_the_buffers_of_work_queued_behind_until_it_ran,
      .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  wd_stream_order_keeps_the_buffer(&cuda_backend);
+  wd_verdict v = wd_stream_order_keeps_the_buffer(&cuda_backend);
+  cr_assert(v.writer_after_work, "the CPU writer ran while the device still used its buffer");
+  cr_assert(v.wait_after_work, "weft_var_wait returned while the device still used the var");
+  cr_assert_eq(v.held_status, WEFT_EDEVICE, "the held operator's var = %d", v.held_status);
 }
 
 /* Stream capture (backend.h): a captured trapping kernel does not run at

@@ -117,7 +117,10 @@ Test(host_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TI
 Test(host_faults, the_watchdog_keeps_a_held_readers_buffer_until_its_work_ends, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
-  wd_reader_keeps_its_buffer(&host_backend);
+  wd_verdict v = wd_reader_keeps_its_buffer(&host_backend);
+  cr_assert(v.writer_after_work, "the CPU writer ran while the device still used its buffer");
+  cr_assert(v.wait_after_work, "weft_var_wait returned while the device still used the var");
+  cr_assert_eq(v.held_status, WEFT_EDEVICE, "the held operator's var = %d", v.held_status);
 }
 
 /* The watchdog (watchdog.h): on one stream, a reader queued behind work
@@ -126,5 +129,8 @@ Test(host_faults, the_watchdog_keeps_a_held_readers_buffer_until_its_work_ends, 
 Test(host_faults, the_watchdog_keeps_the_buffers_of_work_queued_behind_until_it_ran,
      .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  wd_stream_order_keeps_the_buffer(&host_backend);
+  wd_verdict v = wd_stream_order_keeps_the_buffer(&host_backend);
+  cr_assert(v.writer_after_work, "the CPU writer ran while the device still used its buffer");
+  cr_assert(v.wait_after_work, "weft_var_wait returned while the device still used the var");
+  cr_assert_eq(v.held_status, WEFT_EDEVICE, "the held operator's var = %d", v.held_status);
 }

@@ -162,7 +162,16 @@ static bool wd_engine(te *t, const b1_backend *be, const char *workers)
   return false;
 }
 
-static void wd_reader_keeps_its_buffer(const b1_backend *be)
+/* What a scenario saw, for the test's own verdict: whether the CPU writer
+ * of the buffer ran only after the device work the watchdog gave up on
+ * ended, whether weft_var_wait on it returned only then, and the held
+ * operator's var status (the scenario asserts the rest itself). */
+typedef struct wd_verdict {
+  bool writer_after_work, wait_after_work;
+  int held_status;
+} wd_verdict;
+
+static wd_verdict wd_reader_keeps_its_buffer(const b1_backend *be)
 {
   te t;
   if (!wd_engine(&t, be, "2"))
@@ -243,9 +252,11 @@ static void wd_reader_keeps_its_buffer(const b1_backend *be)
             "no log line naming the watchdog, the device and the operator: \"%s\"", lg.text);
   tu_assert_no_errors();
   be->free(r);
+  return (wd_verdict){atomic_load(&w.saw_finished) == 1, atomic_load(&wt.finished_at_return) != 0,
+                      rc_rv};
 }
 
-static void wd_stream_order_keeps_the_buffer(const b1_backend *be)
+static wd_verdict wd_stream_order_keeps_the_buffer(const b1_backend *be)
 {
   te t;
   if (!wd_engine(&t, be, "1"))
@@ -329,6 +340,8 @@ static void wd_stream_order_keeps_the_buffer(const b1_backend *be)
             "no log line naming the watchdog, the device and R1: \"%s\"", lg.text);
   tu_assert_no_errors();
   be->free(r);
+  return (wd_verdict){atomic_load(&w.saw_finished) == 1, atomic_load(&wt.finished_at_return) != 0,
+                      rc_rv2};
 }
 
 #endif /* WEFT_TESTS_GPU_WATCHDOG_H */

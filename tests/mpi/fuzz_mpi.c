@@ -1,5 +1,5 @@
 /*
- * fuzz_mpi: a fuzzer for the weft_mpi API (issue 40), run under mpirun (CI:
+ * fuzz_mpi: a fuzzer for the weft_mpi API, run under mpirun (CI:
  * 2 ranks, tests/mpi/meson.build).
  *
  *   fuzz_mpi [--seconds S] [--seed N] [--iters K] [--max-ops M] [--print] [--verbose]
