@@ -146,6 +146,20 @@ WEFT_API int weft_pool_num_threads(const weft_pool *pool);
  * other thread to the pool's injection queue. */
 WEFT_API int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg);
 
+/* Arguments stored with the task (a C++ lambda's captures, a small struct):
+ * weft_pool_submit_arg and weft_group_spawn_arg copy size bytes from data,
+ * and fn receives a pointer to that copy (aligned to WEFT_ARG_ALIGN) instead
+ * of a pointer of the caller's. Up to WEFT_TASK_ARG_INLINE bytes the copy
+ * lives in the task's own record, which comes from the worker's cache: no
+ * allocation. Larger, the copy is one allocation, freed after fn returned.
+ * The copy is valid until fn returns; fn may change it. data may be reused
+ * as soon as the call returns. size 0: fn receives NULL (data ignored).
+ * Errors as weft_pool_submit / weft_group_spawn, and WEFT_EINVAL for NULL
+ * data with size > 0; on an error nothing was copied. */
+#define WEFT_TASK_ARG_INLINE 24 /* bytes */
+#define WEFT_ARG_ALIGN 8        /* bytes: the copy's alignment */
+WEFT_API int weft_pool_submit_arg(weft_pool *pool, weft_task_fn fn, const void *data, size_t size);
+
 /* The calling thread's worker index in its pool (0..n-1), -1 on a thread that
  * is not a pool worker. Returns the index, not an error code. */
 WEFT_API int weft_current_worker(void);
@@ -196,6 +210,10 @@ WEFT_API void weft_group_init(weft_group *g, weft_pool *pool);
  * group, WEFT_ENOMEM, WEFT_ESHUTDOWN (from a non-pool thread after destroy
  * began). */
 WEFT_API int weft_group_spawn(weft_group *g, weft_task_fn fn, void *arg);
+
+/* weft_group_spawn with its argument copied into the task (see
+ * weft_pool_submit_arg: up to WEFT_TASK_ARG_INLINE bytes, no allocation). */
+WEFT_API int weft_group_spawn_arg(weft_group *g, weft_task_fn fn, const void *data, size_t size);
 
 /* Waits until every task spawned into g (and every task they spawned into g)
  * has finished; returns the first non-zero value one of them returned, else 0
@@ -354,9 +372,37 @@ WEFT_API int weft_var_delete(weft_engine *eng, weft_var *var);
 
 /* Pushes a one-shot operator; desc and its arrays are copied. */
 WEFT_API int weft_push(weft_engine *eng, const weft_op_desc *desc);
+/* Operators whose argument is stored with them (a C++ lambda's captures, a
+ * small struct): weft_push_arg copies size bytes from data, and fn (or
+ * async_fn) receives a pointer to that copy, aligned to WEFT_ARG_ALIGN,
+ * instead of desc->arg, which must be NULL (WEFT_EINVAL otherwise, as for
+ * NULL data with size > 0). Up to WEFT_OP_ARG_INLINE bytes the copy lives
+ * in the operator's own block, which comes from the worker's cache: no
+ * allocation; larger, it is one allocation. size 0: fn receives NULL.
+ * data may be reused as soon as the call returns; fn may change the copy.
+ *
+ * drop (NULL: none) is called exactly once with the copy, once no fn can
+ * use it any more: when the operator has finished (it ran, or was skipped
+ * after a failure; an async operator once both its signal and its
+ * async_fn's return have happened; a GPU operator once its device work
+ * stopped). A push recorded by a graph's capture copies it into the graph,
+ * where every launch's fn receives that copy: drop runs when the graph is
+ * destroyed (or its capture ends without a graph). drop runs on whichever
+ * thread that happens on and must not wait for the engine's work. On an
+ * error nothing was copied and drop is not called. */
+#define WEFT_OP_ARG_INLINE 64 /* bytes */
+typedef void (*weft_arg_drop_fn)(void *arg);
+WEFT_API int weft_push_arg(weft_engine *eng, const weft_op_desc *desc, const void *data,
+                           size_t size, weft_arg_drop_fn drop);
 /* A reusable operator, pushed any number of times with weft_op_push.
  * WEFT_ELIMIT past 4294967295 in the engine (see weft_var_new). */
 WEFT_API int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
+/* weft_op_new with its argument stored with the reusable operator (as
+ * weft_push_arg: desc->arg NULL; every push's fn receives the one copy,
+ * shared by pushes that run at once):
+ * drop runs once the operator's deletion has run (its last push finished). */
+WEFT_API int weft_op_new_arg(weft_engine *eng, const weft_op_desc *desc, const void *data,
+                             size_t size, weft_arg_drop_fn drop, weft_op **out);
 WEFT_API int weft_op_push(weft_engine *eng, weft_op *op);
 /* Deferred until every push of op has finished; the handle is dead at once. */
 WEFT_API int weft_op_delete(weft_engine *eng, weft_op *op);
