@@ -57,14 +57,16 @@ extern "C" {
   XX(ECOMM, -1012, "communication failure: an MPI call failed (weft_mpi.h)")            \
   XX(ELIMIT, -1013, "a fixed limit was reached: 4294967295 vars or reusable "           \
                     "operators in one engine, or async operators awaiting their "       \
-                    "signal")
+                    "signal")                                                           \
+  XX(EEXCEPTION, -1014, "a C++ callable given to weft.hpp threw an exception (weft.hpp "  \
+                        "catches it at the C boundary)")
 
 typedef enum weft_errno {
 #define WEFT_ERRNO_ENUM_(name, code, msg) WEFT_##name = (code),
   WEFT_ERRNO_MAP(WEFT_ERRNO_ENUM_)
 #undef WEFT_ERRNO_ENUM_
   WEFT_ERRNO_FIRST_ = -1001, /* the range the codes occupy, for tests and bindings */
-  WEFT_ERRNO_LAST_ = -1013
+  WEFT_ERRNO_LAST_ = -1014
 } weft_errno;
 
 /* A static, human-readable message for code, ending in its name in
