@@ -238,6 +238,41 @@ typedef int (*weft_range_fn)(size_t begin, size_t end, void *arg);
 WEFT_API int weft_parallel_for(weft_pool *pool, size_t begin, size_t end, size_t grain,
                                weft_range_fn fn, void *arg);
 
+/* A parallel reduce (oneTBB's parallel_reduce, OpenMP's reduction): the
+ * caller's range [begin, end) is split into chunks as for
+ * weft_parallel_for; body(b, e, acc, arg) folds its chunk into the
+ * accumulator acc (acc_size bytes, started as a copy of identity), and
+ * combine(acc, other, arg) folds the accumulator other into acc. *result
+ * (acc_size bytes, not overlapping identity) receives identity combined
+ * with every chunk's contribution. Accumulators are the library's (one per
+ * thread taking part, the caller's included, on cache lines of their own;
+ * aligned to 64 bytes): no scratch is indexed by weft_current_worker().
+ *
+ * Order: combine must be associative and identity its identity. Without
+ * WEFT_REDUCE_DETERMINISTIC the grouping follows the scheduling, so a
+ * floating-point sum may differ in its last bits from run to run. With
+ * it, the range is cut into chunks that depend only on begin, end and
+ * grain (never on the threads or the timing: grain, or 0 for at most
+ * WEFT_REDUCE_CHUNKS chunks), each folded from identity, then combined in
+ * chunk order on the calling thread: the same result at every run and
+ * every thread count (combine need not be commutative).
+ *
+ * Returns 0, WEFT_EINVAL (NULL pool, body, combine, identity or result;
+ * acc_size 0; begin > end; an unknown flag), WEFT_ENOMEM (accumulators
+ * that do not fit the call's stack room, about 2 KiB, are allocated),
+ * WEFT_ESHUTDOWN (as parallel_for), or the first non-zero value body
+ * returned (*result is then unspecified; without WEFT_REDUCE_DETERMINISTIC
+ * the chunks not yet started are skipped). An empty range copies identity
+ * to *result. */
+typedef int (*weft_reduce_body_fn)(size_t begin, size_t end, void *acc, void *arg);
+typedef void (*weft_reduce_combine_fn)(void *acc, const void *other, void *arg);
+enum { WEFT_REDUCE_DETERMINISTIC = 1u << 0 };
+#define WEFT_REDUCE_CHUNKS 256 /* deterministic chunks with grain 0, at most */
+WEFT_API int weft_parallel_reduce(weft_pool *pool, size_t begin, size_t end, size_t grain,
+                                  const void *identity, size_t acc_size, weft_reduce_body_fn body,
+                                  weft_reduce_combine_fn combine, void *arg, void *result,
+                                  unsigned flags);
+
 typedef int (*weft_launch_fn)(void *arg, int task_id, int num_tasks);
 
 /* MindSpore's ParallelLaunch: calls fn(arg, id, num_tasks) once for each id in
