@@ -99,6 +99,12 @@ typedef struct weft_opr_ext_ops {
   /* op starts: on this thread before its fn or async_fn (run_op), or it
    * goes to its device, or it is ended without running (no memory). */
   void (*start)(weft_opr *op);
+  /* The status held op inherits from its layer (a graph node's
+   * predecessor along an explicit edge failed, or was skipped), which
+   * skips op as a failed var would; 0: none. Called once per run of op,
+   * by the skip check (weft_opr_skip_status), unless op has
+   * WEFT_OP_NOSKIP; the layer may forget the status then. NULL: never. */
+  int (*inherited)(const weft_opr *op);
   /* Finishes op with status, as weft_opr_finish_vars finishes an
    * operator (the same arguments and result): from run_op, a
    * weft_done_signal, the executor's completion or failure. */
