@@ -1,10 +1,16 @@
 /*
- * Resolving a capture into a graph (build.h): the dependencies between
- * the recorded pushes are those the var queues would have enforced, found
- * once: a write follows the reads of its var since the last write (or, if
- * none, that write); a read follows the last write. Duplicate edges are
- * merged. Then the node blocks, the roots (no predecessor) and the sink
- * counter tree (graph.h).
+ * Resolving a graph's definition into a graph (build.h): the dependencies
+ * between the records (recorded pushes, or nodes added) are those the var
+ * queues would have enforced, found once, in the records' order: a write
+ * follows the reads of its var since the last write (or, if none, that
+ * write); a read follows the last write. The explicit edges
+ * (weft_graph_edge) join them, and duplicate edges are merged. The
+ * records' order is an order the graph may run in unless an explicit edge
+ * goes backward in it; then the nodes are built in a topological order
+ * (order_nodes), and everything after reads the records through it
+ * (weft_rec): the node blocks, the roots (no predecessor) and the sink
+ * counter tree (graph.h), the lanes and the device runs all see an order
+ * in which every predecessor comes first, as a capture's.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -24,7 +30,13 @@ static inline weft_gnode *gnode_place(weft_opr *op)
 
 /* The scratch space of one build, all freed at its end. */
 typedef struct build {
+  /* The definition, read through order once the nodes are ordered
+   * (order_nodes): what every step after it reads. */
   const weft_recording *c;
+  weft_recording rc; /* c's storage */
+  int32_t *order;    /* [n] the record at each build index, or NULL: theirs */
+  int *rank;         /* [n] the build index of each record, with order */
+  int cycle;         /* order_nodes: a record on a cycle, or -1 */
   int n;             /* nodes */
   size_t u;          /* uses */
   int nv;            /* distinct handles */
@@ -131,7 +143,7 @@ static int find_edges(build *b)
     }                                               \
   } while (0)
   for (int i = 0; i < b->n; i++) {
-    const weft_capture_rec *r = &b->c->recs[i];
+    const weft_capture_rec *r = weft_rec(b->c, (size_t)i);
     for (int k = 0; k < r->nuses; k++) {
       size_t u = r->use0 + (size_t)k;
       int v = b->use_gv[u];
@@ -160,6 +172,214 @@ static int find_edges(build *b)
   weft_free(rnode);
   weft_free(stamp);
   return 0;
+}
+
+/* Sorts b's nedges edges (pred, succ) by successor (a counting sort, stable:
+ * within a successor, in the order they come), merging duplicates; and
+ * counts each node's predecessors and successors again. Returns false
+ * without memory (b's edges unchanged). */
+static bool sort_edges(build *b, int (*edge)[2], size_t nedges)
+{
+  int n = b->n;
+  int *off = weft_calloc((size_t)n + 1, sizeof *off);
+  int *stamp = weft_malloc(sizeof *stamp * (size_t)n);
+  int (*out)[2] = weft_malloc(sizeof *out * (nedges ? nedges : 1));
+  if (!off || !stamp || !out) {
+    weft_free(off);
+    weft_free(stamp);
+    weft_free(out);
+    return false;
+  }
+  for (size_t e = 0; e < nedges; e++)
+    off[edge[e][1] + 1]++;
+  for (int i = 0; i < n; i++) {
+    off[i + 1] += off[i];
+    stamp[i] = -1;
+    b->npred[i] = b->nsucc[i] = 0;
+  }
+  for (size_t e = 0; e < nedges; e++) { /* off[s]: where successor s's next goes */
+    int at = off[edge[e][1]]++;
+    out[at][0] = edge[e][0];
+    out[at][1] = edge[e][1];
+  }
+  size_t m = 0; /* off[s] now ends s's edges: merge each successor's duplicates */
+  for (int s = 0, e = 0; s < n; s++)
+    for (; e < off[s]; e++) {
+      int p = out[e][0];
+      if (stamp[p] == s)
+        continue;
+      stamp[p] = s;
+      out[m][0] = p;
+      out[m][1] = s;
+      m++;
+      b->npred[s]++;
+      b->nsucc[p]++;
+    }
+  weft_free(off);
+  weft_free(stamp);
+  weft_free(b->edge);
+  b->edge = out;
+  b->nedges = m;
+  return true;
+}
+
+/* A record on a cycle among the nodes order_nodes could not place (left:
+ * each one's predecessors not placed, > 0): each has one of them as a
+ * predecessor, so a walk back from any of them closes a loop. */
+static int find_cycle(const build *b, const int *left)
+{
+  int n = b->n;
+  int *back = weft_malloc(sizeof *back * (size_t)n);
+  int start = -1;
+  for (int i = 0; i < n && start < 0; i++)
+    if (left[i] > 0)
+      start = i;
+  if (!back)
+    return start; /* no memory for the walk: a node downstream of the cycle at worst */
+  for (size_t e = 0; e < b->nedges; e++)
+    if (left[b->edge[e][0]] > 0 && left[b->edge[e][1]] > 0)
+      back[b->edge[e][1]] = b->edge[e][0];
+  for (int i = 0; i < n; i++)
+    if (left[i] > 0)
+      back[i] |= INT_MIN; /* not visited: the mark comes off on the way */
+  int x = start;
+  while (back[x] < 0) {
+    back[x] &= INT_MAX;
+    x = back[x];
+  }
+  weft_free(back);
+  return x; /* reached twice: on the loop */
+}
+
+/* A binary min-heap of record indices (order_nodes). */
+static void heap_push(int *h, int *len, int v)
+{
+  int i = (*len)++;
+  for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2)
+    h[i] = h[(i - 1) / 2];
+  h[i] = v;
+}
+
+static int heap_pop(int *h, int *len)
+{
+  int top = h[0], v = h[--*len];
+  int i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= *len)
+      break;
+    if (c + 1 < *len && h[c + 1] < h[c])
+      c++;
+    if (h[c] >= v)
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*len)
+    h[i] = v;
+  return top;
+}
+
+/* The order the nodes are built in when an explicit edge goes backward
+ * in the records' order: the topological order that takes the smallest
+ * ready record each time (the records' own order wherever the edges allow
+ * it). A cursor walks the records in order and places each that is ready
+ * as it passes; a record that becomes ready behind it waits in a heap,
+ * which goes first: the cost is the edges' and the nodes' plus a heap
+ * step for each record placed out of order. Then b's edges and counts are
+ * put in build indices (b->order, b->rc.order). WEFT_EINVAL if some nodes
+ * cannot be placed: a cycle (b->cycle names a record on it). */
+static int order_nodes(build *b)
+{
+  int n = b->n;
+  int *off = weft_calloc((size_t)n + 1, sizeof *off);
+  int *adj = weft_malloc(sizeof *adj * (b->nedges ? b->nedges : 1));
+  int *left = weft_malloc(sizeof *left * (size_t)n);
+  int *heap = weft_malloc(sizeof *heap * (size_t)n);
+  int *rank = b->rank = weft_malloc(sizeof *rank * (size_t)n);
+  b->order = weft_malloc(sizeof *b->order * (size_t)n);
+  int rc = WEFT_ENOMEM;
+  if (!off || !adj || !left || !heap || !rank || !b->order)
+    goto out;
+  /* Each record's successors (the edges are sorted by successor: each
+   * list comes out in the records' order). */
+  for (size_t e = 0; e < b->nedges; e++)
+    off[b->edge[e][0] + 1]++;
+  for (int i = 0; i < n; i++) {
+    off[i + 1] += off[i];
+    left[i] = b->npred[i];
+  }
+  for (size_t e = 0; e < b->nedges; e++)
+    adj[off[b->edge[e][0]]++] = b->edge[e][1];
+  for (int i = n; i > 0; i--) /* off[i] ended i's list: back to its start */
+    off[i] = off[i - 1];
+  off[0] = 0;
+  int k = 0, cur = 0, nheap = 0;
+  for (;;) {
+    int x;
+    if (nheap) {
+      x = heap_pop(heap, &nheap); /* behind the cursor: smaller than any ahead */
+    } else {
+      while (cur < n && left[cur] > 0)
+        cur++;
+      if (cur == n)
+        break;
+      x = cur++;
+    }
+    b->order[k] = x;
+    rank[x] = k++;
+    for (int j = off[x]; j < off[x + 1]; j++) {
+      int s = adj[j];
+      if (--left[s] == 0 && s < cur)
+        heap_push(heap, &nheap, s); /* the cursor passed it: the heap's */
+    }
+  }
+  if (k < n) {
+    b->cycle = find_cycle(b, left);
+    rc = WEFT_EINVAL;
+    goto out;
+  }
+  /* The edges and the counts by build index. */
+  for (size_t e = 0; e < b->nedges; e++) {
+    b->edge[e][0] = rank[b->edge[e][0]];
+    b->edge[e][1] = rank[b->edge[e][1]];
+  }
+  /* Sorted by successor again, and counted by build index. */
+  rc = sort_edges(b, b->edge, b->nedges) ? 0 : WEFT_ENOMEM;
+  b->rc.order = b->order;
+out:
+  weft_free(off);
+  weft_free(adj);
+  weft_free(left);
+  weft_free(heap);
+  return rc; /* rank stays, for make_explicit */
+}
+
+/* The explicit edges joined to the var edges find_edges found (sorted by
+ * successor), duplicates merged, and, if one of them goes backward in the
+ * records' order, the nodes ordered (order_nodes). 0, WEFT_ENOMEM,
+ * WEFT_EINVAL (a cycle). */
+static int add_edges(build *b)
+{
+  const weft_recording *c = b->c;
+  if (c->nxedges == 0)
+    return 0;
+  size_t total = b->nedges + c->nxedges;
+  int (*all)[2] = weft_malloc(sizeof *all * total);
+  if (!all)
+    return WEFT_ENOMEM;
+  memcpy(all, b->edge, sizeof *all * b->nedges);
+  bool backward = false;
+  for (size_t e = 0; e < c->nxedges; e++) {
+    all[b->nedges + e][0] = c->xedge[e][0];
+    all[b->nedges + e][1] = c->xedge[e][1];
+    backward |= c->xedge[e][0] > c->xedge[e][1];
+  }
+  bool ok = sort_edges(b, all, total);
+  weft_free(all);
+  if (!ok)
+    return WEFT_ENOMEM;
+  return backward ? order_nodes(b) : 0;
 }
 
 /* The sink counter tree: leaves of WEFT_GRAPH_FANIN sinks, parents of as
@@ -261,7 +481,7 @@ static int *place_nodes(build *b)
       int s = adj[j];
       if (--left[s])
         continue;
-      const weft_op_desc *d = &b->c->recs[s].desc;
+      const weft_op_desc *d = &weft_rec(b->c, (size_t)s)->desc;
       if (next < 0 && d->prop == WEFT_PROP_NORMAL && d->ctx.type == WEFT_DEV_CPU)
         next = s;
       else
@@ -283,6 +503,38 @@ out: /* off and adj stay in b, for make_nodes */
   return place;
 }
 
+/* A graph with explicit edges: each node's successors along them, and the
+ * failures it inherits along them (graph.h: xoff, xadj, inherit), by node
+ * index (g->place is set). A duplicate edge is listed twice: it passes a
+ * failure on twice, to no more effect. */
+static int make_explicit(struct weft_graph *g, const build *b)
+{
+  const weft_recording *c = b->c;
+  size_t nx = c->nxedges;
+  if (nx == 0)
+    return 0;
+  int n = b->n;
+  g->inherit = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *g->inherit * (size_t)n);
+  g->xoff = weft_calloc((size_t)n + 1, sizeof *g->xoff);
+  g->xadj = weft_malloc(sizeof *g->xadj * nx);
+  if (!g->inherit || !g->xoff || !g->xadj)
+    return WEFT_ENOMEM;
+  for (int i = 0; i < n; i++)
+    atomic_init(&g->inherit[i], 0);
+#define AT(r) g->place[b->rank ? b->rank[r] : (r)] /* a record's node index */
+  for (size_t e = 0; e < nx; e++)
+    g->xoff[AT(c->xedge[e][0]) + 1]++;
+  for (int i = 0; i < n; i++)
+    g->xoff[i + 1] += g->xoff[i];
+  for (size_t e = 0; e < nx; e++)
+    g->xadj[g->xoff[AT(c->xedge[e][0])]++] = AT(c->xedge[e][1]);
+#undef AT
+  for (int i = n; i > 0; i--) /* xoff[i] ended i's list: back to its start */
+    g->xoff[i] = g->xoff[i - 1];
+  g->xoff[0] = 0;
+  return 0;
+}
+
 /* The node blocks, their places and the graph's arrays, from b. */
 static int make_nodes(struct weft_graph *g, build *b)
 {
@@ -298,7 +550,7 @@ static int make_nodes(struct weft_graph *g, build *b)
    * One run in order (graph.h) is never queued either: 2 lines. */
   bool plain = true, normal = true;
   for (int i = 0; i < n && plain; i++) {
-    const weft_op_desc *d = &c->recs[i].desc;
+    const weft_op_desc *d = &weft_rec(c, (size_t)i)->desc;
     plain = d->fn && d->ctx.type == WEFT_DEV_CPU && d->prop != WEFT_PROP_PRIORITIZED;
     normal &= d->prop == WEFT_PROP_NORMAL;
   }
@@ -373,7 +625,7 @@ static int make_nodes(struct weft_graph *g, build *b)
     soff += (size_t)b->nsucc[i];
   }
   for (int i = 0; i < n; i++) {
-    const weft_capture_rec *r = &c->recs[i];
+    const weft_capture_rec *r = weft_rec(c, (size_t)i);
     int at = g->place[i];
     weft_opr *op = weft_graph_node(g, at);
     memset(op, 0, g->stride);
@@ -405,7 +657,7 @@ static int make_nodes(struct weft_graph *g, build *b)
     m->nsucc = b->in_order ? 0 : b->nsucc[i]; /* in order: nothing to release */
     for (int j = b->soff[i]; j < b->soff[i + 1]; j++) {
       int to = b->sadj[j];
-      const weft_op_desc *td = &c->recs[to].desc;
+      const weft_op_desc *td = &weft_rec(c, (size_t)to)->desc;
       bool keepable = td->fn && td->prop == WEFT_PROP_NORMAL && td->ctx.type == WEFT_DEV_CPU;
       /* Both on one device: the successor waits on the device (graph.h),
        * in as many device waits as an operator holds. */
@@ -435,28 +687,22 @@ static int make_nodes(struct weft_graph *g, build *b)
   weft_free(first);
   weft_free(run_at);
   g->nnodes = n;
-  return make_counters(g, b);
+  int rc = make_explicit(g, b);
+  return rc ? rc : make_counters(g, b);
 }
 
-struct weft_graph *weft_graph_build(const weft_recording *c)
+int weft_graph_build(struct weft_graph *g, const weft_recording *c, size_t *cycle)
 {
-  struct weft_graph *g = weft_calloc(1, sizeof *g);
-  if (!g)
-    return NULL;
-  if (pthread_mutex_init(&g->gate_lock, NULL)) {
-    weft_free(g);
-    return NULL;
-  }
-  atomic_init(&g->eng, c->eng);
-  atomic_init(&g->running, WEFT_GRAPH_IDLE);
-  atomic_init(&g->gates_out, 0);
   if (c->nrecs == 0)
-    return g; /* empty: its launch does nothing */
+    return 0; /* empty: its launch does nothing */
   int rc = WEFT_ENOMEM;
   build b = {0};
-  b.c = c;
+  b.rc = *c;
+  b.rc.order = NULL;
+  b.c = &b.rc;
+  b.cycle = -1;
   b.u = c->nuses;
-  if (c->nrecs >= WEFT_GRAPH_DEVICE || c->nuses > INT_MAX / 4)
+  if (c->nrecs >= WEFT_GRAPH_DEVICE || c->nuses > INT_MAX / 4 || c->nxedges > INT_MAX / 4)
     goto out; /* beyond what the counters hold: as out of memory */
   b.n = (int)c->nrecs;
   size_t nu = b.u ? b.u : 1;
@@ -471,7 +717,8 @@ struct weft_graph *weft_graph_build(const weft_recording *c)
   if (!b.use_gv || !b.gv_handle || !b.gv_write || !b.gv_var || !b.npred || !b.nsucc ||
       !b.ndevin || !b.devout)
     goto out;
-  if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = make_nodes(g, &b)))
+  if ((rc = map_vars(&b)) || (rc = find_edges(&b)) || (rc = add_edges(&b)) ||
+      (rc = make_nodes(g, &b)))
     goto out;
   if (g->in_order && !b.one_worker) {
     /* Kept to plan again with measured costs (lanes.h): lanes may pay
@@ -481,7 +728,11 @@ struct weft_graph *weft_graph_build(const weft_recording *c)
     b.edge = NULL;
     g->node_ns = weft_calloc((size_t)b.n, sizeof *g->node_ns); /* NULL: never measured */
   }
+  g->order = b.order; /* for the messages: the record of each build index */
+  b.order = NULL;
 out:
+  if (rc == WEFT_EINVAL && cycle)
+    *cycle = (size_t)b.cycle;
   weft_free(b.use_gv);
   weft_free(b.gv_handle);
   weft_free(b.gv_write);
@@ -493,12 +744,11 @@ out:
   weft_free(b.soff);
   weft_free(b.sadj);
   weft_free(b.edge);
+  weft_free(b.order);
+  weft_free(b.rank);
   if (rc) {
     weft_devruns_free(g); /* nothing recorded yet */
-    weft_graph_release_nodes(g);
-    pthread_mutex_destroy(&g->gate_lock);
-    weft_free(g);
-    return NULL;
+    weft_graph_release_built(g);
   }
-  return g;
+  return rc;
 }

@@ -109,6 +109,45 @@ static bool count_off(struct weft_graph *g, int c)
   }
 }
 
+int weft_gnode_inherited(const weft_opr *op)
+{
+  const weft_gnode *n = weft_gnode_of(op);
+  struct weft_graph *g = n->graph;
+  if (!g->inherit)
+    return 0;
+  _Atomic uint64_t *slot = &g->inherit[n->index];
+  /* relaxed: what this launch's predecessors stored came before their
+   * releases of op, which op's start follows (their acq_rel counts, the
+   * queue that handed op over, a lane's done); a tag of an earlier launch
+   * is stale (a device successor may have started before its predecessor
+   * failed: graph.h, WEFT_GRAPH_DEVICE). Cleared when set, so that no tag
+   * lasts until the launch numbers come round again. */
+  uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+  if (!v)
+    return 0;
+  atomic_store_explicit(slot, 0, memory_order_relaxed);
+  if ((uint32_t)(v >> 32) != g->launch_no || (op->flags & WEFT_OP_NOSKIP))
+    return 0;
+  return (int)(int32_t)(uint32_t)v;
+}
+
+/* Node i of g ended with status (a failure, or a skip): its successors
+ * along explicit edges inherit it (graph.h, inherit), before it releases
+ * them. */
+static void pass_failure(struct weft_graph *g, int i, int status)
+{
+  uint32_t tag = g->launch_no;
+  uint64_t v = (uint64_t)tag << 32 | (uint32_t)status;
+  for (uint32_t k = g->xoff[i]; k < g->xoff[i + 1]; k++) {
+    _Atomic uint64_t *slot = &g->inherit[g->xadj[k]];
+    /* relaxed: published by this node's release of the successor (or the
+     * last predecessor's, which follows it). A second failing predecessor
+     * leaves the first's status (two at once: either's). */
+    if ((uint32_t)(atomic_load_explicit(slot, memory_order_relaxed) >> 32) != tag)
+      atomic_store_explicit(slot, v, memory_order_relaxed);
+  }
+}
+
 void weft_gnode_finish_failed(weft_opr *op, int status)
 {
   const weft_gnode *n = weft_gnode_of(op);
@@ -116,6 +155,8 @@ void weft_gnode_finish_failed(weft_opr *op, int status)
   weft_engine *eng = op->eng;
   if (status)
     weft_engine_record_failure(eng, status, op->name);
+  if (status && g->inherit)
+    pass_failure(g, n->index, status);
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */

@@ -201,6 +201,13 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
   return weft_gnode_release(op, keep_one, ready, hook);
 }
 
+/* The failure node op inherits this launch along its graph's explicit
+ * edges (graph.h, inherit), read and cleared; 0: none, or op has
+ * WEFT_OP_NOSKIP (it runs, and its own status decides). Called as op
+ * starts, once: by the engine's skip check (its inherited, deps/ext.h) or
+ * by weft_gnode_call. */
+int weft_gnode_inherited(const weft_opr *op);
+
 /* A graph node's fn, as every replay path runs it (run.c's weft_gnode_run,
  * its sweeper of a graph run in order, lanes.c's): the caller checked
  * gnode_plain_now (run.c). No var
@@ -208,14 +215,20 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
  * release, which follows every earlier failure on its vars), and none
  * fails while it runs (every other writer of its vars is ordered with it:
  * by the graph's edges, or behind the launch's gate): only its own failure
- * gives its vars a status. */
+ * gives its vars a status, or one it inherits along an explicit edge
+ * (which skips it, as a failed var would). */
 static inline void weft_gnode_call(weft_opr *op, weft_run_ctx *rc)
 {
   WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-  rc->ctx = op->ctx;
-  weft_tls_opr = op;
-  int status = op->fn(rc, op->arg);
-  weft_tls_opr = NULL;
+  int status = 0;
+  if (__builtin_expect(weft_gnode_of(op)->graph->inherit != NULL, 0))
+    status = weft_gnode_inherited(op);
+  if (!status) {
+    rc->ctx = op->ctx;
+    weft_tls_opr = op;
+    status = op->fn(rc, op->arg);
+    weft_tls_opr = NULL;
+  }
   if (status)
     weft_gnode_finish_failed(op, status);
 }
