@@ -481,7 +481,7 @@ static int *place_nodes(build *b)
       int s = adj[j];
       if (--left[s])
         continue;
-      const weft_op_desc *d = &weft_rec(b->c, (size_t)s)->desc;
+      const weft_capture_rec *d = weft_rec(b->c, (size_t)s);
       if (next < 0 && d->prop == WEFT_PROP_NORMAL && d->ctx.type == WEFT_DEV_CPU)
         next = s;
       else
@@ -550,7 +550,7 @@ static int make_nodes(struct weft_graph *g, build *b)
    * One run in order (graph.h) is never queued either: 2 lines. */
   bool plain = true, normal = true;
   for (int i = 0; i < n && plain; i++) {
-    const weft_op_desc *d = &weft_rec(c, (size_t)i)->desc;
+    const weft_capture_rec *d = weft_rec(c, (size_t)i);
     plain = d->fn && d->ctx.type == WEFT_DEV_CPU && d->prop != WEFT_PROP_PRIORITIZED;
     normal &= d->prop == WEFT_PROP_NORMAL;
   }
@@ -630,15 +630,15 @@ static int make_nodes(struct weft_graph *g, build *b)
     weft_opr *op = weft_graph_node(g, at);
     memset(op, 0, g->stride);
     op->eng = c->eng;
-    op->fn = r->desc.fn;
-    op->arg = r->desc.arg;
-    op->name = r->desc.name;
-    op->ctx = r->desc.ctx;
-    op->prop = (uint8_t)r->desc.prop;
-    op->flags = r->desc.flags;
+    op->fn = r->fn;
+    op->arg = r->arg;
+    op->name = r->name;
+    op->ctx = r->ctx;
+    op->prop = (uint8_t)r->prop;
+    op->flags = r->flags;
     if (!plain) { /* the fields past a plain node's block */
-      op->async_fn = r->desc.async_fn;
-      op->priority = r->desc.priority;
+      op->async_fn = r->async_fn;
+      op->priority = r->priority;
       atomic_init(&op->async_refs, 0);
       atomic_init(&op->async_done, 0);
       atomic_init(&op->ndevwaits, 0);
@@ -657,12 +657,12 @@ static int make_nodes(struct weft_graph *g, build *b)
     m->nsucc = b->in_order ? 0 : b->nsucc[i]; /* in order: nothing to release */
     for (int j = b->soff[i]; j < b->soff[i + 1]; j++) {
       int to = b->sadj[j];
-      const weft_op_desc *td = &weft_rec(c, (size_t)to)->desc;
+      const weft_capture_rec *td = weft_rec(c, (size_t)to);
       bool keepable = td->fn && td->prop == WEFT_PROP_NORMAL && td->ctx.type == WEFT_DEV_CPU;
       /* Both on one device: the successor waits on the device (graph.h),
        * in as many device waits as an operator holds. */
-      bool dev = r->desc.ctx.type == WEFT_DEV_GPU && td->ctx.type == WEFT_DEV_GPU &&
-                 r->desc.ctx.id == td->ctx.id && b->ndevin[to] < WEFT_OPR_DEV_WAITS;
+      bool dev = r->ctx.type == WEFT_DEV_GPU && td->ctx.type == WEFT_DEV_GPU &&
+                 r->ctx.id == td->ctx.id && b->ndevin[to] < WEFT_OPR_DEV_WAITS;
       if (dev) {
         b->ndevin[to]++;
         b->devout[i] = true;

@@ -14,12 +14,38 @@
 #include "graph/graph.h"
 #include "deps/opr.h"
 
-/* One recorded push, or one node added (weft_graph_add). */
+/* One recorded push, or one node added (weft_graph_add): what a node's
+ * block takes of its descriptor (its vars are the recording's uses), in
+ * one line where a descriptor copy takes two (a graph's definition keeps
+ * one per node). */
 typedef struct weft_capture_rec {
-  weft_op_desc desc; /* copied; reads and writes cleared (see uses) */
-  size_t use0;       /* its vars: uses[use0 .. use0 + nuses) */
+  weft_op_fn fn;
+  weft_async_op_fn async_fn;
+  void *arg;
+  const char *name;
+  weft_ctx ctx;
+  int priority;
+  unsigned flags;
+  uint8_t prop;      /* a weft_prop */
   int nuses;
+  size_t use0;       /* its vars: uses[use0 .. use0 + nuses) */
 } weft_capture_rec;
+_Static_assert(sizeof(weft_capture_rec) <= 64, "a record is a line at most");
+
+/* Record r of the checked descriptor d on its vars uses[use0 .. use0 + n). */
+static inline void weft_rec_set(weft_capture_rec *r, const weft_op_desc *d, size_t use0, int n)
+{
+  r->fn = d->fn;
+  r->async_fn = d->async_fn;
+  r->arg = d->arg;
+  r->name = d->name;
+  r->ctx = d->ctx;
+  r->priority = d->priority;
+  r->flags = d->flags;
+  r->prop = (uint8_t)d->prop;
+  r->nuses = n;
+  r->use0 = use0;
+}
 
 /* A graph's definition on eng: its records (recorded pushes, or nodes
  * added) in order, and their vars, each record's normalised (sorted by

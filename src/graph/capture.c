@@ -133,12 +133,7 @@ int weft_capture_push(weft_push_sink *sink, const weft_op_desc *d, const weft_va
     return WEFT_ENOMEM;
   if (box)
     c->boxes[c->nboxes++] = box;
-  weft_capture_rec *r = &c->recs[c->nrecs++];
-  r->desc = *d;
-  r->desc.reads = r->desc.writes = NULL;
-  r->desc.num_reads = r->desc.num_writes = 0;
-  r->use0 = c->nuses;
-  r->nuses = n;
+  weft_rec_set(&c->recs[c->nrecs++], d, c->nuses, n);
   memcpy(&c->uses[c->nuses], uses, sizeof *uses * (size_t)n);
   c->nuses += (size_t)n;
   return 0;

@@ -21,12 +21,7 @@ int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, size_
   int n = weft_push_normalize(eng, d, def->uses + def->nuses);
   if (n < 0)
     return n;
-  weft_capture_rec *r = &def->recs[def->nrecs];
-  r->desc = *d;
-  r->desc.reads = r->desc.writes = NULL;
-  r->desc.num_reads = r->desc.num_writes = 0;
-  r->use0 = def->nuses;
-  r->nuses = n;
+  weft_rec_set(&def->recs[def->nrecs], d, def->nuses, n);
   def->nuses += (size_t)n;
   *node = def->nrecs++;
   def->dirty = true;

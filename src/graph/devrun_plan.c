@@ -11,9 +11,8 @@
 /* Whether capture record r may be in a run, and on which device. */
 static bool runnable(const weft_capture_rec *r)
 {
-  const weft_op_desc *d = &r->desc;
-  return (d->flags & WEFT_OP_GPU_GRAPH) && d->fn && d->ctx.type == WEFT_DEV_GPU &&
-         d->prop == WEFT_PROP_NORMAL;
+  return (r->flags & WEFT_OP_GPU_GRAPH) && r->fn && r->ctx.type == WEFT_DEV_GPU &&
+         r->prop == WEFT_PROP_NORMAL;
 }
 
 int weft_devruns_find(struct weft_graph *g, const weft_recording *c, const int (*edge)[2],
@@ -42,7 +41,7 @@ int weft_devruns_find(struct weft_graph *g, const weft_recording *c, const int (
   int nruns = 0, lo = -1;
   for (int i = 0; i <= n; i++) {
     const weft_capture_rec *r = i < n ? weft_rec(c, (size_t)i) : NULL;
-    bool joins = r && lo >= 0 && runnable(r) && r->desc.ctx.id == weft_rec(c, (size_t)lo)->desc.ctx.id &&
+    bool joins = r && lo >= 0 && runnable(r) && r->ctx.id == weft_rec(c, (size_t)lo)->ctx.id &&
                  npred[i] > 0 && minpred[i] >= lo;
     if (joins) {
       run_at[i] = nruns;

@@ -294,7 +294,7 @@ static int rebuild(weft_engine *eng, weft_graph *g)
   size_t cycle = 0;
   int rc = weft_graph_build(g, &rec, &cycle);
   if (rc == WEFT_EINVAL) {
-    const char *name = g->def->recs[cycle].desc.name;
+    const char *name = g->def->recs[cycle].name;
     weft_log("weft_graph_launch: the graph's edges and var dependencies form a cycle through "
              "node %zu (\"%s\"); nothing ran", cycle, name ? name : "op");
   }
