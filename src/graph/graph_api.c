@@ -73,17 +73,22 @@ int weft_graph_create(weft_engine *eng, weft_graph **out)
   WEFT_GUARDED(guest, graph_create(eng, out));
 }
 
-static int graph_enter(weft_graph *g, weft_engine **eng, int *guest, bool *fork_stale);
-
 /* Takes g's running word for a change of its definition (IDLE ->
- * EDITING), waiting out a launch that is ending or another change; 0, or
- * WEFT_EBUSY while a launch runs. */
-static int edit_begin(weft_graph *g)
+ * EDITING), waiting out a launch that is ending, another change or the
+ * orphaning (registry.c), and enters g's engine: 0, *eng the engine and
+ * *guest for weft_engine_leave; or WEFT_EBUSY while a launch runs,
+ * WEFT_ESHUTDOWN once the engine's destroy began (or let go of g, or g
+ * was inherited through fork), and then nothing is held. A change enters
+ * no count on g (launches and destroys do: graph_enter): the orphaning
+ * takes the running word before it lets go of g and clears g->eng, so
+ * while a change holds it the engine is alive, and one that finds it
+ * cleared has nothing to do. One read-modify-write a change, not three. */
+static int edit_begin(weft_graph *g, weft_engine **eng, int *guest)
 {
   int idle = WEFT_GRAPH_IDLE;
   /* acquire: pairs with the release store of IDLE that ended the last
-   * launch or change: the definition and the built graph as they left
-   * them. */
+   * launch, change or orphaning: the definition, the built graph and
+   * g->eng as they left them. */
   while (!atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_EDITING,
                                                   memory_order_acquire, memory_order_relaxed)) {
     if (idle == WEFT_GRAPH_RUNNING)
@@ -91,34 +96,50 @@ static int edit_begin(weft_graph *g)
     weft_graph_wait_ended(g);
     idle = WEFT_GRAPH_IDLE;
   }
+  /* relaxed: written by the orphaning while it held the running word,
+   * which the acquire above took after it. */
+  weft_engine *e = atomic_load_explicit(&g->eng, memory_order_relaxed);
+  int rc = !e || weft_fork_stale(e->fork_gen) ? WEFT_ESHUTDOWN : weft_engine_enter(e, guest);
+  if (rc) {
+    /* release: as edit_end (nothing changed). */
+    atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+    return rc;
+  }
+  *eng = e;
   return 0;
 }
 
-static void edit_end(weft_graph *g)
+/* Ends a change (edit_begin's 0): leaves the engine, then the running
+ * word (the engine lives until then). */
+static void edit_end(weft_graph *g, weft_engine *eng, int guest)
 {
+  weft_engine_leave(eng, guest);
   /* release: the change comes before the next launch's (or change's)
    * acquire of IDLE. */
   atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
 }
 
 /* weft_graph_add and weft_graph_add_arg (box: the latter's argument, or
- * NULL), inside g's engine eng. */
-static int graph_add(weft_engine *eng, weft_graph *g, const weft_op_desc *desc,
-                     weft_arg_box *box, size_t *node)
+ * NULL: desc->arg). */
+static int graph_add(weft_graph *g, const weft_op_desc *desc, weft_arg_box *box, size_t *node)
 {
-  int rc = weft_push_check_desc(eng, desc);
-  if (rc || (rc = edit_begin(g)))
+  weft_engine *eng;
+  int guest;
+  int rc = edit_begin(g, &eng, &guest);
+  if (rc)
     return rc;
   weft_op_desc d = *desc;
   if (box)
     d.arg = weft_arg_box_arg(box);
-  if (box && !weft_graph_grow((void **)&g->boxes, &g->capboxes, g->nboxes, 1, sizeof *g->boxes))
-    rc = WEFT_ENOMEM;
-  else
-    rc = weft_gdef_add(g->def, eng, &d, node);
+  if ((rc = weft_push_check_desc(eng, &d)) == 0) {
+    if (box && !weft_graph_grow((void **)&g->boxes, &g->capboxes, g->nboxes, 1, sizeof *g->boxes))
+      rc = WEFT_ENOMEM;
+    else
+      rc = weft_gdef_add(g->def, eng, &d, node);
+  }
   if (!rc && box) /* the graph's now: its destroy lets go of it */
     g->boxes[g->nboxes++] = box;
-  edit_end(g);
+  edit_end(g, eng, guest);
   return rc;
 }
 
@@ -126,15 +147,8 @@ int weft_graph_add(weft_graph *g, const weft_op_desc *desc, size_t *node)
 {
   if (!g || !desc)
     return WEFT_EINVAL;
-  weft_engine *eng;
-  int guest;
-  bool stale;
-  int rc = graph_enter(g, &eng, &guest, &stale);
-  if (rc)
-    return rc;
   size_t at = 0;
-  rc = graph_add(eng, g, desc, NULL, &at);
-  weft_engine_leave(eng, guest);
+  int rc = graph_add(g, desc, NULL, &at);
   if (!rc && node)
     *node = at;
   return rc;
@@ -148,18 +162,13 @@ int weft_graph_add_arg(weft_graph *g, const weft_op_desc *desc, const void *data
   int rc = weft_arg_check(desc, data, size);
   if (rc)
     return rc;
-  weft_engine *eng;
-  int guest;
-  bool stale;
-  if ((rc = graph_enter(g, &eng, &guest, &stale)))
-    return rc;
-  size_t at = 0;
   weft_arg_box *box = weft_arg_box_new(data, size, drop);
-  rc = box ? graph_add(eng, g, desc, box, &at) : WEFT_ENOMEM;
-  if (rc && box)
+  if (!box)
+    return WEFT_ENOMEM;
+  size_t at = 0;
+  if ((rc = graph_add(g, desc, box, &at)))
     weft_arg_box_discard(box); /* never used: no drop, as weft.h promises */
-  weft_engine_leave(eng, guest);
-  if (!rc && node)
+  else if (node)
     *node = at;
   return rc;
 }
@@ -170,15 +179,11 @@ int weft_graph_edge(weft_graph *g, size_t before, size_t after)
     return WEFT_EINVAL;
   weft_engine *eng;
   int guest;
-  bool stale;
-  int rc = graph_enter(g, &eng, &guest, &stale);
+  int rc = edit_begin(g, &eng, &guest);
   if (rc)
     return rc;
-  if (!(rc = edit_begin(g))) {
-    rc = weft_gdef_edge(g->def, before, after);
-    edit_end(g);
-  }
-  weft_engine_leave(eng, guest);
+  rc = weft_gdef_edge(g->def, before, after);
+  edit_end(g, eng, guest);
   return rc;
 }
 

@@ -1331,3 +1331,59 @@ Test(graph_edges, gpu_nodes_on_the_host_backend, .init = setup, .timeout = TU_TI
     }
   tu_assert_no_errors();
 }
+
+/* ------------------------------------------- adds racing the engine's end */
+
+typedef struct adder {
+  weft_graph *g;
+  atomic_int *started;
+  long added, edges;
+  int last_rc;
+} adder;
+
+static void *add_until_refused(void *arg)
+{
+  adder *a = arg;
+  atomic_int ran = 0;
+  weft_op_desc d = te_desc(count_fn, &ran);
+  for (;;) {
+    size_t at;
+    int rc = weft_graph_add(a->g, &d, &at);
+    if (rc == 0) {
+      a->added++;
+      atomic_store(a->started, 1);
+      if (at > 0 && (rc = weft_graph_edge(a->g, at - 1, at)) == 0)
+        a->edges++;
+    }
+    if (rc) {
+      a->last_rc = rc;
+      return NULL;
+    }
+  }
+}
+
+/* Adds and edges on another thread while the graph's engine is destroyed:
+ * each returns 0 until the destroy began, then WEFT_ESHUTDOWN, and the
+ * graph is destroyed after (the adds hold no count on the engine: the
+ * destroy's letting go of the graph waits for the one under way). */
+Test(graph_edges, adds_race_the_engines_destroy, .init = cpu_setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int round = 0; round < 20; round++) {
+    te t = te_new("threaded", 2, 0);
+    weft_graph *g;
+    cr_assert_eq(weft_graph_create(t.eng, &g), 0);
+    atomic_int started = 0;
+    adder a = {g, &started, 0, 0, 0};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, add_until_refused, &a), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&started), TU_DEADLINE_S));
+    tu_sleep_us(round * 50);
+    cr_assert_eq(te_free(&t), 0);
+    te_join(th);
+    cr_assert_eq(a.last_rc, WEFT_ESHUTDOWN, "round %d: the adds ended with %d (%s)", round,
+                 a.last_rc, weft_strerror(a.last_rc));
+    cr_assert(a.added > 0);
+    cr_assert_eq(weft_graph_launch(g), WEFT_ESHUTDOWN);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+  }
+}
