@@ -147,6 +147,12 @@
 /* Recycled objects (task records, operator blocks) are carved from slabs of
  * this size, bytes. */
 #define WEFT_OBJ_SLAB_BYTES (64 * 1024)
+/* With jemalloc, allocations of at least this many bytes (a large graph's
+ * node blocks and arrays, an engine's grown tables) come from an arena of
+ * the library's own that keeps their freed pages for reuse as it keeps
+ * smaller ones' (its dirty decay), where jemalloc's default hands pages of
+ * 8 MiB and more back to the system at once (common/alloc.c), bytes. */
+#define WEFT_BULK_ALLOC_BYTES (4u << 20)
 /* Bytes of the next free object that an allocation prefetches for writing:
  * an operator block's lines that a push fills (its header, its queue line
  * when it is ready at once, its inline requests; not the device fields). */
