@@ -29,6 +29,10 @@
  * one back, behind that work: what waits on a busy worker waits for at
  * most about twice this many operators. Operators. */
 #define WEFT_KEEP_RUN_MAX 1024
+/* A graph's build that orders its nodes (src/graph/build.c, an explicit
+ * edge backward in the order of adding) gathers its records in that order,
+ * prefetching this many ahead, records. */
+#define WEFT_GRAPH_GATHER_AHEAD 16
 /* A swept graph's sweeper (src/graph/graph.h) walks this many nodes between
  * its looks for other work waiting on its worker (weft_pool_yield_due),
  * nodes: a look costs a few loads, and what waits waits for at most this

@@ -7,6 +7,7 @@
 #define WEFT_GRAPH_BUILD_H
 #include "graph/layer.h" /* layer guard: no include from a lower layer, nor from src/gpu */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,7 +55,11 @@ static inline void weft_rec_set(weft_capture_rec *r, const weft_op_desc *d, size
  *
  * order: NULL, or the record at each build index, when the build runs the
  * records in another order than theirs (build.c sets it on its own copy;
- * what it is given has none): weft_rec reads through it. */
+ * what it is given has none): weft_rec reads through it.
+ *
+ * at_launch: the build is a launch's, the first since the graph changed
+ * (graph_api.c), which may be its only one: what pays only over later
+ * launches is left to the next one (weft_graph.lean). */
 typedef struct weft_recording {
   weft_engine *eng;
   const weft_capture_rec *recs;
@@ -64,6 +69,7 @@ typedef struct weft_recording {
   const int32_t (*xedge)[2];
   size_t nxedges;
   const int32_t *order;
+  bool at_launch;
 } weft_recording;
 
 /* The record at build index i of c. */

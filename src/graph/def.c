@@ -8,7 +8,8 @@
 #include "graph/def.h"
 #include "graph/graph.h"
 
-int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, size_t *node)
+int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, void *arg,
+                  size_t *node)
 {
   if (def->nrecs >= WEFT_GRAPH_DEVICE - 1)
     return WEFT_ENOMEM; /* beyond what a graph's counters hold: as its build (build.c) */
@@ -21,7 +22,9 @@ int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, size_
   int n = weft_push_normalize(eng, d, def->uses + def->nuses);
   if (n < 0)
     return n;
-  weft_rec_set(&def->recs[def->nrecs], d, def->nuses, n);
+  weft_capture_rec *r = &def->recs[def->nrecs];
+  weft_rec_set(r, d, def->nuses, n);
+  r->arg = arg;
   def->nuses += (size_t)n;
   *node = def->nrecs++;
   def->dirty = true;

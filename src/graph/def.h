@@ -32,15 +32,17 @@ typedef struct weft_gdef {
 
 /* Adds a node of the checked descriptor d (weft_push_check_desc), its vars
  * normalised as a push's (weft_push_normalize: WEFT_EINVAL for a dead
- * one), d->arg its argument; *node gets its index. 0, WEFT_EINVAL,
- * WEFT_ENOMEM (also past the nodes a graph holds); on an error nothing
- * changed. */
-int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, size_t *node);
+ * one), arg its argument (d->arg, or a box's bytes); *node gets its index.
+ * 0, WEFT_EINVAL, WEFT_ENOMEM (also past the nodes a graph holds); on an
+ * error nothing changed. */
+int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, void *arg,
+                  size_t *node);
 /* Adds the edge before -> after: WEFT_EINVAL for an unknown node or
  * before == after, WEFT_ENOMEM; on an error nothing changed. */
 int weft_gdef_edge(weft_gdef *def, size_t before, size_t after);
 
-/* What build.c reads of def, a graph's of eng. */
+/* What build.c reads of def, a graph's of eng, at the launch after a
+ * change. */
 static inline weft_recording weft_gdef_recording(const weft_gdef *def, weft_engine *eng)
 {
   weft_recording r = {eng,
@@ -50,7 +52,8 @@ static inline weft_recording weft_gdef_recording(const weft_gdef *def, weft_engi
                       def->nuses,
                       (const int32_t(*)[2])def->edge,
                       def->nedges,
-                      NULL};
+                      NULL,
+                      true};
   return r;
 }
 

@@ -151,7 +151,7 @@ void weft_graph_release_built(struct weft_graph *g)
   /* What a build sets and a launch learns: back to a new graph's (the
    * tests' lane_force stays, as the definition and the boxes do). */
   g->stride = 0;
-  g->sweep = g->in_order = g->stale = false;
+  g->sweep = g->in_order = g->lean = g->stale = false;
   g->sweep_epoch = 0;
   g->cursor = 0;
   g->lane_launches = 0;

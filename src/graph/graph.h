@@ -252,7 +252,8 @@ struct weft_graph {
   /* [nnodes], dense, a node's count of predecessors still to finish this
    * launch (atomic: a predecessor's finish takes one off; the node puts it
    * back to npred when it finishes). Apart from the blocks, so that a
-   * finish touches its successors' blocks only when it releases them. */
+   * finish touches its successors' blocks only when it releases them.
+   * NULL for a graph run in order (below): nobody counts its nodes. */
   _Atomic int32_t *pending;
   int32_t *succs;          /* every node's successors (weft_gnode.succ0), node indices
                             * | WEFT_GRAPH_SOLE; in g->store */
@@ -262,7 +263,10 @@ struct weft_graph {
    * predecessor's finish; read and cleared by the node as it starts:
    * replay.h, weft_gnode_inherited), and each node's successors along them
    * (immutable: xadj[xoff[i] .. xoff[i + 1]), node indices), which a
-   * failure or a skip passes its status to, as a failed var would. */
+   * failure or a skip passes its status to, as a failed var would. A
+   * graph whose every edge is explicit (no var dependency) and that has
+   * successor lists (not run in order) has no xadj: its successor lists
+   * are those (weft_graph_xsuccs). */
   _Atomic uint64_t *inherit;
   uint32_t *xoff;
   int32_t *xadj;
@@ -270,7 +274,7 @@ struct weft_graph {
    * launcher before the gate registers, read by the nodes it runs. */
   uint32_t launch_no;
   weft_var_use **node_uses; /* [nnodes], by node index: its vars as pushed (in g->store) */
-  weft_opr **roots;        /* [nroots], in capture order */
+  weft_opr **roots;        /* [nroots], in capture order (NULL for a swept graph) */
   int *place;              /* [nnodes]: the node index of each capture index (build.c) */
   weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */
   weft_var_use *uses;      /* [nvars]: each var's handle (its liveness at launch), its
@@ -290,6 +294,11 @@ struct weft_graph {
    * worker, and every node a CPU fn of WEFT_PROP_NORMAL, which the sweeper
    * runs where it takes it, to its end; its blocks have no queue line */
   bool in_order;
+  /* immutable: built for one launch (build.c, at a launch after a change):
+   * a graph that would run in order on several workers runs released by
+   * its edges instead, without the lanes' plan, which pays only over
+   * launches; its next launch builds it again the full way (graph_api.c). */
+  bool lean;
   /* The launch in progress of a swept graph: its epoch, and the next chunk
    * the sweeper takes. Written by the gate's start (the launch before has
    * ended, its sweeper too) before it queues the sweeper, which publishes
@@ -408,6 +417,23 @@ static inline int weft_graph_wait_ended(struct weft_graph *g)
 static inline weft_opr *weft_graph_node(const struct weft_graph *g, int i)
 {
   return (weft_opr *)(g->nodes + (size_t)i * g->stride);
+}
+
+/* Node i's successors along g's explicit edges (g->inherit set): *n node
+ * indices from the returned list, each masked with *mask (xadj's, or the
+ * successor lists' with their flags off). */
+static inline const int32_t *weft_graph_xsuccs(const struct weft_graph *g, int i, int *n,
+                                               int32_t *mask)
+{
+  if (g->xoff) {
+    *n = (int)(g->xoff[i + 1] - g->xoff[i]);
+    *mask = -1;
+    return g->xadj + g->xoff[i];
+  }
+  const weft_gnode *m = weft_gnode_of(weft_graph_node(g, i));
+  *n = m->nsucc;
+  *mask = WEFT_GRAPH_DEVICE - 1;
+  return g->succs + m->succ0;
 }
 
 /* A gate for one launch (from the graph's free list, or new); NULL

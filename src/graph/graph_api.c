@@ -9,6 +9,7 @@
 #include "common/assert.h"
 #include "common/error.h"
 #include "common/fork.h"
+#include "common/guard.h"
 #include "deps/arg.h"
 #include "graph/capture.h"
 #include "graph/def.h"
@@ -75,15 +76,17 @@ int weft_graph_create(weft_engine *eng, weft_graph **out)
 
 /* Takes g's running word for a change of its definition (IDLE ->
  * EDITING), waiting out a launch that is ending, another change or the
- * orphaning (registry.c), and enters g's engine: 0, *eng the engine and
- * *guest for weft_engine_leave; or WEFT_EBUSY while a launch runs,
- * WEFT_ESHUTDOWN once the engine's destroy began (or let go of g, or g
- * was inherited through fork), and then nothing is held. A change enters
- * no count on g (launches and destroys do: graph_enter): the orphaning
- * takes the running word before it lets go of g and clears g->eng, so
- * while a change holds it the engine is alive, and one that finds it
- * cleared has nothing to do. One read-modify-write a change, not three. */
-static int edit_begin(weft_graph *g, weft_engine **eng, int *guest)
+ * orphaning (registry.c): 0 and *eng its engine; or WEFT_EBUSY while a
+ * launch runs, WEFT_ESHUTDOWN once the engine's destroy began (or let go
+ * of g, or g was inherited through fork), and then nothing is held. A
+ * change enters no count on g and no guard of the engine (launches and
+ * destroys do: graph_enter): the orphaning takes the running word before
+ * it lets go of g and clears g->eng, and the engine's free comes after
+ * it, so while a change holds the word its engine is alive, and one that
+ * finds g->eng cleared has nothing to do. One read-modify-write a change
+ * (an add or an edge costs about what a push costs to check and copy its
+ * descriptor). */
+static int edit_begin(weft_graph *g, weft_engine **eng)
 {
   int idle = WEFT_GRAPH_IDLE;
   /* acquire: pairs with the release store of IDLE that ended the last
@@ -99,21 +102,22 @@ static int edit_begin(weft_graph *g, weft_engine **eng, int *guest)
   /* relaxed: written by the orphaning while it held the running word,
    * which the acquire above took after it. */
   weft_engine *e = atomic_load_explicit(&g->eng, memory_order_relaxed);
-  int rc = !e || weft_fork_stale(e->fork_gen) ? WEFT_ESHUTDOWN : weft_engine_enter(e, guest);
-  if (rc) {
+  /* Refused from outside the engine's work once its destroy began, as an
+   * entry of its guard would be (the engine's own operators, which the
+   * destroy drains, may still add). */
+  if (!e || weft_fork_stale(e->fork_gen) ||
+      (weft_guard_closed(&e->guard) && !weft_engine_inside_op(e))) {
     /* release: as edit_end (nothing changed). */
     atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
-    return rc;
+    return WEFT_ESHUTDOWN;
   }
   *eng = e;
   return 0;
 }
 
-/* Ends a change (edit_begin's 0): leaves the engine, then the running
- * word (the engine lives until then). */
-static void edit_end(weft_graph *g, weft_engine *eng, int guest)
+/* Ends a change (edit_begin's 0). */
+static void edit_end(weft_graph *g)
 {
-  weft_engine_leave(eng, guest);
   /* release: the change comes before the next launch's (or change's)
    * acquire of IDLE. */
   atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
@@ -124,22 +128,18 @@ static void edit_end(weft_graph *g, weft_engine *eng, int guest)
 static int graph_add(weft_graph *g, const weft_op_desc *desc, weft_arg_box *box, size_t *node)
 {
   weft_engine *eng;
-  int guest;
-  int rc = edit_begin(g, &eng, &guest);
+  int rc = edit_begin(g, &eng);
   if (rc)
     return rc;
-  weft_op_desc d = *desc;
-  if (box)
-    d.arg = weft_arg_box_arg(box);
-  if ((rc = weft_push_check_desc(eng, &d)) == 0) {
+  if ((rc = weft_push_check_desc(eng, desc)) == 0) {
     if (box && !weft_graph_grow((void **)&g->boxes, &g->capboxes, g->nboxes, 1, sizeof *g->boxes))
       rc = WEFT_ENOMEM;
     else
-      rc = weft_gdef_add(g->def, eng, &d, node);
+      rc = weft_gdef_add(g->def, eng, desc, box ? weft_arg_box_arg(box) : desc->arg, node);
   }
   if (!rc && box) /* the graph's now: its destroy lets go of it */
     g->boxes[g->nboxes++] = box;
-  edit_end(g, eng, guest);
+  edit_end(g);
   return rc;
 }
 
@@ -178,12 +178,11 @@ int weft_graph_edge(weft_graph *g, size_t before, size_t after)
   if (!g)
     return WEFT_EINVAL;
   weft_engine *eng;
-  int guest;
-  int rc = edit_begin(g, &eng, &guest);
+  int rc = edit_begin(g, &eng);
   if (rc)
     return rc;
   rc = weft_gdef_edge(g->def, before, after);
-  edit_end(g, eng, guest);
+  edit_end(g);
   return rc;
 }
 
@@ -204,8 +203,8 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
     }
   /* A graph with explicit edges: each node's failure inherited along them
    * (by node index), passed on here as the threaded replay passes it. */
-  int *pass = g->xoff ? weft_calloc((size_t)g->nnodes, sizeof *pass) : NULL;
-  if (g->xoff && !pass) {
+  int *pass = g->inherit ? weft_calloc((size_t)g->nnodes, sizeof *pass) : NULL;
+  if (g->inherit && !pass) {
     pthread_mutex_unlock(&eng->naive_lock);
     return WEFT_ENOMEM;
   }
@@ -228,9 +227,12 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
     }
     int ended = 0;
     rc = weft_push_naive(eng, &d, g->node_uses[at], op->nvars, pass[at], &ended);
-    for (uint32_t k = g->xoff[at]; ended && k < g->xoff[at + 1]; k++)
-      if (!pass[g->xadj[k]])
-        pass[g->xadj[k]] = ended;
+    int nx;
+    int32_t mask;
+    const int32_t *x = weft_graph_xsuccs(g, at, &nx, &mask);
+    for (int k = 0; ended && k < nx; k++)
+      if (!pass[x[k] & mask])
+        pass[x[k] & mask] = ended;
   }
   pthread_mutex_unlock(&eng->naive_lock);
   weft_free(pass);
@@ -271,13 +273,15 @@ static void gate_fill(weft_engine *eng, weft_graph *g, weft_gate *gate)
 }
 
 /* Builds g again from its definition (def.h), which changed since its
- * last build; the caller holds running (a launch). What the last build
+ * last build (at_launch: maybe for this launch alone, build.h), or for
+ * more launches than the one it was built for (lean); the caller holds
+ * running (a launch). What the last build
  * made goes first: the vars its gate kept, its gates (sized for its vars),
  * its runs and its nodes (the argument boxes stay: the definition's).
  * 0, WEFT_ENOMEM, or WEFT_EINVAL for a cycle (one message names a node on
- * it); on an error g has nothing built, and stays changed (the next launch
- * tries again). */
-static int rebuild(weft_engine *eng, weft_graph *g)
+ * it); on an error g has nothing built, and counts as changed (the next
+ * launch tries again). */
+static int rebuild(weft_engine *eng, weft_graph *g, bool at_launch)
 {
   weft_keep_drop(g);
   /* acquire: pairs with weft_gate_put's release (as in the destroy): a
@@ -296,6 +300,7 @@ static int rebuild(weft_engine *eng, weft_graph *g)
   weft_devruns_free(g);
   weft_graph_release_built(g);
   weft_recording rec = weft_gdef_recording(g->def, eng);
+  rec.at_launch = at_launch;
   size_t cycle = 0;
   int rc = weft_graph_build(g, &rec, &cycle);
   if (rc == WEFT_EINVAL) {
@@ -303,8 +308,8 @@ static int rebuild(weft_engine *eng, weft_graph *g)
     weft_log("weft_graph_launch: the graph's edges and var dependencies form a cycle through "
              "node %zu (\"%s\"); nothing ran", cycle, name ? name : "op");
   }
-  if (!rc)
-    g->def->dirty = false;
+  /* On an error nothing is built: the next launch builds again. */
+  g->def->dirty = rc != 0;
   return rc;
 }
 
@@ -322,8 +327,9 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
     idle = WEFT_GRAPH_IDLE;
   }
   /* Changed since its last build (weft_graph_add, weft_graph_edge): built
-   * again first. */
-  int rc = g->def->dirty ? rebuild(eng, g) : 0;
+   * again first, for this launch (at_launch); or built for one launch and
+   * launched again: built the full way (graph.h, lean). */
+  int rc = g->def->dirty ? rebuild(eng, g, true) : g->lean ? rebuild(eng, g, false) : 0;
   g->launch_no++; /* the tags of the failures it passes on (graph.h, inherit) */
   if (rc || g->nnodes == 0) {
     /* not built (nothing runs), or empty: a launch that does nothing */

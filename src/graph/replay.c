@@ -138,8 +138,11 @@ static void pass_failure(struct weft_graph *g, int i, int status)
 {
   uint32_t tag = g->launch_no;
   uint64_t v = (uint64_t)tag << 32 | (uint32_t)status;
-  for (uint32_t k = g->xoff[i]; k < g->xoff[i + 1]; k++) {
-    _Atomic uint64_t *slot = &g->inherit[g->xadj[k]];
+  int nx;
+  int32_t mask;
+  const int32_t *x = weft_graph_xsuccs(g, i, &nx, &mask);
+  for (int k = 0; k < nx; k++) {
+    _Atomic uint64_t *slot = &g->inherit[x[k] & mask];
     /* relaxed: published by this node's release of the successor (or the
      * last predecessor's, which follows it). A second failing predecessor
      * leaves the first's status (two at once: either's). */
