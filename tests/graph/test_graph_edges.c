@@ -1387,3 +1387,66 @@ Test(graph_edges, adds_race_the_engines_destroy, .init = cpu_setup, .timeout = T
     cr_assert_eq(weft_graph_destroy(g), 0);
   }
 }
+
+/* ---------------------------------------------------- out of memory */
+
+#include "common/alloc.h" /* the fault injection hook (white-box) */
+
+/* A graph's build at its launch with each allocation failing in turn, at
+ * its first launch (a build for one launch) and, on 2 workers, at its
+ * second (the full build: graph.h, lean; on one worker the first build is
+ * the full one): the launch returns WEFT_ENOMEM and runs nothing,
+ * and the next one, without the fault, runs every node in order; on 1 and
+ * 2 workers, with the nodes added in and out of order. */
+Test(graph_edges, a_launch_out_of_memory_runs_nothing, .init = cpu_setup,
+     .timeout = TU_TIMEOUT(240))
+{
+  for (int threads = 1; threads <= 2; threads++)
+    for (int ranked = 0; ranked <= 1; ranked++)
+      for (int which = 0; which < threads; which++) { /* the first launch's build, or the
+                                                        * second's (2 workers: graph.h, lean) */
+        net *m = random_dag(40, 2, ranked, 31u + (unsigned)ranked);
+        for (int i = 0; i < m->n; i += 7)
+          net_use(m, i, i % 3, true); /* some var dependencies too */
+        expect x;
+        net_expect(m, &x);
+        cr_assert_not(x.cycle);
+        long points = 0, k;
+        for (k = 1; k < 5000; k++) {
+          te t = te_new("threaded", threads, 0);
+          weft_var *vars[NV];
+          for (int v = 0; v < NV; v++)
+            vars[v] = te_var(t.eng);
+          static rec r;
+          static node_arg args[NMAX];
+          rec_reset(&r);
+          weft_graph *g = net_graph(t.eng, m, args, &r, vars);
+          if (which == 1) { /* the first launch, fine */
+            cr_assert_eq(weft_graph_launch(g), 0);
+            cr_assert_eq(weft_wait_all(t.eng), 0);
+            rec_reset(&r);
+          }
+          weft_test_fail_alloc_at(k);
+          int rc = weft_graph_launch(g);
+          weft_test_fail_alloc_at(0);
+          cr_assert_eq(weft_wait_all(t.eng), 0);
+          if (rc) {
+            points++;
+            cr_assert_eq(rc, WEFT_ENOMEM, "k=%ld: launch = %d (%s)", k, rc, weft_strerror(rc));
+            cr_assert_eq(atomic_load(&r.clock), 0, "k=%ld: a launch out of memory ran nodes", k);
+            cr_assert_eq(weft_graph_launch(g), 0, "k=%ld: the launch after the fault", k);
+            cr_assert_eq(weft_wait_all(t.eng), 0);
+          }
+          rec_check(m, &x, &r, "after a fault");
+          cr_assert_eq(weft_graph_destroy(g), 0);
+          cr_assert_eq(te_free(&t), 0);
+          if (!rc)
+            break;
+        }
+        cr_assert_lt(k, 5000);
+        cr_assert_gt(points, 0, "the launch's build made no allocation through the hook");
+        net_free(m);
+      }
+  tu_assert_no_errors();
+  tu_assert_no_leaks();
+}
