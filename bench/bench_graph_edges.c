@@ -23,22 +23,27 @@
  *            the same order, weft_graph_edge of every edge, one launch
  *   once_rev the same with the nodes added in the reverse order (every
  *            edge backward: the launch orders the nodes first)
- *   relaunch weft_graph_launch of the graph "once" made, launched 4 times
- *            before (untimed)
+ *   relaunch weft_graph_launch of the graph "once" made, launched
+ *            RELAUNCH_WARM times before (untimed: its second launch builds
+ *            it again the full way, and the first launches of a graph that
+ *            may run in lanes try both ways, weft.h)
  * A graph's destroy is not in its mode's time: it is timed on its own and
  * printed as destroy_ns (per node).
- * Output: one line per shape, threads and mode: the median ns per node of
- * the repetitions, with their min and max, and the ratio of the median to
- * push's (push runs for it even when --mode leaves it out, unless --alone:
+ * The modes' repetitions are interleaved (push, capture, once, ... then
+ * again), each mode warmed up once first. Output: one line per shape,
+ * threads and mode: the median ns per node of the repetitions, with their
+ * min and max, and the ratio of the median to push's (push runs for it even when --mode leaves it out, unless --alone:
  * the modes given only, for a profile). --phases: for once and once_rev,
  * what the adds, the edges, weft_graph_launch (which resolves the graph)
- * and weft_wait_all took, per node, averaged over the repetitions.
+ * and weft_wait_all took, per node, averaged over the repetitions, in wall
+ * time and in the main thread's CPU time (steadier on a loaded machine).
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "weft/weft.h"
@@ -47,6 +52,25 @@ static int64_t now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The calling thread's minor page faults so far (fresh memory's first
+ * touch, which dominates a build's cost where the allocator hands out
+ * memory it did not keep). */
+static long faults(void)
+{
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_minflt;
+}
+
+/* The calling thread's CPU time, ns (its page faults included; not the
+ * time other processes took its core: steadier on a loaded machine). */
+static int64_t cpu_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -208,22 +232,25 @@ static void push_all(weft_engine *eng, const shape *s, weft_var **vars, weft_var
 /* The phases of the last "once" repetitions (--phases): the adds, the
  * edges, weft_graph_launch (the graph's resolve, and its start), and
  * weft_wait_all, ns, summed. */
-static int64_t phase[4];
+static int64_t phases_of[8][3][4]; /* by mode: wall, CPU, faults; by phase */
+static int64_t (*phase)[4] = phases_of[0]; /* the mode's now running */
 
 /* A graph of s's nodes (no vars) and edges; rev: nodes added in the
  * reverse order. */
 static weft_graph *make_graph(weft_engine *eng, const shape *s, bool rev)
 {
   weft_graph *g;
-  int64_t t0 = now_ns();
+  int64_t t0 = now_ns(), c0 = cpu_ns(), f0 = faults();
   CHECK(weft_graph_create(eng, &g));
   weft_op_desc d;
   memset(&d, 0, sizeof d);
   d.fn = empty_fn;
   for (int i = 0; i < s->n; i++)
     CHECK(weft_graph_add(g, &d, NULL));
-  int64_t t1 = now_ns();
-  phase[0] += t1 - t0;
+  int64_t t1 = now_ns(), c1 = cpu_ns(), f1 = faults();
+  phase[0][0] += t1 - t0;
+  phase[1][0] += c1 - c0;
+  phase[2][0] += f1 - f0;
   int n = s->n;
   for (int i = 0; i < n; i++)
     for (int k = s->pred0[i]; k < s->pred0[i + 1]; k++) {
@@ -231,10 +258,13 @@ static weft_graph *make_graph(weft_engine *eng, const shape *s, bool rev)
       CHECK(rev ? weft_graph_edge(g, (size_t)(n - 1 - p), (size_t)(n - 1 - i))
                 : weft_graph_edge(g, (size_t)p, (size_t)i));
     }
-  phase[1] += now_ns() - t1;
+  phase[0][1] += now_ns() - t1;
+  phase[1][1] += cpu_ns() - c1;
+  phase[2][1] += faults() - f1;
   return g;
 }
 
+enum { RELAUNCH_WARM = 8 };
 enum { M_PUSH, M_CAPTURE, M_ONCE, M_ONCE_REV, M_RELAUNCH, M_MODES };
 static const char *mode_names[M_MODES] = {"push", "capture", "once", "once_rev", "relaunch"};
 
@@ -266,17 +296,21 @@ static int64_t run_mode(weft_engine *eng, const shape *s, int mode, weft_var **v
   case M_ONCE_REV:
     t0 = now_ns();
     g = make_graph(eng, s, mode == M_ONCE_REV);
-    int64_t tl = now_ns();
+    int64_t tl = now_ns(), cl = cpu_ns(), fl = faults();
     CHECK(weft_graph_launch(g));
-    int64_t tw = now_ns();
+    int64_t tw = now_ns(), cw = cpu_ns(), fw = faults();
     CHECK(weft_wait_all(eng));
     t1 = now_ns();
-    phase[2] += tw - tl;
-    phase[3] += t1 - tw;
+    phase[0][2] += tw - tl;
+    phase[0][3] += t1 - tw;
+    phase[1][2] += cw - cl;
+    phase[1][3] += cpu_ns() - cw;
+    phase[2][2] += fw - fl;
+    phase[2][3] += faults() - fw;
     break;
   default: /* M_RELAUNCH */
     g = make_graph(eng, s, false);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < RELAUNCH_WARM; k++) {
       CHECK(weft_graph_launch(g));
       CHECK(weft_wait_all(eng));
     }
@@ -358,37 +392,57 @@ int main(int argc, char **argv)
       weft_var *reads[8];
       for (int i = 0; i < s->n; i++)
         CHECK(weft_var_new(eng, &vars[i]));
+      /* The modes' repetitions interleaved (one of each in turn), so that
+       * what the machine does meanwhile weighs on them alike. */
+      bool on[M_MODES];
+      int64_t *t[M_MODES], dsum[M_MODES] = {0}, destroy = 0;
+      for (int mode = 0; mode < M_MODES; mode++) {
+        on[mode] = (mode == M_PUSH && !alone) || listed(modes, mode_names[mode]);
+        t[mode] = malloc(sizeof *t[mode] * (size_t)reps);
+        phase = phases_of[mode];
+        if (on[mode])
+          run_mode(eng, s, mode, vars, reads, &destroy); /* warm-up */
+      }
+      memset(phases_of, 0, sizeof phases_of);
+      for (int r = 0; r < reps; r++)
+        for (int mode = 0; mode < M_MODES; mode++) {
+          if (!on[mode])
+            continue;
+          phase = phases_of[mode];
+          t[mode][r] = run_mode(eng, s, mode, vars, reads, &destroy);
+          dsum[mode] += destroy;
+        }
       double push_median = 0;
       for (int mode = 0; mode < M_MODES; mode++) {
-        if ((mode != M_PUSH || alone) && !listed(modes, mode_names[mode]))
+        if (!on[mode])
           continue;
-        int64_t *t = malloc(sizeof *t * (size_t)reps), destroy = 0, dsum = 0;
-        run_mode(eng, s, mode, vars, reads, &destroy); /* warm-up */
-        memset(phase, 0, sizeof phase);
-        for (int r = 0; r < reps; r++) {
-          t[r] = run_mode(eng, s, mode, vars, reads, &destroy);
-          dsum += destroy;
-        }
-        qsort(t, (size_t)reps, sizeof *t, cmp_i64);
-        double med = (double)t[reps / 2] / s->n;
+        qsort(t[mode], (size_t)reps, sizeof *t[mode], cmp_i64);
+        double med = (double)t[mode][reps / 2] / s->n;
         if (mode == M_PUSH)
           push_median = med;
-        if (mode == M_PUSH && !listed(modes, "push")) {
-          free(t);
+        if (mode == M_PUSH && !listed(modes, "push"))
           continue;
-        }
         printf("%-8s %3d %-9s %10.1f %10.1f %10.1f %7.2f %10.1f\n", s->name, threads,
-               mode_names[mode], med, (double)t[0] / s->n, (double)t[reps - 1] / s->n,
-               med / push_median, (double)dsum / reps / s->n);
-        if (phases && (mode == M_ONCE || mode == M_ONCE_REV))
-          printf("%-8s %3d %-9s adds %.1f, edges %.1f (%.1f an edge), launch %.1f, wait %.1f "
-                 "ns a node, averages\n", s->name, threads, mode_names[mode],
-                 (double)phase[0] / reps / s->n, (double)phase[1] / reps / s->n,
-                 (double)phase[1] / reps / (double)s->nedges, (double)phase[2] / reps / s->n,
-                 (double)phase[3] / reps / s->n);
+               mode_names[mode], med, (double)t[mode][0] / s->n,
+               (double)t[mode][reps - 1] / s->n, med / push_median,
+               (double)dsum[mode] / reps / s->n);
+        const int64_t(*ph)[4] = (const int64_t(*)[4])phases_of[mode];
+        if (phases && (mode == M_ONCE || mode == M_ONCE_REV)) {
+          for (int k = 0; k < 2; k++)
+            printf("%-8s %3d %-9s %s: adds %.1f, edges %.1f (%.1f an edge), launch %.1f, "
+                   "wait %.1f ns a node, averages\n", s->name, threads, mode_names[mode],
+                   k ? "main's CPU" : "wall", (double)ph[k][0] / reps / s->n,
+                   (double)ph[k][1] / reps / s->n, (double)ph[k][1] / reps / (double)s->nedges,
+                   (double)ph[k][2] / reps / s->n, (double)ph[k][3] / reps / s->n);
+          printf("%-8s %3d %-9s main's page faults: adds %.0f, edges %.0f, launch %.0f, wait "
+                 "%.0f a repetition\n", s->name, threads, mode_names[mode],
+                 (double)ph[2][0] / reps, (double)ph[2][1] / reps, (double)ph[2][2] / reps,
+                 (double)ph[2][3] / reps);
+        }
         fflush(stdout);
-        free(t);
       }
+      for (int mode = 0; mode < M_MODES; mode++)
+        free(t[mode]);
       for (int i = 0; i < s->n; i++)
         CHECK(weft_var_delete(eng, vars[i]));
       free(vars);
