@@ -536,8 +536,12 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * of the engine as a captured graph's (below). Nodes and edges may be
  * added to any graph, captured ones included (the i-th push a capture
  * recorded is node i), between launches: the graph is resolved again at
- * the next launch, then replayed as a captured graph is. A graph launched
- * once costs about what pushing its operators would.
+ * the next launch, then replayed as a captured graph is. Failures pass
+ * along explicit edges as along vars: a node after a failed (or skipped)
+ * one by an edge is skipped with its status, unless it has WEFT_OP_NOSKIP.
+ * A graph built so and launched once costs less than pushing its operators
+ * (the resolve at that launch does only what that launch needs: see "Where
+ * they run"); relaunched, what a captured graph's replay costs.
  *
  * Ordering: a launch is ordered with everything else on the engine as if it
  * were one operator that writes every var the graph writes and reads every
@@ -570,7 +574,12 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * both in turn (2 each, then again every 256 launches) and the others run
  * the faster; the first of them also times each operator, and the lanes
  * are planned again with those costs. Any other graph's operators are
- * released along its edges. A GPU operator whose predecessor is a GPU
+ * released along its edges; so are those of a graph resolved at a launch
+ * (one made with weft_graph_add, or changed since its last launch) on a
+ * pool of several workers, at that launch: the lanes' plan pays only over
+ * launches, and the graph's next launch resolves it again to plan them
+ * (on one worker the first resolve is the only one). A GPU operator whose
+ * predecessor is a GPU
  * operator of the same device waits for it on the device: it is launched
  * as soon as its predecessor was (as pushed ones are).
  *
