@@ -27,6 +27,8 @@
  *            RELAUNCH_WARM times before (untimed: its second launch builds
  *            it again the full way, and the first launches of a graph that
  *            may run in lanes try both ways, weft.h)
+ *   cap_relaunch  the same of the graph "capture" made (what a replay
+ *            costs a captured graph: its vars, held between launches)
  * A graph's destroy is not in its mode's time: it is timed on its own and
  * printed as destroy_ns (per node).
  * The modes' repetitions are interleaved (push, capture, once, ... then
@@ -265,8 +267,10 @@ static weft_graph *make_graph(weft_engine *eng, const shape *s, bool rev)
 }
 
 enum { RELAUNCH_WARM = 8 };
-enum { M_PUSH, M_CAPTURE, M_ONCE, M_ONCE_REV, M_RELAUNCH, M_MODES };
-static const char *mode_names[M_MODES] = {"push", "capture", "once", "once_rev", "relaunch"};
+enum { M_PUSH, M_CAPTURE, M_ONCE, M_ONCE_REV, M_RELAUNCH, M_CAP_RELAUNCH, M_MODES };
+static const char *mode_names[M_MODES] = {"push",     "capture",  "once",
+                                          "once_rev", "relaunch", "cap_relaunch"};
+_Static_assert(M_MODES <= 8, "phases_of holds every mode");
 
 /* One repetition of mode on s: ns; *destroy: its graph's destroy, ns (0:
  * none). */
@@ -307,6 +311,19 @@ static int64_t run_mode(weft_engine *eng, const shape *s, int mode, weft_var **v
     phase[1][3] += cpu_ns() - cw;
     phase[2][2] += fw - fl;
     phase[2][3] += faults() - fw;
+    break;
+  case M_CAP_RELAUNCH:
+    CHECK(weft_graph_begin_capture(eng));
+    push_all(eng, s, vars, reads);
+    CHECK(weft_graph_end_capture(eng, &g));
+    for (int k = 0; k < RELAUNCH_WARM; k++) {
+      CHECK(weft_graph_launch(g));
+      CHECK(weft_wait_all(eng));
+    }
+    t0 = now_ns();
+    CHECK(weft_graph_launch(g));
+    CHECK(weft_wait_all(eng));
+    t1 = now_ns();
     break;
   default: /* M_RELAUNCH */
     g = make_graph(eng, s, false);
@@ -368,7 +385,7 @@ int main(int argc, char **argv)
   if (reps < 1)
     reps = 1;
   shape all[3] = {make_layered(), make_grid(), make_tree()};
-  printf("%-8s %3s %-9s %10s %10s %10s %7s %10s\n", "shape", "thr", "mode", "median_ns",
+  printf("%-8s %3s %-12s %10s %10s %10s %7s %10s\n", "shape", "thr", "mode", "median_ns",
          "min_ns", "max_ns", "x_push", "destroy_ns");
   for (const char *tp = threads_list; *tp;) {
     int threads = atoi(tp);
@@ -422,19 +439,19 @@ int main(int argc, char **argv)
           push_median = med;
         if (mode == M_PUSH && !listed(modes, "push"))
           continue;
-        printf("%-8s %3d %-9s %10.1f %10.1f %10.1f %7.2f %10.1f\n", s->name, threads,
+        printf("%-8s %3d %-12s %10.1f %10.1f %10.1f %7.2f %10.1f\n", s->name, threads,
                mode_names[mode], med, (double)t[mode][0] / s->n,
                (double)t[mode][reps - 1] / s->n, med / push_median,
                (double)dsum[mode] / reps / s->n);
         const int64_t(*ph)[4] = (const int64_t(*)[4])phases_of[mode];
         if (phases && (mode == M_ONCE || mode == M_ONCE_REV)) {
           for (int k = 0; k < 2; k++)
-            printf("%-8s %3d %-9s %s: adds %.1f, edges %.1f (%.1f an edge), launch %.1f, "
+            printf("%-8s %3d %-12s %s: adds %.1f, edges %.1f (%.1f an edge), launch %.1f, "
                    "wait %.1f ns a node, averages\n", s->name, threads, mode_names[mode],
                    k ? "main's CPU" : "wall", (double)ph[k][0] / reps / s->n,
                    (double)ph[k][1] / reps / s->n, (double)ph[k][1] / reps / (double)s->nedges,
                    (double)ph[k][2] / reps / s->n, (double)ph[k][3] / reps / s->n);
-          printf("%-8s %3d %-9s main's page faults: adds %.0f, edges %.0f, launch %.0f, wait "
+          printf("%-8s %3d %-12s main's page faults: adds %.0f, edges %.0f, launch %.0f, wait "
                  "%.0f a repetition\n", s->name, threads, mode_names[mode],
                  (double)ph[2][0] / reps, (double)ph[2][1] / reps, (double)ph[2][2] / reps,
                  (double)ph[2][3] / reps);
