@@ -259,15 +259,18 @@ struct weft_graph {
                             * | WEFT_GRAPH_SOLE; in g->store */
   /* A graph with explicit edges (def.h; NULL for one without): each
    * node's failure inherited along them this launch, by node index
-   * (atomic: the launch's number << 32 | the status, stored by a failing
-   * predecessor's finish; read and cleared by the node as it starts:
-   * replay.h, weft_gnode_inherited), and each node's successors along them
+   * (atomic: the launch's number << 32 | the status, or 0; stored by a
+   * failing predecessor's finish, read by the node as it starts: replay.h,
+   * weft_gnode_inherited; cleared at the launch's end), how many are set
+   * (xheld: atomic, counted in the engine's nfailed_vars meanwhile, so that
+   * no bare path runs a node that inherits one), and each node's successors along them
    * (immutable: xadj[xoff[i] .. xoff[i + 1]), node indices), which a
    * failure or a skip passes its status to, as a failed var would. A
    * graph whose every edge is explicit (no var dependency) and that has
    * successor lists (not run in order) has no xadj: its successor lists
    * are those (weft_graph_xsuccs). */
   _Atomic uint64_t *inherit;
+  _Atomic int xheld;
   uint32_t *xoff;
   int32_t *xadj;
   /* The launch in progress's number, for inherit's tags: written by the

@@ -115,40 +115,58 @@ int weft_gnode_inherited(const weft_opr *op)
   struct weft_graph *g = n->graph;
   if (!g->inherit)
     return 0;
-  _Atomic uint64_t *slot = &g->inherit[n->index];
   /* relaxed: what this launch's predecessors stored came before their
    * releases of op, which op's start follows (their acq_rel counts, the
-   * queue that handed op over, a lane's done); a tag of an earlier launch
-   * is stale (a device successor may have started before its predecessor
-   * failed: graph.h, WEFT_GRAPH_DEVICE). Cleared when set, so that no tag
-   * lasts until the launch numbers come round again. */
-  uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-  if (!v)
-    return 0;
-  atomic_store_explicit(slot, 0, memory_order_relaxed);
-  if ((uint32_t)(v >> 32) != g->launch_no || (op->flags & WEFT_OP_NOSKIP))
-    return 0;
-  return (int)(int32_t)(uint32_t)v;
+   * queue that handed op over, a lane's done); the tag tells an earlier
+   * launch's from this one's (none is left at a launch's end:
+   * weft_graph_inherit_clear). */
+  uint64_t v = atomic_load_explicit(&g->inherit[n->index], memory_order_relaxed);
+  return (uint32_t)(v >> 32) == g->launch_no ? (int)(int32_t)(uint32_t)v : 0;
+}
+
+void weft_graph_inherit_clear(struct weft_graph *g)
+{
+  /* relaxed: counted by the nodes of the launch that ends here, which
+   * count_off's acq_rel decrements gathered. */
+  int held = atomic_load_explicit(&g->xheld, memory_order_relaxed);
+  if (!held)
+    return;
+  for (int i = 0; i < g->nnodes; i++) /* relaxed: nobody reads them before the next launch */
+    if (atomic_load_explicit(&g->inherit[i], memory_order_relaxed))
+      atomic_store_explicit(&g->inherit[i], 0, memory_order_relaxed);
+  atomic_store_explicit(&g->xheld, 0, memory_order_relaxed);
+  weft_engine_count_held_failures(g->cur->op.eng, -held);
 }
 
 /* Node i of g ended with status (a failure, or a skip): its successors
  * along explicit edges inherit it (graph.h, inherit), before it releases
- * them. */
-static void pass_failure(struct weft_graph *g, int i, int status)
+ * them. Each slot set in this launch is counted with the engine's failed
+ * vars (weft_engine_count_held_failures) until the launch ends. */
+static void pass_failure(struct weft_graph *g, weft_engine *eng, int i, int status)
 {
   uint32_t tag = g->launch_no;
   uint64_t v = (uint64_t)tag << 32 | (uint32_t)status;
-  int nx;
+  int nx, added = 0;
   int32_t mask;
   const int32_t *x = weft_graph_xsuccs(g, i, &nx, &mask);
   for (int k = 0; k < nx; k++) {
     _Atomic uint64_t *slot = &g->inherit[x[k] & mask];
     /* relaxed: published by this node's release of the successor (or the
      * last predecessor's, which follows it). A second failing predecessor
-     * leaves the first's status (two at once: either's). */
-    if ((uint32_t)(atomic_load_explicit(slot, memory_order_relaxed) >> 32) != tag)
-      atomic_store_explicit(slot, v, memory_order_relaxed);
+     * leaves the first's status; of two at once, the CAS takes one. */
+    uint64_t old = atomic_load_explicit(slot, memory_order_relaxed);
+    while ((uint32_t)(old >> 32) != tag || old == 0)
+      if (atomic_compare_exchange_weak_explicit(slot, &old, v, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        added++;
+        break;
+      }
   }
+  if (!added)
+    return;
+  /* relaxed: the launch's end reads it after every node's count-off. */
+  atomic_fetch_add_explicit(&g->xheld, added, memory_order_relaxed);
+  weft_engine_count_held_failures(eng, added); /* before the releases that follow */
 }
 
 void weft_gnode_finish_failed(weft_opr *op, int status)
@@ -159,7 +177,7 @@ void weft_gnode_finish_failed(weft_opr *op, int status)
   if (status)
     weft_engine_record_failure(eng, status, op->name);
   if (status && g->inherit)
-    pass_failure(g, n->index, status);
+    pass_failure(g, eng, n->index, status);
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */
@@ -180,6 +198,8 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
   if (!count_off(g, counter))
     return NULL; /* not the last: the launch may be over already */
   /* The launch's last node. */
+  if (g->inherit) /* the failures passed along explicit edges: none left */
+    weft_graph_inherit_clear(g);
   if (weft_lanes_able(g)) { /* its time, for the choice of lanes (lanes.h) */
     int64_t t = weft_now_ns() - g->lane_t0;
     int64_t *best = &g->lane_best[g->lane_now];

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../gpu/host_engine.h" /* setup(): the host backend's two devices */
+#include "deps/engine.h"        /* white-box: the engine's count of failures */
 
 /* The CPU suites: no GPU layer. */
 static void cpu_setup(void)
@@ -848,6 +849,11 @@ Test(graph_edges, failures_skip_along_edges, .init = cpu_setup, .timeout = TU_TI
           int rc = weft_wait_all(t.eng);
           cr_assert_eq(rc, fails ? FAIL : 0, "%s, %d threads, prop %d, launch %d: wait_all %d",
                        kinds[kk], threads, prop, l, rc);
+          /* White-box: what the launch held of its failures (counted with
+           * the failed vars, graph.h: inherit) went with its end; the
+           * failed vars with weft_wait_all. */
+          cr_assert(weft_engine_no_failed_var(t.eng), "%s, %d threads, launch %d: failures "
+                    "still counted after the launch and weft_wait_all", kinds[kk], threads, l);
           for (int k = 0; k < 7; k++) {
             bool skipped = fails && (k == 1 || k == 2 || k == 5);
             cr_assert_eq(atomic_load(&fc.r[k].ran), skipped ? 0 : 1,
