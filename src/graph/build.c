@@ -7,8 +7,8 @@
  * (weft_graph_edge) join them, and duplicate edges are merged. The
  * records' order is an order the graph may run in unless an explicit edge
  * goes backward in it; then the nodes are built in a topological order
- * (order_nodes), and everything after reads the records through it
- * (weft_rec): the node blocks, the roots (no predecessor) and the sink
+ * (order_nodes), and everything after reads the records in it (gathered,
+ * or through weft_rec): the node blocks, the roots (no predecessor) and the sink
  * counter tree (graph.h), the lanes and the device runs all see an order
  * in which every predecessor comes first, as a capture's.
  */
@@ -371,27 +371,27 @@ static int order_nodes(build *b)
   /* The edges by build index, sorted by successor: each record's come
    * together in the sorted edges (left, all 0 now, takes where they
    * start), and go out in the build's order. */
-  int (*out)[2] = weft_malloc(sizeof *out * (b->nedges ? b->nedges : 1));
-  if (!out)
+  int (*sorted)[2] = weft_malloc(sizeof *sorted * (b->nedges ? b->nedges : 1));
+  if (!sorted)
     goto out;
   for (int i = 0, at = 0; i < n; i++) {
     left[i] = at;
     at += b->npred[i];
   }
   size_t m = 0;
-  for (int k = 0; k < n; k++) {
-    int x = b->order[k];
+  for (int q = 0; q < n; q++) {
+    int x = b->order[q];
     for (int e = left[x]; e < left[x] + b->npred[x]; e++) {
-      out[m][0] = rank[b->edge[e][0]];
-      out[m][1] = k;
+      sorted[m][0] = rank[b->edge[e][0]];
+      sorted[m][1] = q;
       m++;
     }
   }
   weft_free(b->edge);
-  b->edge = out;
+  b->edge = sorted;
   /* The counts by build index (off is free: n + 1 ints). */
-  for (int k = 0; k < n; k++)
-    off[k] = b->npred[b->order[k]];
+  for (int q = 0; q < n; q++)
+    off[q] = b->npred[b->order[q]];
   memcpy(b->npred, off, sizeof *off * (size_t)n);
   for (int i = 0; i < n; i++)
     off[rank[i]] = b->nsucc[i];
@@ -402,10 +402,10 @@ static int order_nodes(build *b)
   b->perm = weft_malloc(sizeof *b->perm * (size_t)n);
   if (b->perm) {
     const weft_capture_rec *recs = b->rc.recs;
-    for (int k = 0; k < n; k++) {
-      if (k + WEFT_GRAPH_GATHER_AHEAD < n)
-        __builtin_prefetch(&recs[b->order[k + WEFT_GRAPH_GATHER_AHEAD]]);
-      b->perm[k] = recs[b->order[k]];
+    for (int q = 0; q < n; q++) {
+      if (q + WEFT_GRAPH_GATHER_AHEAD < n)
+        __builtin_prefetch(&recs[b->order[q + WEFT_GRAPH_GATHER_AHEAD]]);
+      b->perm[q] = recs[b->order[q]];
     }
     b->rc.recs = b->perm;
   } else {
@@ -539,16 +539,6 @@ static int make_counters(struct weft_graph *g, const build *b)
   return 0;
 }
 
-/* Where each node's block goes (place[i] for capture index i): in the
- * order one worker alone would run them (graph.h: the roots' heap, each
- * finish keeping its first ready CPU successor and queuing the rest, the
- * queue taken newest first). A replay then walks the blocks and the
- * pending array forward, mostly a line or a page after the last, instead
- * of in capture order (the successors of a capture are often far apart:
- * a chain per var, in a graph of interleaved chains). Unless the pool has
- * one worker and that order mostly jumps about the capture
- * (WEFT_GRAPH_SWEEP_IN_ORDER_PCT): then the graph is swept (b->sweep) and
- * its blocks stay in capture order. NULL without memory. */
 /* Each node's successors, by capture index, in capture order (b->soff,
  * b->sadj: node i's are sadj[soff[i] .. soff[i + 1])), from the edges
  * (sorted by successor); fill: scratch of n ints. false without memory. */
@@ -569,6 +559,16 @@ static bool successors(build *b, int *fill)
   return true;
 }
 
+/* Where each node's block goes (place[i] for capture index i): in the
+ * order one worker alone would run them (graph.h: the roots' heap, each
+ * finish keeping its first ready CPU successor and queuing the rest, the
+ * queue taken newest first). A replay then walks the blocks and the
+ * pending array forward, mostly a line or a page after the last, instead
+ * of in capture order (the successors of a capture are often far apart:
+ * a chain per var, in a graph of interleaved chains). Unless the pool has
+ * one worker and that order mostly jumps about the capture
+ * (WEFT_GRAPH_SWEEP_IN_ORDER_PCT): then the graph is swept (b->sweep) and
+ * its blocks stay in capture order. NULL without memory. */
 static int *place_nodes(build *b)
 {
   int n = b->n;
