@@ -1451,6 +1451,10 @@ Test(graph_edges, a_launch_out_of_memory_runs_nothing, .init = cpu_setup,
         }
         cr_assert_lt(k, 5000);
         cr_assert_gt(points, 0, "the launch's build made no allocation through the hook");
+        cr_log_info("fault sweep: a launch of 40 nodes with edges (%d worker%s, added %s, "
+                    "%s build): %ld allocation failure points", threads, threads > 1 ? "s" : "",
+                    ranked ? "out of order" : "in order", which ? "the full" : "the first",
+                    points);
         net_free(m);
       }
   tu_assert_no_errors();
