@@ -278,3 +278,49 @@ Test(pool_arg, larger_arguments_allocate_once_each, .init = setup, .timeout = TU
                 calls, per_round, WEFT_TASK_ARG_INLINE + 1);
   cr_assert_leq(calls, per_round + 16, "%ld allocations a round of %ld spawns", calls, per_round);
 }
+
+/* Every size up to the inline room and a little past it: the task sees
+ * exactly the bytes given (the copy moves words that may overlap). */
+typedef struct sized {
+  unsigned char len;
+  unsigned char bytes[WEFT_TASK_ARG_INLINE + 8];
+} sized;
+
+static atomic_long sized_ok;
+
+static int sized_task(void *arg)
+{
+  const unsigned char *b = arg;
+  /* the first byte is the length; the rest a pattern of it */
+  size_t len = b[0];
+  for (size_t i = 1; i < len; i++)
+    if (b[i] != (unsigned char)(len * 17 + i)) {
+      TU_CHECK(0, "size %zu: byte %zu is %u", len, i, b[i]);
+      return 1;
+    }
+  atomic_fetch_add(&sized_ok, 1);
+  return 0;
+}
+
+Test(pool_arg, every_small_size_arrives_intact, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_pool *p = tu_pool(2, -1);
+  atomic_store(&sized_ok, 0);
+  unsigned char buf[WEFT_TASK_ARG_INLINE + 9];
+  long n = 0;
+  weft_group g;
+  weft_group_init(&g, p);
+  for (int round = 0; round < 50; round++)
+    for (size_t len = 1; len <= WEFT_TASK_ARG_INLINE + 8; len++) {
+      memset(buf, 0xa5, sizeof buf); /* what lies past len must not matter */
+      buf[0] = (unsigned char)len;
+      for (size_t i = 1; i < len; i++)
+        buf[i] = (unsigned char)(len * 17 + i);
+      cr_assert_eq(weft_group_spawn_arg(&g, sized_task, buf, len), 0);
+      n++;
+    }
+  cr_assert_eq(weft_group_wait(&g), 0);
+  tu_assert_no_errors();
+  cr_assert_eq(atomic_load(&sized_ok), n, "%ld of %ld arrived intact", atomic_load(&sized_ok), n);
+  tu_destroy(p);
+}
