@@ -149,8 +149,12 @@ typedef struct weft_opr_ext_ops {
 
   /* ------------------------------------------------ recorded pushes */
   /* A push (the checked descriptor d on its n normalised uses) from the
-   * thread of sink (weft_capturing): recorded. 0 or WEFT_E*. */
-  int (*record)(weft_push_sink *sink, const weft_op_desc *d, const weft_var_use *uses, int n);
+   * thread of sink (weft_capturing): recorded. 0 or WEFT_E*. box: the
+   * push's argument box (arg.h; d->arg is its bytes), or NULL: on 0 the
+   * layer keeps the caller's reference to it, and lets go of it once no
+   * launch can run the recorded operator; on an error the caller keeps it. */
+  int (*record)(weft_push_sink *sink, const weft_op_desc *d, const weft_var_use *uses, int n,
+                struct weft_arg_box *box);
 
   /* ------------------------------------------------ the engine's end */
   /* eng's destroy drained it (no operator runs, no call from outside is

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/fork.h"
 #include "common/spinlock.h"
+#include "deps/arg.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
 #include "deps/ext.h"
@@ -199,6 +200,9 @@ static void free_op_slot(weft_slot *s)
   weft_op_impl *t = (weft_op_impl *)s;
   weft_free(t->uses); /* live reusable operators at destroy */
   t->uses = NULL;
+  if (t->box) /* no push of it can run any more: done with its argument */
+    weft_arg_box_unref(t->box);
+  t->box = NULL;
 }
 
 static void free_engine(weft_engine *eng)

@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "deps/arg.h"
 #include "deps/engine.h"
 #include "deps/ext.h"
 #include "deps/opr.h"
@@ -36,9 +37,59 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
     if (n < 0)
       rc = n;
     else if (weft_capturing(eng))
-      rc = eng->ext->record(weft_tls_sink, desc, uses, n);
+      rc = eng->ext->record(weft_tls_sink, desc, uses, n, NULL);
     else
       rc = weft_push_uses(eng, desc, uses, n, NULL, out);
+    if (uses != local)
+      weft_free(uses);
+  }
+  weft_engine_leave(eng, out);
+  return rc;
+}
+
+/* A recorded push with its own argument: the graph keeps a box of it. */
+static int record_arg(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses,
+                      int n, const void *data, size_t size, weft_arg_drop_fn drop)
+{
+  weft_arg_box *box = weft_arg_box_new(data, size, drop);
+  if (!box)
+    return WEFT_ENOMEM;
+  weft_op_desc d = *desc;
+  d.arg = weft_arg_box_arg(box);
+  int rc = eng->ext->record(weft_tls_sink, &d, uses, n, box);
+  if (rc)
+    weft_arg_box_discard(box);
+  return rc;
+}
+
+int weft_push_arg(weft_engine *eng, const weft_op_desc *desc, const void *data, size_t size,
+                  weft_arg_drop_fn drop)
+{
+  if (!eng)
+    return WEFT_EINVAL;
+  int rc = weft_arg_check(desc, data, size);
+  if (rc)
+    return rc;
+  rc = weft_push_check_desc(eng, desc);
+  if (rc)
+    return rc;
+  int out;
+  rc = weft_engine_enter(eng, &out);
+  if (rc)
+    return rc;
+  size_t cap = desc->num_reads + desc->num_writes;
+  weft_var_use local[2 * WEFT_OPR_BIG_VARS];
+  weft_var_use *uses = cap <= 2 * WEFT_OPR_BIG_VARS ? local : weft_malloc(sizeof *uses * cap);
+  if (!uses) {
+    rc = WEFT_ENOMEM;
+  } else {
+    int n = weft_push_normalize(eng, desc, uses);
+    if (n < 0)
+      rc = n;
+    else if (weft_capturing(eng))
+      rc = record_arg(eng, desc, uses, n, data, size, drop);
+    else
+      rc = weft_push_uses_arg(eng, desc, uses, n, out, data, size, drop);
     if (uses != local)
       weft_free(uses);
   }
@@ -51,17 +102,43 @@ static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
   return (weft_op_impl *)weft_handles_get(&eng->ops, (uintptr_t)op);
 }
 
-static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out);
+static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_arg_box *box, weft_op **out);
 
 int weft_op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
 {
   if (!eng || !out)
     return WEFT_EINVAL;
   *out = NULL;
-  WEFT_GUARDED(guest, op_new(eng, desc, out));
+  WEFT_GUARDED(guest, op_new(eng, desc, NULL, out));
 }
 
-static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
+static int op_new_arg(weft_engine *eng, const weft_op_desc *desc, const void *data, size_t size,
+                      weft_arg_drop_fn drop, weft_op **out)
+{
+  int rc = weft_arg_check(desc, data, size);
+  if (rc)
+    return rc;
+  weft_arg_box *box = weft_arg_box_new(data, size, drop);
+  if (!box)
+    return WEFT_ENOMEM;
+  rc = op_new(eng, desc, box, out);
+  if (rc)
+    weft_arg_box_discard(box);
+  return rc;
+}
+
+int weft_op_new_arg(weft_engine *eng, const weft_op_desc *desc, const void *data, size_t size,
+                    weft_arg_drop_fn drop, weft_op **out)
+{
+  if (!eng || !out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  WEFT_GUARDED(guest, op_new_arg(eng, desc, data, size, drop, out));
+}
+
+/* box: the operator's own argument (weft_op_new_arg), whose reference the
+ * template takes on success; NULL: desc->arg, the caller's. */
+static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_arg_box *box, weft_op **out)
 {
   int rc = weft_push_check_desc(eng, desc);
   if (rc)
@@ -88,6 +165,9 @@ static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_op **out)
   }
   weft_op_impl *t = (weft_op_impl *)s;
   t->desc = *desc;
+  if (box)
+    t->desc.arg = weft_arg_box_arg(box);
+  t->box = box;
   t->desc.reads = t->desc.writes = NULL;
   t->desc.num_reads = t->desc.num_writes = 0;
   t->uses = uses;
@@ -108,7 +188,12 @@ static int capture_tmpl(weft_engine *eng, const weft_op_impl *t)
   for (int k = 0; k < t->nuses; k++)
     if (!weft_slot_live(&t->uses[k].var->slot, weft_handle_gen(t->uses[k].handle)))
       return WEFT_EINVAL;
-  return eng->ext->record(weft_tls_sink, &t->desc, t->uses, t->nuses);
+  if (t->box) /* the graph's own reference: it may outlive the operator */
+    weft_arg_box_ref(t->box);
+  int rc = eng->ext->record(weft_tls_sink, &t->desc, t->uses, t->nuses, t->box);
+  if (rc && t->box)
+    weft_arg_box_unref(t->box); /* the template's reference remains */
+  return rc;
 }
 
 int weft_op_push(weft_engine *eng, weft_op *op)

@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "deps/arg.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
 #include "deps/opr.h"
@@ -39,6 +40,17 @@ weft_opr *weft_opr_alloc_big(weft_engine *eng, int w, weft_opr *op, int nvars)
 
 void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op)
 {
+  if (op->argmode == WEFT_OPR_ARG_BYTES) {
+    if (op->arg_drop)
+      op->arg_drop(op->arg);
+  } else if (op->argmode == WEFT_OPR_ARG_BOX) {
+    weft_arg_box_unref((weft_arg_box *)((char *)op->arg - offsetof(weft_arg_box, bytes)));
+  }
+  if (op->argmode && op->nvars <= WEFT_OPR_INLINE_VARS && op->ctx.type != WEFT_DEV_GPU) {
+    op->argmode = WEFT_OPR_ARG_PTR; /* nothing else of the slow path: the common free */
+    weft_opr_free(eng, op);
+    return;
+  }
   if (op->ctx.type == WEFT_DEV_GPU && op->exec_state) /* its event goes back to the pool */
     eng->exec->release(eng->exec_self, op);
   if (op->nvars > WEFT_OPR_BIG_VARS) {
@@ -59,6 +71,9 @@ void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t)
   if (left == 1) {
     weft_free(t->uses);
     t->uses = NULL;
+    if (t->box) /* its last push finished: done with its argument */
+      weft_arg_box_unref(t->box);
+    t->box = NULL;
     weft_handles_free(&eng->ops, &t->slot);
   }
 }

@@ -58,8 +58,15 @@ typedef struct weft_op_impl {
   weft_op_desc desc;  /* copied; reads/writes cleared (see uses) */
   weft_var_use *uses; /* owned */
   int nuses;
+  struct weft_arg_box *box; /* weft_op_new_arg: its argument (a reference); else NULL */
   _Atomic int refs;   /* the live handle + one per push in flight */
 } weft_op_impl;
+
+/* Where an operator's arg lives when its block holds it (weft_opr.argmode):
+ * the caller's pointer (or a template's or a graph's box: theirs), its
+ * block's argbytes (a drop at the free), a box the block holds a
+ * reference to (arg.h). */
+enum { WEFT_OPR_ARG_PTR = 0, WEFT_OPR_ARG_BYTES, WEFT_OPR_ARG_BOX };
 
 /* Internal operator kinds (opr.internal): a pushed user operator, a var
  * wait, a var deletion; and the two kinds a layer above the engine defines
@@ -95,6 +102,9 @@ typedef struct weft_opr {
   /* WEFT_OPR_ST_*: where it is in its life, kept by the thread that holds
    * it at each step (written only where assertions are on). */
   uint8_t st;
+  /* WEFT_OPR_ARG_*: where arg lives when the block holds it (arg.h);
+   * written by the pusher, read by the block's free. */
+  uint8_t argmode;
   /* Finishes of the operators before it in a run of kept successors, not
    * yet counted (complete.c): its own finish counts them with its own.
    * Written by the thread that holds it (zeroed by its registration). */
@@ -121,6 +131,11 @@ typedef struct weft_opr {
   _Atomic int async_refs;
   _Atomic uint32_t async_done; /* naive engine (a block on the pusher's stack): set at the signal */
   int priority;               /* WEFT_PROP_PRIORITIZED: higher runs first */
+  /* WEFT_OPR_ARG_BYTES: arg is argbytes, copied in by the pusher; its
+   * drop runs at the block's free (the pusher's, read by the freeing
+   * thread, which the operator's completion orders after it). */
+  weft_arg_drop_fn arg_drop;
+  _Alignas(WEFT_ARG_ALIGN) unsigned char argbytes[WEFT_OP_ARG_INLINE];
   /* Device operators (src/deps/executor.h), last: CPU operators never touch
    * these lines. devwait: fences to wait for on the device, filled by the
    * threads that grant it (a slot each, claimed with ndevwaits) and read by
@@ -182,8 +197,8 @@ enum {
 #endif
 
 /* The uncommon cases of alloc and free (opr.c): an operator with more than
- * WEFT_OPR_INLINE_VARS vars, a device operator. w: the calling worker, or
- * -1. */
+ * WEFT_OPR_INLINE_VARS vars, a device operator, one whose block holds its
+ * argument (the free runs its drop). w: the calling worker, or -1. */
 weft_opr *weft_opr_alloc_big(weft_engine *eng, int w, weft_opr *op, int nvars);
 void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op);
 
@@ -210,7 +225,7 @@ static inline void weft_opr_free(weft_engine *eng, weft_opr *op)
 {
   WEFT_ASSERT(op->eng == eng);
   int w = weft_pool_worker_index(eng->pool);
-  if (op->nvars > WEFT_OPR_INLINE_VARS || op->ctx.type == WEFT_DEV_GPU)
+  if (op->nvars > WEFT_OPR_INLINE_VARS || op->ctx.type == WEFT_DEV_GPU || op->argmode)
     weft_opr_free_slow(eng, w, op);
   else
     weft_obj_free(&eng->oprs,

@@ -9,6 +9,7 @@
 #include "common/fork.h"
 #include "common/guard.h"
 #include "common/sync.h"
+#include "deps/arg.h"
 #include "deps/dispatch.h"
 #include "deps/done.h"
 #include "deps/engine.h"
@@ -139,9 +140,18 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
 /* weft_push_opr, inlined into weft_push_uses (a user's push: two call
  * frames less, 21 instructions a push from outside in callgrind) and
  * called by the other pushes. */
+/* A one-shot push's own argument (weft_push_arg): its bytes, copied into
+ * the block, or the box that holds them (box non-NULL). */
+typedef struct arg_in {
+  const void *data;
+  size_t size;
+  weft_arg_drop_fn drop;
+  weft_arg_box *box;
+} arg_in;
+
 static inline __attribute__((always_inline)) int
 push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n, int internal,
-         weft_op_impl *tmpl, bool admitted)
+         weft_op_impl *tmpl, bool admitted, const arg_in *ain)
 {
   /* Each var's queue line was most likely last written by the core that
    * completed its previous operator: start moving it here (for writing)
@@ -156,7 +166,18 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
   op->fn = d->fn;
   if (!d->fn) /* the block's later lines: only for the operators that use them */
     op->async_fn = d->async_fn;
-  op->arg = d->arg;
+  if (!ain) {
+    op->arg = d->arg;
+    op->argmode = WEFT_OPR_ARG_PTR;
+  } else if (ain->box) {
+    op->arg = weft_arg_box_arg(ain->box);
+    op->argmode = WEFT_OPR_ARG_BOX;
+  } else {
+    memcpy(op->argbytes, ain->data, ain->size);
+    op->arg = ain->size ? op->argbytes : NULL;
+    op->arg_drop = ain->drop;
+    op->argmode = WEFT_OPR_ARG_BYTES;
+  }
   op->ctx = d->ctx;
   op->prop = d->prop;
   if (d->prop == WEFT_PROP_PRIORITIZED)
@@ -178,6 +199,7 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
   int rc = push_register(eng, op, uses, n, admitted, internal);
   if (rc) {
     int slot = op->slot;
+    op->argmode = WEFT_OPR_ARG_PTR; /* the caller's still: no drop on an error */
     weft_opr_free(eng, op);
     weft_engine_count_done(eng, slot);
   }
@@ -187,7 +209,7 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
 int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                   int internal, weft_op_impl *tmpl, bool admitted)
 {
-  return push_opr(eng, d, uses, n, internal, tmpl, admitted);
+  return push_opr(eng, d, uses, n, internal, tmpl, admitted, NULL);
 }
 
 int weft_push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n,
@@ -513,11 +535,11 @@ void weft_push_admit(weft_engine *eng, bool out)
   }
 }
 
-int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                     weft_op_impl *tmpl, bool out)
+/* weft_push_uses and weft_push_uses_arg (ain: the latter's argument). */
+static inline __attribute__((always_inline)) int
+push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+          weft_op_impl *tmpl, bool out, const arg_in *ain)
 {
-  if (eng->naive)
-    return naive_push(eng, d, uses, n, tmpl);
   bool capped = eng->max_inflight > 0;
   if (capped)
     weft_push_admit(eng, out);
@@ -528,9 +550,52 @@ int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *
     else if (out && !worker && !weft_pool_in_task(eng->pool))
       weft_engine_pace_outside(eng); /* a user's own thread: sleeps meanwhile */
   }
-  int rc = push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped);
+  int rc = push_opr(eng, d, uses, n, WEFT_OPR_USER, tmpl, capped, ain);
   if (rc && capped)
     weft_push_unadmit(eng);
+  return rc;
+}
+
+int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                   weft_op_impl *tmpl, bool out)
+{
+  if (eng->naive)
+    return naive_push(eng, d, uses, n, tmpl);
+  return push_uses(eng, d, uses, n, tmpl, out, NULL);
+}
+
+int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                       bool out, const void *data, size_t size, weft_arg_drop_fn drop)
+{
+  arg_in ain = {data, size, drop, NULL};
+  if (size > WEFT_OP_ARG_INLINE && !(ain.box = weft_arg_box_new(data, size, drop)))
+    return WEFT_ENOMEM;
+  int rc;
+  if (eng->naive) { /* run at once: the copy lives in this frame (or the box) */
+    union {
+      max_align_t align;
+      unsigned char bytes[WEFT_OP_ARG_INLINE];
+    } copy;
+    weft_op_desc dc = *d;
+    if (ain.box) {
+      dc.arg = weft_arg_box_arg(ain.box);
+    } else {
+      memcpy(copy.bytes, data, size);
+      dc.arg = size ? copy.bytes : NULL;
+    }
+    rc = naive_push(eng, &dc, uses, n, NULL);
+    if (!rc) { /* it ran, or was skipped: done with its argument */
+      if (ain.box)
+        weft_arg_box_unref(ain.box);
+      else if (drop)
+        drop(dc.arg);
+      return 0;
+    }
+  } else {
+    rc = push_uses(eng, d, uses, n, NULL, out, &ain);
+  }
+  if (rc && ain.box)
+    weft_arg_box_discard(ain.box);
   return rc;
 }
 

@@ -42,6 +42,12 @@ void weft_push_unadmit(weft_engine *eng);
  * the caller has entered the engine (out: from outside its work). */
 int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                    weft_op_impl *tmpl, bool out);
+/* weft_push_uses for weft_push_arg (d->arg NULL): the operator's argument
+ * is a copy of data[0..size), in its block up to WEFT_OP_ARG_INLINE bytes,
+ * else in a box (arg.h); drop runs once it finished. On an error nothing
+ * was kept and drop is not called. */
+int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                       bool out, const void *data, size_t size, weft_arg_drop_fn drop);
 
 /* Whether the calling thread runs one of eng's operators. */
 bool weft_engine_inside_op(const weft_engine *eng);

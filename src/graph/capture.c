@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "deps/arg.h"
 #include "graph/capture.h"
 #include "deps/push.h"
 #include "graph/registry.h"
@@ -29,6 +30,9 @@ static int exit_key_rc;
 
 static void capture_free(weft_capture *c)
 {
+  for (size_t i = 0; i < c->nboxes; i++) /* none of it will run: a lost capture */
+    weft_arg_box_unref(c->boxes[i]);
+  weft_free(c->boxes);
   weft_free(c->recs);
   weft_free(c->uses);
   weft_free(c);
@@ -139,12 +143,15 @@ static bool grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem)
 }
 
 int weft_capture_push(weft_push_sink *sink, const weft_op_desc *d, const weft_var_use *uses,
-                      int n)
+                      int n, struct weft_arg_box *box)
 {
   weft_capture *c = capture_of(sink);
   if (!grow((void **)&c->recs, &c->caprecs, c->nrecs, 1, sizeof *c->recs) ||
-      !grow((void **)&c->uses, &c->capuses, c->nuses, (size_t)n, sizeof *c->uses))
+      !grow((void **)&c->uses, &c->capuses, c->nuses, (size_t)n, sizeof *c->uses) ||
+      (box && !grow((void **)&c->boxes, &c->capboxes, c->nboxes, 1, sizeof *c->boxes)))
     return WEFT_ENOMEM;
+  if (box)
+    c->boxes[c->nboxes++] = box;
   weft_capture_rec *r = &c->recs[c->nrecs++];
   r->desc = *d;
   r->desc.reads = r->desc.writes = NULL;
@@ -177,6 +184,12 @@ int weft_capture_end(weft_engine *eng, struct weft_graph **out)
   }
   weft_recording rec = {c->sink.eng, c->recs, c->nrecs, c->uses, c->nuses};
   struct weft_graph *g = weft_graph_build(&rec);
+  if (g) { /* the recorded arguments are the graph's now */
+    g->boxes = c->boxes;
+    g->nboxes = c->nboxes;
+    c->boxes = NULL;
+    c->nboxes = 0;
+  }
   capture_free(c);
   if (g)
     weft_graph_track(g); /* inside the engine: its destroy waits for us */

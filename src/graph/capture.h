@@ -32,6 +32,10 @@ typedef struct weft_capture {
   size_t nrecs, caprecs;
   weft_var_use *uses; /* each record's, normalised (sorted by slot index) */
   size_t nuses, capuses;
+  /* The recorded pushes' argument boxes (deps/arg.h), a reference each:
+   * the graph's once it is built (weft_graph.boxes). */
+  struct weft_arg_box **boxes;
+  size_t nboxes, capboxes;
 } weft_capture;
 
 /* Starts, on the calling thread: WEFT_EBUSY if it already captures,
@@ -40,7 +44,7 @@ int weft_capture_begin(weft_engine *eng);
 /* Records a push of the checked descriptor d on its n normalised uses
  * into the capture whose sink is sink (the engine's record, deps/ext.h). */
 int weft_capture_push(weft_push_sink *sink, const weft_op_desc *d, const weft_var_use *uses,
-                      int n);
+                      int n, struct weft_arg_box *box);
 /* Ends the calling thread's capture on eng (WEFT_EINVAL if none) and
  * resolves it into *out (WEFT_ENOMEM: *out NULL, the capture ended).
  * WEFT_ESHUTDOWN, the capture ended with nothing, once eng's destroy began:

@@ -8,6 +8,7 @@
 
 #include "common/alloc.h"
 #include "common/tunables.h"
+#include "deps/arg.h"
 #include "graph/graph.h"
 
 weft_gate *weft_gate_get(struct weft_graph *g)
@@ -48,6 +49,11 @@ void weft_gate_put(weft_opr *gate_op)
 
 void weft_graph_release_nodes(struct weft_graph *g)
 {
+  for (size_t i = 0; i < g->nboxes; i++) /* no launch can run a node any more */
+    weft_arg_box_unref(g->boxes[i]);
+  weft_free(g->boxes);
+  g->boxes = NULL;
+  g->nboxes = 0;
   weft_free(g->nodes);
   weft_free((void *)g->pending);
   weft_free(g->roots);

@@ -259,6 +259,10 @@ struct weft_graph {
                             * slot, whether some node writes it: the gate's requests */
   weft_gcounter *counters; /* [ncounters]; the last is the top */
   void *store;             /* the nodes' var arrays, successor lists, uses (one block) */
+  /* The recorded pushes' argument boxes (deps/arg.h: weft_push_arg,
+   * weft_op_new_arg), a reference each, let go of with the nodes. */
+  struct weft_arg_box **boxes;
+  size_t nboxes;
   /* immutable: the graph is swept (above): every node has a count, one
    * more than its predecessors, and no node is a root of the heap */
   bool sweep;

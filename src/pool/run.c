@@ -5,6 +5,7 @@
  */
 #include "pool/run.h"
 
+#include "common/alloc.h"
 #include "common/assert.h"
 #include "pool/group.h"
 #include "pool/pool_ext.h"
@@ -22,7 +23,7 @@ bool weft_pool_top_task(void)
 /* weft_run_task's tail with profiling on: a "task" or "pfor" span on pt,
  * which is the thread's current track meanwhile (operators record on it). */
 static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(void *), void *arg,
-                              size_t lo, size_t hi, weft_group_impl *g)
+                              size_t lo, size_t hi, weft_group_impl *g, int mode)
 {
   weft_prof_track *prev = weft_prof_tls;
   weft_prof_tls = pt;
@@ -30,6 +31,8 @@ static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(voi
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
   weft_prof_span_builtin(pt, fn ? WEFT_PROF_TASK : WEFT_PROF_PFOR, t0, weft_prof_now());
   weft_prof_tls = prev;
+  if (mode == WEFT_TASK_ARG_HEAP)
+    weft_free(arg);
   if (g)
     weft_group_task_done(g, w, rc);
   if (w)
@@ -42,6 +45,23 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
   void *arg = t->arg;
   size_t lo = t->lo, hi = t->hi;
   weft_group_impl *g = t->group;
+  /* An argument copied into the record (weft_*_arg) moves to this frame
+   * with the three words just read: fn gets the copy's copy, valid until
+   * it returns, and the record can still be freed first. */
+  union {
+    _Alignas(WEFT_ARG_ALIGN) unsigned char bytes[WEFT_TASK_ARG_INLINE];
+    struct {
+      void *arg;
+      size_t lo, hi;
+    } words;
+  } copy;
+  int mode = t->argmode;
+  if (mode == WEFT_TASK_ARG_BYTES) {
+    copy.words.arg = arg;
+    copy.words.lo = lo;
+    copy.words.hi = hi;
+    arg = copy.bytes;
+  }
   /* An embedded record is a plain submission (weft_pool_submit_embedded). */
   WEFT_ASSERT(!t->embedded || !g);
   /* Free first: the record is reused hot by whatever fn spawns. An
@@ -54,12 +74,14 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
                                      : NULL;
   task_depth++;
   if (pt) {
-    run_task_profiled(w, pt, fn, arg, lo, hi, g);
+    run_task_profiled(w, pt, fn, arg, lo, hi, g, mode);
     task_depth--;
     return;
   }
   int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
   task_depth--;
+  if (mode == WEFT_TASK_ARG_HEAP)
+    weft_free(arg);
   if (g)
     weft_group_task_done(g, w, rc);
   if (w)

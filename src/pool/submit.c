@@ -5,6 +5,9 @@
  */
 #include "pool/submit.h"
 
+#include <string.h>
+
+#include "common/alloc.h"
 #include "common/assert.h"
 #include "pool/idle.h"
 #include "pool/pool_ext.h"
@@ -42,12 +45,77 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
   t->hi = hi;
   t->group = g;
   t->embedded = false;
+  t->argmode = WEFT_TASK_ARG_PTR;
   weft_group_count_spawn(g, w);
   int rc = weft_pool_enqueue(pool, w, t);
   if (rc) {
     weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
     weft_group_task_done(g, w, 0);
   }
+  return rc;
+}
+
+/* The argument of a weft_*_arg task: its bytes into t (up to
+ * WEFT_TASK_ARG_INLINE), else into *heap, allocated by the caller. */
+static void task_set_arg(weft_task *t, const void *data, size_t size, void *heap)
+{
+  if (heap) {
+    memcpy(heap, data, size);
+    t->arg = heap;
+    t->argmode = WEFT_TASK_ARG_HEAP;
+  } else if (size) {
+    memcpy(t->argbytes, data, size);
+    t->argmode = WEFT_TASK_ARG_BYTES;
+  } else {
+    t->arg = NULL;
+    t->argmode = WEFT_TASK_ARG_PTR;
+  }
+}
+
+/* weft_group_spawn_task for weft_group_spawn_arg (heap: see task_set_arg). */
+static int spawn_arg_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
+                          const void *data, size_t size, void *heap)
+{
+  weft_pool *pool = g->pool;
+  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  if (!t)
+    return WEFT_ENOMEM;
+  t->fn = fn;
+  task_set_arg(t, data, size, heap);
+  t->group = g;
+  t->embedded = false;
+  weft_group_count_spawn(g, w);
+  int rc = weft_pool_enqueue(pool, w, t);
+  if (rc) { /* as weft_group_spawn_task: the caller frees the heap copy */
+    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_group_task_done(g, w, 0);
+  }
+  return rc;
+}
+
+int weft_group_spawn_arg(weft_group *pub, weft_task_fn fn, const void *data, size_t size)
+{
+  weft_group_impl *g = (weft_group_impl *)pub;
+  if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool || (!data && size))
+    return WEFT_EINVAL;
+  void *heap = NULL;
+  if (size > WEFT_TASK_ARG_INLINE && !(heap = weft_malloc(size)))
+    return WEFT_ENOMEM;
+  weft_worker *w = weft_worker_of(g->pool);
+  int rc;
+  if (w) { /* the pool's own worker: the fast path, no registration */
+    rc = spawn_arg_task(g, w, fn, data, size, heap);
+  } else {
+    int guest;
+    rc = weft_pool_guest_enter(g->pool, true, &guest);
+    if (!rc) {
+      rc = spawn_arg_task(g, NULL, fn, data, size, heap);
+      if (guest)
+        weft_pool_guest_leave(g->pool, guest);
+    }
+  }
+  if (rc)
+    weft_free(heap); /* nothing was queued */
   return rc;
 }
 
@@ -87,6 +155,7 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
     t->lo = t->hi = 0;
     t->group = NULL;
     t->embedded = false;
+    t->argmode = WEFT_TASK_ARG_PTR;
     rc = weft_pool_enqueue(pool, w, t);
   }
   if (guest)
@@ -108,6 +177,7 @@ static int submit_embedded(weft_pool *pool, weft_task *t, int where, int priorit
   t->lo = t->hi = 0;
   t->group = NULL;
   t->embedded = true;
+  t->argmode = WEFT_TASK_ARG_PTR;
   weft_worker *w = weft_worker_of(pool);
   if (where == EMBED_HERE) {
     weft_pool_enqueue(pool, w, t);
@@ -142,4 +212,32 @@ int weft_pool_submit_embedded_last(weft_pool *pool, weft_task *t)
 int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
 {
   return submit(pool, fn, arg);
+}
+
+int weft_pool_submit_arg(weft_pool *pool, weft_task_fn fn, const void *data, size_t size)
+{
+  if (!pool || !fn || (!data && size))
+    return WEFT_EINVAL;
+  void *heap = NULL;
+  if (size > WEFT_TASK_ARG_INLINE && !(heap = weft_malloc(size)))
+    return WEFT_ENOMEM;
+  int guest;
+  int rc = weft_pool_guest_enter(pool, true, &guest);
+  if (!rc) {
+    weft_worker *w = weft_worker_of(pool);
+    weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+    rc = WEFT_ENOMEM;
+    if (t) {
+      t->fn = fn;
+      task_set_arg(t, data, size, heap);
+      t->group = NULL;
+      t->embedded = false;
+      rc = weft_pool_enqueue(pool, w, t);
+    }
+    if (guest)
+      weft_pool_guest_leave(pool, guest);
+  }
+  if (rc)
+    weft_free(heap);
+  return rc;
 }

@@ -125,6 +125,77 @@ Test(alloc, ops_with_many_vars, .init = setup, .timeout = TU_TIMEOUT(60))
                 "%ld allocations in the steady state (ops of up to 36 vars): per push", calls);
 }
 
+/* weft_push_arg with an argument that fits in the block: as weft_push.
+ * The argument carries the counter (a C++ lambda's captures would). */
+typedef struct inline_arg {
+  atomic_long *ran;
+  long pad[WEFT_OP_ARG_INLINE / sizeof(long) - 1];
+} inline_arg;
+_Static_assert(sizeof(inline_arg) == WEFT_OP_ARG_INLINE, "the largest inline argument");
+
+static atomic_long inline_drops;
+
+static int inline_fn(const weft_run_ctx *rc, void *arg)
+{
+  (void)rc;
+  atomic_fetch_add(((inline_arg *)arg)->ran, 1);
+  return 0;
+}
+
+static void inline_drop(void *arg)
+{
+  (void)arg;
+  atomic_fetch_add(&inline_drops, 1);
+}
+
+static long arg_allocations(const char *kind, long *pushed)
+{
+  te t = te_new(kind, 2, 0);
+  enum { NV = 16 };
+  weft_var *v[NV];
+  for (int i = 0; i < NV; i++)
+    v[i] = te_var(t.eng);
+  atomic_long ran = 0;
+  atomic_store(&inline_drops, 0);
+  inline_arg a = {&ran, {0}};
+  long per = tu_scaled(20000, 5000);
+  uint64_t rs = 11;
+  for (int b = 0; b < 8; b++) {
+    if (b == 3)
+      weft_test_fail_alloc_at(0); /* three warm-up batches, then count */
+    for (long i = 0; i < per; i++) {
+      uint64_t x = tu_rand(&rs);
+      weft_op_desc d = te_desc(inline_fn, NULL);
+      d.reads = (weft_var *const[]){v[x % NV]};
+      d.num_reads = 1;
+      d.writes = (weft_var *const[]){v[(x >> 8) % NV]};
+      d.num_writes = 1;
+      int rc = weft_push_arg(t.eng, &d, &a, sizeof a, inline_drop);
+      cr_assert_eq(rc, 0, "push_arg = %d", rc);
+    }
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+  }
+  long calls = weft_test_alloc_calls();
+  cr_assert_eq(te_free(&t), 0);
+  *pushed = 8 * per;
+  cr_assert_eq(atomic_load(&ran), *pushed);
+  cr_assert_eq(atomic_load(&inline_drops), *pushed, "each argument dropped once");
+  return calls;
+}
+
+Test(alloc, inline_arguments_allocate_nothing, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  const char *kinds[] = {"threaded", "naive"};
+  for (int k = 0; k < 2; k++) {
+    long pushed;
+    long calls = arg_allocations(kinds[k], &pushed);
+    cr_log_info("%s: %ld allocations in %ld pushes of %d-byte arguments", kinds[k], calls,
+                pushed, WEFT_OP_ARG_INLINE);
+    cr_assert_leq(calls, MAX_SLABS, "%s: %ld allocations in the steady state of weft_push_arg",
+                  kinds[k], calls);
+  }
+}
+
 /* ---------------------------------------------- pushers' own caches */
 
 /* A thread outside the pool that pushes keeps a cache of op blocks of its
