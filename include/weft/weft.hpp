@@ -22,8 +22,11 @@
  * a var's and a reusable operator's delete the handle, deferred by the
  * engine until the work pushed on it has finished; a graph's frees the
  * graph, waiting out a launch of it that still runs. destroy() does the
- * same at once and returns the status the destructor ignores. Vars,
- * operators and graphs must be destroyed before the engine they belong to.
+ * same at once and returns the status the destructor ignores. Vars and
+ * reusable operators must be destroyed before the engine they belong to
+ * (their deletion is a call on it), so declare the engine first and call
+ * its destroy() only once they are gone; a graph may outlive its engine
+ * (weft.h, "graphs").
  *
  * Callables. A task, loop body or operator is any callable object (a
  * lambda, a function object, a function pointer) returning void (success),
