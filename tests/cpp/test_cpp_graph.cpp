@@ -236,6 +236,28 @@ CT_TEST(cpp_graph, destroy_waits_out_a_running_launch, 60)
   CT_EXPECT(eng.wait_all(), 0);
 }
 
+CT_TEST(cpp_graph, a_graph_may_outlive_its_engine, 60)
+{
+  ct::clear_env();
+  weft_pool_config pc = ct::pool_config(2);
+  weft::pool pool(&pc);
+  ct::counts c;
+  weft::graph g;
+  {
+    weft::engine eng(pool);
+    weft::var a(eng); // goes before the engine
+    g = eng.capture([&] { CT_EXPECT(eng.push([t = ct::tracker(c)] { t.call(); }, weft::writes{a}), 0); });
+    cr_assert(g.ok());
+    CT_EXPECT(g.launch(), 0);
+    CT_EXPECT(eng.wait_all(), 0);
+  } // the engine's destroy takes the graph's operators, callables included
+  cr_assert_eq(c.calls.load(), 1);
+  cr_assert_eq(c.live(), 0, "%ld recorded captures alive after the engine", c.live());
+  CT_EXPECT(g.launch(), WEFT_ESHUTDOWN);
+  CT_EXPECT(g.destroy(), 0); // frees what is left
+  ct_assert_no_leaks();
+}
+
 #if defined(__cpp_exceptions)
 CT_TEST(cpp_graph, a_throwing_body_ends_the_capture, 60)
 {
