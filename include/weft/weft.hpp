@@ -756,7 +756,7 @@ private:
    * finishes on its own; the retries back off from yields to 1 ms sleeps). */
   void reset() noexcept
   {
-    for (int i = 0; g_ && destroy() == WEFT_EBUSY; i++) {
+    for (unsigned i = 0; g_ && destroy() == WEFT_EBUSY; i += i < 1024) {
       if (i < 64)
         std::this_thread::yield();
       else
