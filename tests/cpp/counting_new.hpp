@@ -87,17 +87,53 @@ void *operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t
 {
   return ct::counted_alloc(size, static_cast<std::size_t>(al));
 }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
-void operator delete(void *p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void *p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
-void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
-void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
-void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete(void *p) noexcept
+{
+  std::free(p);
+}
+void operator delete[](void *p) noexcept
+{
+  std::free(p);
+}
+void operator delete(void *p, std::size_t) noexcept
+{
+  std::free(p);
+}
+void operator delete[](void *p, std::size_t) noexcept
+{
+  std::free(p);
+}
+void operator delete(void *p, std::align_val_t) noexcept
+{
+  std::free(p);
+}
+void operator delete[](void *p, std::align_val_t) noexcept
+{
+  std::free(p);
+}
+void operator delete(void *p, std::size_t, std::align_val_t) noexcept
+{
+  std::free(p);
+}
+void operator delete[](void *p, std::size_t, std::align_val_t) noexcept
+{
+  std::free(p);
+}
+void operator delete(void *p, const std::nothrow_t &) noexcept
+{
+  std::free(p);
+}
+void operator delete[](void *p, const std::nothrow_t &) noexcept
+{
+  std::free(p);
+}
+void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept
+{
+  std::free(p);
+}
+void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept
+{
+  std::free(p);
+}
 
 #endif // WEFT_TESTS_COUNTING_NEW_HPP

@@ -54,15 +54,17 @@
 #define CT_TIMEOUT(seconds) (static_cast<double>(seconds) * WEFT_TEST_TIMEOUT_MULT)
 
 #ifdef WEFT_TEST_MINI_RUNNER
-#define CT_TEST(Suite, Name, Seconds)                                                        \
-  static void mr_fn_##Suite##_##Name();                                                      \
-  static mr_test mr_t_##Suite##_##Name = {                                                   \
-    #Suite, #Name, mr_fn_##Suite##_##Name, {nullptr, nullptr, CT_TIMEOUT(Seconds), nullptr, false}, \
-    nullptr};                                                                                \
-  __attribute__((constructor)) static void mr_reg_##Suite##_##Name()                        \
-  {                                                                                          \
-    mr_register_(&mr_t_##Suite##_##Name);                                                    \
-  }                                                                                          \
+#define CT_TEST(Suite, Name, Seconds)                                                              \
+  static void mr_fn_##Suite##_##Name();                                                            \
+  static mr_test mr_t_##Suite##_##Name = {#Suite,                                                  \
+                                          #Name,                                                   \
+                                          mr_fn_##Suite##_##Name,                                  \
+                                          {nullptr, nullptr, CT_TIMEOUT(Seconds), nullptr, false}, \
+                                          nullptr};                                                \
+  __attribute__((constructor)) static void mr_reg_##Suite##_##Name()                               \
+  {                                                                                                \
+    mr_register_(&mr_t_##Suite##_##Name);                                                          \
+  }                                                                                                \
   static void mr_fn_##Suite##_##Name()
 #else
 #define CT_TEST(Suite, Name, Seconds) Test(Suite, Name, .timeout = CT_TIMEOUT(Seconds))
@@ -70,12 +72,12 @@
 
 // The status of a call, as an int for cr_assert_eq, with its name in the
 // message: CT_EXPECT(eng.wait_all(), 0).
-#define CT_EXPECT(call, want)                                                               \
-  do {                                                                                      \
-    const int ct_got_ = (call).code();                                                      \
-    const int ct_want_ = (want);                                                            \
-    cr_assert_eq(ct_got_, ct_want_, "%s = %d (%s), expected %d (%s)", #call, ct_got_,        \
-                 weft_strerror(ct_got_), ct_want_, weft_strerror(ct_want_));                  \
+#define CT_EXPECT(call, want)                                                                      \
+  do {                                                                                             \
+    const int ct_got_ = (call).code();                                                             \
+    const int ct_want_ = (want);                                                                   \
+    cr_assert_eq(ct_got_, ct_want_, "%s = %d (%s), expected %d (%s)", #call, ct_got_,              \
+                 weft_strerror(ct_got_), ct_want_, weft_strerror(ct_want_));                       \
   } while (0)
 
 namespace ct {
@@ -220,17 +222,17 @@ private:
 } // namespace ct
 
 // Usable from any thread.
-#define CT_CHECK(cond, ...)                                                                 \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      ct::record_error(__FILE__, __LINE__, __VA_ARGS__);                                    \
+#define CT_CHECK(cond, ...)                                                                        \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      ct::record_error(__FILE__, __LINE__, __VA_ARGS__);                                           \
   } while (0)
 
 // In an ASan build, fails the test if anything allocated so far is no
 // longer reachable; elsewhere a no-op.
 #ifdef CT_HAVE_LSAN
-#define ct_assert_no_leaks()                                                                \
-  cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,                                       \
+#define ct_assert_no_leaks()                                                                       \
+  cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,                                              \
                "LeakSanitizer found unreachable memory (report above)")
 #else
 #define ct_assert_no_leaks() ((void)0)

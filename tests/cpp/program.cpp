@@ -80,8 +80,10 @@ int main()
   check(eng.ok(), "engine", eng.init_status().code());
   weft::var a(eng), b(eng);
   long x = 1, y = 2;
-  expect(eng.push([&](const weft::run_ctx &) { y += x; }, weft::reads{a}, weft::writes{b}), 0, "push");
-  expect(eng.push([&x, text] { x *= static_cast<long>(text->size()) / 2; }, weft::writes{a}), 0, "push heap");
+  expect(eng.push([&](const weft::run_ctx &) { y += x; }, weft::reads{a}, weft::writes{b}), 0,
+         "push");
+  expect(eng.push([&x, text] { x *= static_cast<long>(text->size()) / 2; }, weft::writes{a}), 0,
+         "push heap");
   expect(eng.push_async([](weft::done d) { d.signal(); }, weft::writes{a},
                         weft::op_options{}.with_name("async")),
          0, "push_async");
@@ -92,9 +94,11 @@ int main()
   weft::op o = eng.make_op([&y] { y++; }, weft::writes{b});
   expect(o.init_status(), 0, "make_op");
   expect(o.push(), 0, "op push");
-  weft::op ao = eng.make_async_op([](const weft::run_ctx &, weft::done d) { d.signal(0); }, weft::writes{b});
+  weft::op ao =
+      eng.make_async_op([](const weft::run_ctx &, weft::done d) { d.signal(0); }, weft::writes{b});
   expect(ao.push(), 0, "async op push");
-  weft::graph g = eng.capture([&] { return eng.push([&y] { y += 10; }, weft::reads{a}, weft::writes{b}); });
+  weft::graph g =
+      eng.capture([&] { return eng.push([&y] { y += 10; }, weft::reads{a}, weft::writes{b}); });
   expect(g.init_status(), 0, "capture");
   expect(g.launch(), 0, "launch");
   expect(eng.var_wait(b), 0, "var_wait");

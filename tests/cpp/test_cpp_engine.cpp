@@ -94,9 +94,9 @@ CT_TEST(cpp_engine, creation_errors, 60)
   std::atomic<long> n{0};
   CT_EXPECT(bad.push([&n] { n++; }), WEFT_EINVAL);
   CT_EXPECT(bad.push_async([&n](weft::done d) {
-              n++;
-              d.signal(0);
-            }),
+    n++;
+    d.signal(0);
+  }),
             WEFT_EINVAL);
   ct::counts c;
   CT_EXPECT(bad.push([t = ct::tracker(c)] { t.call(); }), WEFT_EINVAL);
@@ -184,9 +184,9 @@ CT_TEST(cpp_engine, order_of_the_vars, 60)
   // The run context: a CPU operator on a worker.
   std::atomic<int> worker{-2}, dev{-1};
   CT_EXPECT(eng.push([&](const weft::run_ctx &rc) {
-              worker = rc.worker;
-              dev = rc.ctx.type;
-            }),
+    worker = rc.worker;
+    dev = rc.ctx.type;
+  }),
             0);
   CT_EXPECT(eng.wait_all(), 0);
   cr_assert(worker.load() >= 0 && worker.load() < 2, "worker %d", worker.load());
@@ -204,8 +204,8 @@ CT_TEST(cpp_engine, long_var_lists, 60)
     vars.emplace_back(eng);
   long sum = 0;
   // Twenty reads: more than a list keeps inline.
-  weft::reads many{vars[0], vars[1], vars[2], vars[3], vars[4], vars[5], vars[6],
-                   vars[7], vars[8], vars[9], vars[10], vars[11], vars[12], vars[13],
+  weft::reads many{vars[0],  vars[1],  vars[2],  vars[3],  vars[4],  vars[5],  vars[6],
+                   vars[7],  vars[8],  vars[9],  vars[10], vars[11], vars[12], vars[13],
                    vars[14], vars[15], vars[16], vars[17], vars[18]};
   cr_assert_eq(many.size(), 19u);
   cr_assert_not(many.failed());
@@ -237,8 +237,10 @@ CT_TEST(cpp_engine, callables_and_results, 60)
   CT_EXPECT(eng.var_wait(v), 0);
   CT_EXPECT(eng.push([] { return -42; }, weft::writes{v}), 0);
   CT_EXPECT(eng.var_wait(v), -42); // the operator's own code, unchanged
-  CT_EXPECT(eng.var_wait(v), 0);   // and cleared
-  CT_EXPECT(eng.push([](const weft::run_ctx &) { return weft::status(WEFT_ENODEV); }, weft::writes{w}), 0);
+  CT_EXPECT(eng.var_wait(v), 0); // and cleared
+  CT_EXPECT(
+      eng.push([](const weft::run_ctx &) { return weft::status(WEFT_ENODEV); }, weft::writes{w}),
+      0);
   CT_EXPECT(eng.var_wait(w), WEFT_ENODEV);
   CT_EXPECT(eng.wait_all(), -42); // the first failure since the last wait_all
   CT_EXPECT(eng.wait_all(), 0);
@@ -286,18 +288,27 @@ CT_TEST(cpp_engine, options, 60)
   weft::op_options named;
   named.name = "counted";
   CT_EXPECT(eng.push(count, {}, weft::writes{v}, named), 0);
-  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_prop(WEFT_PROP_PRIORITIZED).with_priority(5)), 0);
+  CT_EXPECT(eng.push(count, weft::writes{v},
+                     weft::op_options{}.with_prop(WEFT_PROP_PRIORITIZED).with_priority(5)),
+            0);
   CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_prop(WEFT_PROP_ASYNC)), 0);
-  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_flags(WEFT_OP_NOSKIP).with_name("n")), 0);
+  CT_EXPECT(eng.push(count, weft::writes{v},
+                     weft::op_options{}.with_flags(WEFT_OP_NOSKIP).with_name("n")),
+            0);
   CT_EXPECT(eng.wait_all(), 0);
   cr_assert_eq(n.load(), 4);
 
   // What weft_op_desc refuses, through the options.
   // 7: past the last property, and still a value of the enumeration in C++.
-  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_prop(static_cast<weft_prop>(7))), WEFT_EINVAL);
-  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_prop(WEFT_PROP_COPY_TO_GPU)), WEFT_EINVAL);
-  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_flags(WEFT_OP_GPU_GRAPH)), WEFT_EINVAL);
-  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.on_gpu(eng.gpu_count())), WEFT_ENODEV);
+  CT_EXPECT(
+      eng.push(count, weft::writes{v}, weft::op_options{}.with_prop(static_cast<weft_prop>(7))),
+      WEFT_EINVAL);
+  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_prop(WEFT_PROP_COPY_TO_GPU)),
+            WEFT_EINVAL);
+  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.with_flags(WEFT_OP_GPU_GRAPH)),
+            WEFT_EINVAL);
+  CT_EXPECT(eng.push(count, weft::writes{v}, weft::op_options{}.on_gpu(eng.gpu_count())),
+            WEFT_ENODEV);
   cr_assert_eq(n.load(), 4);
 
   // The defaults are a zeroed descriptor's.
@@ -319,17 +330,19 @@ CT_TEST(cpp_engine, failures_skip_and_drop, 120)
   std::atomic<long> gate{0};
   // The failing writer waits for the gate, so that everything behind it is
   // queued when it fails.
-  CT_EXPECT(eng.push([&gate] {
-              ct::wait_until([&gate] { return gate.load() != 0; });
-              return -9;
-            },
-                     weft::writes{v}),
+  CT_EXPECT(eng.push(
+                [&gate] {
+                  ct::wait_until([&gate] { return gate.load() != 0; });
+                  return -9;
+                },
+                weft::writes{v}),
             0);
   const int readers = 10;
   for (int i = 0; i < readers; i++)
-    CT_EXPECT(eng.push([t = ct::tracker(skipped)] { CT_CHECK(!t.call(), "a skipped operator ran"); },
-                       weft::reads{v}, weft::writes{out}),
-              0);
+    CT_EXPECT(
+        eng.push([t = ct::tracker(skipped)] { CT_CHECK(!t.call(), "a skipped operator ran"); },
+                 weft::reads{v}, weft::writes{out}),
+        0);
   CT_EXPECT(eng.push([t = ct::tracker(forced)] { t.call(); }, weft::reads{v}, {},
                      weft::op_options{}.with_flags(WEFT_OP_NOSKIP)),
             0);
@@ -367,7 +380,8 @@ CT_TEST(cpp_engine, small_operators_allocate_nothing, 120)
   CT_EXPECT(eng.wait_all(), 0);
   long before = ct::allocations();
   for (long i = 0; i < ops; i++) {
-    weft::status s = eng.push([&n, i](const weft::run_ctx &) { n += i & 1; }, weft::reads{a}, weft::writes{b});
+    weft::status s =
+        eng.push([&n, i](const weft::run_ctx &) { n += i & 1; }, weft::reads{a}, weft::writes{b});
     cr_assert(s.ok(), "push: %s", s.message());
   }
   CT_EXPECT(eng.wait_all(), 0);
@@ -375,15 +389,17 @@ CT_TEST(cpp_engine, small_operators_allocate_nothing, 120)
   sized_op<WEFT_OP_ARG_INLINE> full{&n, {}};
   static_assert(sizeof full == WEFT_OP_ARG_INLINE);
   CT_EXPECT(eng.push(full, weft::writes{a}), 0);
-  CT_EXPECT(eng.push_async([&n](const weft::run_ctx &, weft::done d) {
-              n++;
-              d.signal();
-            },
-                           weft::writes{a}),
+  CT_EXPECT(eng.push_async(
+                [&n](const weft::run_ctx &, weft::done d) {
+                  n++;
+                  d.signal();
+                },
+                weft::writes{a}),
             0);
   CT_EXPECT(eng.wait_all(), 0);
   long after = ct::allocations();
-  cr_assert_eq(after - before, 0, "%ld operator new calls for %ld small pushes", after - before, ops + 2);
+  cr_assert_eq(after - before, 0, "%ld operator new calls for %ld small pushes", after - before,
+               ops + 2);
   cr_assert_eq(n.load(), ops / 2 + 1 + 2);
 
   // One word over the limit: one allocation, freed by the drop.
@@ -407,11 +423,11 @@ CT_TEST(cpp_engine, big_operators_destroyed_once, 120)
     weft::engine eng(p);
     weft::var v(eng);
     for (long i = 0; i < ops; i++) {
-      weft::status s =
-        eng.push([t = ct::tracker(c), shared, text = std::string("a capture long enough to allocate")] {
-          return t.call() && *shared == "shared" && text.size() > 20 ? 0 : 1;
-        },
-                 weft::reads{v});
+      weft::status s = eng.push(
+          [t = ct::tracker(c), shared, text = std::string("a capture long enough to allocate")] {
+            return t.call() && *shared == "shared" && text.size() > 20 ? 0 : 1;
+          },
+          weft::reads{v});
       cr_assert(s.ok(), "push: %s", s.message());
     }
     CT_EXPECT(eng.wait_all(), 0);
@@ -434,16 +450,17 @@ CT_TEST(cpp_engine, async_operators, 120)
   // Signalled later from a thread of the test's own.
   std::vector<std::thread> signallers;
   std::mutex mu;
-  CT_EXPECT(eng.push_async([&](const weft::run_ctx &rc, weft::done d) {
-              CT_CHECK(rc.worker >= 0, "worker %d", rc.worker);
-              std::lock_guard<std::mutex> lock(mu);
-              signallers.emplace_back([d, &x] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                x = 1;
-                d.signal(0);
-              });
-            },
-                           weft::writes{v}),
+  CT_EXPECT(eng.push_async(
+                [&](const weft::run_ctx &rc, weft::done d) {
+                  CT_CHECK(rc.worker >= 0, "worker %d", rc.worker);
+                  std::lock_guard<std::mutex> lock(mu);
+                  signallers.emplace_back([d, &x] {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    x = 1;
+                    d.signal(0);
+                  });
+                },
+                weft::writes{v}),
             0);
   // Ordered after it: sees x == 1.
   CT_EXPECT(eng.push([&x] { return x == 1 ? 0 : -1; }, weft::reads{v}, weft::writes{w}), 0);
@@ -456,15 +473,18 @@ CT_TEST(cpp_engine, async_operators, 120)
   // A failure signalled: its code, and a status.
   CT_EXPECT(eng.push_async([](weft::done d) { d.signal(-17); }, weft::writes{v}), 0);
   CT_EXPECT(eng.var_wait(v), -17);
-  CT_EXPECT(eng.push_async([](weft::done d) { d.signal(weft::status(WEFT_EDEVICE)); }, weft::writes{v}), 0);
+  CT_EXPECT(
+      eng.push_async([](weft::done d) { d.signal(weft::status(WEFT_EDEVICE)); }, weft::writes{v}),
+      0);
   CT_EXPECT(eng.var_wait(v), WEFT_EDEVICE);
   // A big async callable: destroyed once, after both the signal and the return.
   ct::counts c;
-  CT_EXPECT(eng.push_async([t = ct::tracker(c)](const weft::run_ctx &, weft::done d) {
-              t.call();
-              d.signal();
-            },
-                           weft::writes{v}),
+  CT_EXPECT(eng.push_async(
+                [t = ct::tracker(c)](const weft::run_ctx &, weft::done d) {
+                  t.call();
+                  d.signal();
+                },
+                weft::writes{v}),
             0);
   CT_EXPECT(eng.var_wait(v), 0);
   cr_assert(ct::wait_until([&] { return c.live() == 0; }), "%ld captures alive", c.live());
@@ -486,11 +506,11 @@ CT_TEST(cpp_engine, reusable_operators, 120)
   long count = 0;
   {
     weft::op o = eng.make_op(
-      [t = ct::tracker(c), &count](const weft::run_ctx &) {
-        t.call();
-        count++;
-      },
-      weft::writes{v}, weft::op_options{}.with_name("reused"));
+        [t = ct::tracker(c), &count](const weft::run_ctx &) {
+          t.call();
+          count++;
+        },
+        weft::writes{v}, weft::op_options{}.with_name("reused"));
     cr_assert(o.ok(), "make_op: %s", o.init_status().message());
     CT_EXPECT(o.init_status(), 0);
     cr_assert_not_null(o.get());
@@ -515,11 +535,12 @@ CT_TEST(cpp_engine, reusable_operators, 120)
   // Reads-first and writes-first, an async one, and destroy().
   std::atomic<long> n{0};
   weft::op r = eng.make_op([&n] { n++; }, weft::reads{v}, weft::writes{w});
-  weft::op a = eng.make_async_op([&n](weft::done d) {
-    n++;
-    d.signal();
-  },
-                                 weft::writes{w});
+  weft::op a = eng.make_async_op(
+      [&n](weft::done d) {
+        n++;
+        d.signal();
+      },
+      weft::writes{w});
   weft::op a2 = eng.make_async_op([&n](const weft::run_ctx &, weft::done d) {
     n++;
     d.signal();
@@ -567,19 +588,24 @@ CT_TEST(cpp_engine, gpu_operators_on_the_host_backend, 120)
   auto enqueue = [&device_work](const weft::run_ctx &rc) {
     if (rc.ctx.type != WEFT_DEV_GPU || !rc.stream)
       return -1;
-    return weft_gpu_host_enqueue(rc.stream, [](void *arg) { static_cast<std::atomic<long> *>(arg)->fetch_add(1); },
-                                 &device_work);
+    return weft_gpu_host_enqueue(
+        rc.stream, [](void *arg) { static_cast<std::atomic<long> *>(arg)->fetch_add(1); },
+        &device_work);
   };
-  CT_EXPECT(eng.push(enqueue, weft::writes{v}, weft::op_options{}.on_gpu(1).with_name("kernel")), 0);
+  CT_EXPECT(eng.push(enqueue, weft::writes{v}, weft::op_options{}.on_gpu(1).with_name("kernel")),
+            0);
   CT_EXPECT(eng.push([&device_work] { return device_work.load() == 1 ? 0 : -2; }, weft::reads{v},
                      weft::writes{w}),
             0);
   CT_EXPECT(eng.var_wait(w), 0);
   // A GPU operator takes fn, not an async one.
-  CT_EXPECT(eng.push_async([](weft::done d) { d.signal(); }, weft::writes{v}, weft::op_options{}.on_gpu(0)),
+  CT_EXPECT(eng.push_async([](weft::done d) { d.signal(); }, weft::writes{v},
+                           weft::op_options{}.on_gpu(0)),
             WEFT_EINVAL);
   // A copy operator names its GPU.
-  CT_EXPECT(eng.push(enqueue, weft::writes{v}, weft::op_options{}.on_gpu(0).with_prop(WEFT_PROP_COPY_TO_GPU)), 0);
+  CT_EXPECT(eng.push(enqueue, weft::writes{v},
+                     weft::op_options{}.on_gpu(0).with_prop(WEFT_PROP_COPY_TO_GPU)),
+            0);
   CT_EXPECT(eng.wait_all(), 0);
   cr_assert_eq(device_work.load(), 2);
 }
@@ -593,13 +619,14 @@ CT_TEST(cpp_engine, calls_from_inside_operators, 60)
   weft::var v(eng), w(eng);
   std::atomic<int> destroy_rc{1}, wait_rc{1}, var_wait_rc{1}, push_rc{1};
   std::atomic<long> nested{0};
-  CT_EXPECT(eng.push([&](const weft::run_ctx &) {
-              destroy_rc = eng.destroy().code(); // refused: the engine stays
-              wait_rc = eng.wait_all().code();
-              var_wait_rc = eng.var_wait(v).code(); // waits for this operator itself
-              push_rc = eng.push([&nested] { nested++; }, weft::writes{w}).code();
-            },
-                     weft::writes{v}),
+  CT_EXPECT(eng.push(
+                [&](const weft::run_ctx &) {
+                  destroy_rc = eng.destroy().code(); // refused: the engine stays
+                  wait_rc = eng.wait_all().code();
+                  var_wait_rc = eng.var_wait(v).code(); // waits for this operator itself
+                  push_rc = eng.push([&nested] { nested++; }, weft::writes{w}).code();
+                },
+                weft::writes{v}),
             0);
   CT_EXPECT(eng.wait_all(), 0);
   cr_assert_eq(destroy_rc.load(), WEFT_EDEADLK);
@@ -633,11 +660,12 @@ CT_TEST(cpp_engine, throwing_operators, 60)
   CT_EXPECT(eng.var_wait(v), WEFT_EEXCEPTION);
   // A reusable one, stored on the heap: destroyed once all the same.
   ct::counts c;
-  weft::op o = eng.make_op([t = ct::tracker(c)](const weft::run_ctx &) -> int {
-    t.call();
-    throw std::logic_error("reused");
-  },
-                           weft::writes{w});
+  weft::op o = eng.make_op(
+      [t = ct::tracker(c)](const weft::run_ctx &) -> int {
+        t.call();
+        throw std::logic_error("reused");
+      },
+      weft::writes{w});
   cr_assert(o.ok());
   CT_EXPECT(o.push(), 0);
   CT_EXPECT(o.push(), 0);

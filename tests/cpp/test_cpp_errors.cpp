@@ -18,12 +18,18 @@ static_assert(weft::status(WEFT_EBUSY) == WEFT_EBUSY && WEFT_EBUSY == weft::stat
 static_assert(weft::status(WEFT_EBUSY) != WEFT_EINVAL && 0 != weft::status(-1));
 static_assert(weft::status(3) == weft::status(3) && weft::status(3) != weft::status(4));
 // Owners are move-only; a group is neither copyable nor movable.
-static_assert(!std::is_copy_constructible_v<weft::pool> && std::is_nothrow_move_constructible_v<weft::pool>);
-static_assert(!std::is_copy_constructible_v<weft::engine> && std::is_nothrow_move_constructible_v<weft::engine>);
-static_assert(!std::is_copy_constructible_v<weft::var> && std::is_nothrow_move_assignable_v<weft::var>);
-static_assert(!std::is_copy_constructible_v<weft::op> && std::is_nothrow_move_assignable_v<weft::op>);
-static_assert(!std::is_copy_constructible_v<weft::graph> && std::is_nothrow_move_assignable_v<weft::graph>);
-static_assert(!std::is_copy_constructible_v<weft::group> && !std::is_move_constructible_v<weft::group>);
+static_assert(!std::is_copy_constructible_v<weft::pool> &&
+              std::is_nothrow_move_constructible_v<weft::pool>);
+static_assert(!std::is_copy_constructible_v<weft::engine> &&
+              std::is_nothrow_move_constructible_v<weft::engine>);
+static_assert(!std::is_copy_constructible_v<weft::var> &&
+              std::is_nothrow_move_assignable_v<weft::var>);
+static_assert(!std::is_copy_constructible_v<weft::op> &&
+              std::is_nothrow_move_assignable_v<weft::op>);
+static_assert(!std::is_copy_constructible_v<weft::graph> &&
+              std::is_nothrow_move_assignable_v<weft::graph>);
+static_assert(!std::is_copy_constructible_v<weft::group> &&
+              !std::is_move_constructible_v<weft::group>);
 // Creation never throws.
 static_assert(std::is_nothrow_constructible_v<weft::pool, const weft_pool_config *>);
 static_assert(std::is_nothrow_constructible_v<weft::engine, const weft_engine_config *>);
@@ -31,7 +37,8 @@ static_assert(std::is_nothrow_constructible_v<weft::engine, weft::pool &>);
 static_assert(std::is_nothrow_constructible_v<weft::var, weft::engine &>);
 // The lists and the run context.
 static_assert(std::is_same_v<weft::run_ctx, weft_run_ctx>);
-static_assert(std::is_convertible_v<weft::var &, weft::var_ref> && std::is_convertible_v<weft_var *, weft::var_ref>);
+static_assert(std::is_convertible_v<weft::var &, weft::var_ref> &&
+              std::is_convertible_v<weft_var *, weft::var_ref>);
 
 CT_TEST(cpp_errors, every_code, 30)
 {
@@ -45,7 +52,8 @@ CT_TEST(cpp_errors, every_code, 30)
     const char *name = s.name();
     cr_assert_not_null(name, "code %d has no name", c);
     cr_assert_str_eq(name, weft_err_name(c));
-    cr_assert_not_null(std::strstr(s.message(), name), "\"%s\" does not name %s", s.message(), name);
+    cr_assert_not_null(std::strstr(s.message(), name), "\"%s\" does not name %s", s.message(),
+                       name);
     named++;
   }
   cr_assert_eq(named, WEFT_ERRNO_FIRST_ - WEFT_ERRNO_LAST_ + 1);
@@ -147,7 +155,9 @@ CT_TEST(cpp_errors, every_kind_of_callable_that_throws, 60)
   CT_EXPECT(p.parallel_launch(3, [](int, int) { throw 1.5; }), WEFT_EEXCEPTION);
   CT_EXPECT(eng.push(boom, weft::writes{v}), 0);
   CT_EXPECT(eng.var_wait(v), WEFT_EEXCEPTION);
-  CT_EXPECT(eng.push_async([](const weft::run_ctx &, weft::done) { throw std::bad_alloc(); }, weft::writes{v}), 0);
+  CT_EXPECT(eng.push_async([](const weft::run_ctx &, weft::done) { throw std::bad_alloc(); },
+                           weft::writes{v}),
+            0);
   CT_EXPECT(eng.var_wait(v), WEFT_EEXCEPTION);
   weft::op o = eng.make_op(boom, weft::writes{v});
   CT_EXPECT(o.push(), 0);

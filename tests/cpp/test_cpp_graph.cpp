@@ -101,9 +101,10 @@ CT_TEST(cpp_graph, recorded_callables_live_as_long_as_the_graph, 60)
   {
     weft::graph g = eng.capture([&] {
       for (int i = 0; i < 3; i++)
-        CT_EXPECT(eng.push([t = ct::tracker(c), shared] { return t.call() && *shared == 5 ? 0 : 1; },
-                           weft::writes{a}),
-                  0);
+        CT_EXPECT(
+            eng.push([t = ct::tracker(c), shared] { return t.call() && *shared == 5 ? 0 : 1; },
+                     weft::writes{a}),
+            0);
     });
     cr_assert(g.ok());
     cr_assert_eq(c.live(), 3, "the graph holds one copy of each (%ld live)", c.live());
@@ -187,9 +188,9 @@ CT_TEST(cpp_graph, capture_from_a_worker_is_refused, 60)
   // thread, which may capture.
   std::atomic<int> rc{1};
   CT_EXPECT(f.pool.submit([&] {
-              weft::graph g = f.eng.capture([] {});
-              rc = g.init_status().code();
-            }),
+    weft::graph g = f.eng.capture([] {});
+    rc = g.init_status().code();
+  }),
             0);
   cr_assert(ct::wait_until([&] { return rc.load() != 1; }));
   cr_assert_eq(rc.load(), WEFT_EINVAL);
@@ -211,18 +212,19 @@ CT_TEST(cpp_graph, destroy_waits_out_a_running_launch, 60)
   std::thread opener;
   {
     weft::graph g = eng.capture([&] {
-      CT_EXPECT(eng.push([&gate, &started, t = ct::tracker(c)] {
-                  started = 1;
-                  ct::wait_until([&gate] { return gate.load() != 0; });
-                  t.call();
-                },
-                         weft::writes{a}),
+      CT_EXPECT(eng.push(
+                    [&gate, &started, t = ct::tracker(c)] {
+                      started = 1;
+                      ct::wait_until([&gate] { return gate.load() != 0; });
+                      t.call();
+                    },
+                    weft::writes{a}),
                 0);
     });
     cr_assert(g.ok());
     CT_EXPECT(g.launch(), 0);
     cr_assert(ct::wait_until([&] { return started.load() != 0; }));
-    CT_EXPECT(g.launch(), WEFT_EBUSY);  // still running
+    CT_EXPECT(g.launch(), WEFT_EBUSY); // still running
     CT_EXPECT(g.destroy(), WEFT_EBUSY); // nothing happened: the graph stays
     cr_assert(g.ok());
     opener = std::thread([&gate] {
@@ -246,7 +248,8 @@ CT_TEST(cpp_graph, a_graph_may_outlive_its_engine, 60)
   {
     weft::engine eng(pool);
     weft::var a(eng); // goes before the engine
-    g = eng.capture([&] { CT_EXPECT(eng.push([t = ct::tracker(c)] { t.call(); }, weft::writes{a}), 0); });
+    g = eng.capture(
+        [&] { CT_EXPECT(eng.push([t = ct::tracker(c)] { t.call(); }, weft::writes{a}), 0); });
     cr_assert(g.ok());
     CT_EXPECT(g.launch(), 0);
     CT_EXPECT(eng.wait_all(), 0);
@@ -283,9 +286,8 @@ CT_TEST(cpp_graph, a_throwing_body_ends_the_capture, 60)
   cr_assert(g.ok());
 
   // A recorded operator that throws fails at each launch.
-  weft::graph t = eng.capture([&] {
-    CT_EXPECT(eng.push([]() -> int { throw 7; }, weft::writes{a}), 0);
-  });
+  weft::graph t =
+      eng.capture([&] { CT_EXPECT(eng.push([]() -> int { throw 7; }, weft::writes{a}), 0); });
   cr_assert(t.ok());
   for (int i = 0; i < 2; i++) {
     CT_EXPECT(t.launch(), 0);

@@ -180,19 +180,19 @@ CT_TEST(cpp_pool, submit_functions_and_results, 60)
   ct::clear_env();
   weft_pool_config cfg = ct::pool_config(2);
   weft::pool p(&cfg);
-  CT_EXPECT(p.submit(plain_function), 0);  // a function
+  CT_EXPECT(p.submit(plain_function), 0); // a function
   CT_EXPECT(p.submit(&plain_function), 0); // a function pointer
   std::atomic<long> n{0};
   // A task's result goes nowhere: the pool ignores it, as weft_pool_submit.
   CT_EXPECT(p.submit([&n] {
-              n++;
-              return -5;
-            }),
+    n++;
+    return -5;
+  }),
             0);
   CT_EXPECT(p.submit([&n] {
-              n++;
-              return weft::status(WEFT_EBUSY);
-            }),
+    n++;
+    return weft::status(WEFT_EBUSY);
+  }),
             0);
   // A move-only callable.
   auto owned = std::make_unique<long>(7);
@@ -230,11 +230,11 @@ CT_TEST(cpp_pool, group_spawn_and_wait, 120)
   std::atomic<long> inner{0};
   for (int i = 0; i < 8; i++)
     CT_EXPECT(g.spawn([&g, &inner] {
-                for (int k = 0; k < 4; k++) {
-                  weft::status s = g.spawn([&inner] { inner++; });
-                  CT_CHECK(s.ok(), "nested spawn: %d", s.code());
-                }
-              }),
+      for (int k = 0; k < 4; k++) {
+        weft::status s = g.spawn([&inner] { inner++; });
+        CT_CHECK(s.ok(), "nested spawn: %d", s.code());
+      }
+    }),
               0);
   CT_EXPECT(g.wait(), 0);
   cr_assert_eq(inner.load(), 32);
@@ -257,9 +257,9 @@ CT_TEST(cpp_pool, group_destructor_waits, 60)
     weft::group g(p);
     for (int i = 0; i < 4; i++)
       CT_EXPECT(g.spawn([&done_tasks] {
-                  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                  done_tasks++;
-                }),
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        done_tasks++;
+      }),
                 0);
   } // waits here: the tasks use this frame's variables
   cr_assert_eq(done_tasks.load(), 4);
@@ -298,8 +298,7 @@ CT_TEST(cpp_pool, size_rule_at_the_limits, 60)
   long before = ct::allocations();
   CT_EXPECT(g.spawn(fits), 0);
   CT_EXPECT(g.wait(), 0);
-  cr_assert_eq(ct::allocations() - before, 0, "a %d-byte callable allocated",
-               WEFT_TASK_ARG_INLINE);
+  cr_assert_eq(ct::allocations() - before, 0, "a %d-byte callable allocated", WEFT_TASK_ARG_INLINE);
   // One word more: on the heap, one allocation.
   sized_task<WEFT_TASK_ARG_INLINE + 8> big{&n, {}};
   before = ct::allocations();
@@ -329,7 +328,8 @@ CT_TEST(cpp_pool, group_big_destroyed_once, 120)
   {
     weft::group g(p);
     for (long i = 0; i < tasks; i++) {
-      weft::status s = g.spawn([t = ct::tracker(c), shared] { return t.call() && *shared == 1 ? 0 : 9; });
+      weft::status s =
+          g.spawn([t = ct::tracker(c), shared] { return t.call() && *shared == 1 ? 0 : 9; });
       cr_assert(s.ok(), "spawn: %s", s.message());
     }
     CT_EXPECT(g.wait(), 0);
@@ -360,20 +360,23 @@ CT_TEST(cpp_pool, parallel_for, 120)
 
   // grain: no chunk but the last is smaller.
   std::atomic<long> small_chunks{0};
-  CT_EXPECT(p.parallel_for(0, 1000,
-                           [&](std::size_t b, std::size_t e) {
-                             if (e - b < 100 && e != 1000)
-                               small_chunks++;
-                           },
-                           100),
+  CT_EXPECT(p.parallel_for(
+                0, 1000,
+                [&](std::size_t b, std::size_t e) {
+                  if (e - b < 100 && e != 1000)
+                    small_chunks++;
+                },
+                100),
             0);
   cr_assert_eq(small_chunks.load(), 0);
 
   // The first failure; an int and a status.
-  CT_EXPECT(p.parallel_for(0, n, [](std::size_t b, std::size_t e) { return b <= 500 && 500 < e ? -7 : 0; }),
+  CT_EXPECT(p.parallel_for(
+                0, n, [](std::size_t b, std::size_t e) { return b <= 500 && 500 < e ? -7 : 0; }),
             -7);
-  CT_EXPECT(p.parallel_for(0, 10, [](std::size_t, std::size_t) { return weft::status(WEFT_ENODEV); }),
-            WEFT_ENODEV);
+  CT_EXPECT(
+      p.parallel_for(0, 10, [](std::size_t, std::size_t) { return weft::status(WEFT_ENODEV); }),
+      WEFT_ENODEV);
 
   // An empty range calls nothing; begin > end is refused.
   std::atomic<long> calls{0};
@@ -392,7 +395,9 @@ CT_TEST(cpp_pool, parallel_for, 120)
   CT_EXPECT(p.parallel_for(0, 777, body), 0);
   cr_assert_eq(body.total.load(), 777);
   // A const object, and a function.
-  const auto constant = [&calls](std::size_t b, std::size_t e) { calls += static_cast<long>(e - b); };
+  const auto constant = [&calls](std::size_t b, std::size_t e) {
+    calls += static_cast<long>(e - b);
+  };
   CT_EXPECT(p.parallel_for(0, 10, constant), 0);
   cr_assert_eq(calls.load(), 10);
 }
@@ -482,9 +487,9 @@ CT_TEST(cpp_pool, throwing_callables, 60)
   // A heap callable that throws is still destroyed.
   ct::counts c;
   CT_EXPECT(g.spawn([t = ct::tracker(c)]() -> int {
-              t.call();
-              throw 42;
-            }),
+    t.call();
+    throw 42;
+  }),
             0);
   CT_EXPECT(g.wait(), WEFT_EEXCEPTION);
   cr_assert_eq(c.calls.load(), 1);
