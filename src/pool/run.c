@@ -42,7 +42,7 @@ static inline void release_stored(weft_pool *pool, weft_worker *w,
 {
   if (t->argmode == WEFT_TASK_ARG_HEAP)
     weft_free(arg);
-  weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+  weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
 }
 
 /* weft_run_task once the record's fields are read: runs fn (or the piece)
@@ -93,6 +93,6 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
   /* Free first: the record is reused hot by whatever fn spawns. An
    * embedded record belongs to fn's argument, which fn may free. */
   if (!t->embedded)
-    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
   run_body(pool, w, fn, arg, lo, hi, g, NULL);
 }

@@ -37,7 +37,7 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
                           size_t lo, size_t hi)
 {
   weft_pool *pool = g->pool;
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
   if (!t)
     return WEFT_ENOMEM;
   t->fn = fn;
@@ -50,7 +50,7 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
   weft_group_count_spawn(g, w);
   int rc = weft_pool_enqueue(pool, w, t);
   if (rc) {
-    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
     weft_group_task_done(g, w, 0);
   }
   return rc;
@@ -111,7 +111,7 @@ spawn_arg_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *), const void
                size_t size, void *heap)
 {
   weft_pool *pool = g->pool;
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
   if (!t)
     return WEFT_ENOMEM;
   t->fn = fn;
@@ -121,7 +121,7 @@ spawn_arg_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *), const void
   weft_group_count_spawn(g, w);
   int rc = weft_pool_enqueue(pool, w, t);
   if (rc) { /* as weft_group_spawn_task: the caller frees the heap copy */
-    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
     weft_group_task_done(g, w, 0);
   }
   return rc;
@@ -203,7 +203,7 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
   if (rc)
     return rc;
   weft_worker *w = weft_worker_of(pool);
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
   rc = WEFT_ENOMEM;
   if (t) {
     t->fn = fn;
@@ -281,7 +281,7 @@ int weft_pool_submit_arg(weft_pool *pool, weft_task_fn fn, const void *data, siz
   int rc = weft_pool_guest_enter(pool, true, &guest);
   if (!rc) {
     weft_worker *w = weft_worker_of(pool);
-    weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+    weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
     rc = WEFT_ENOMEM;
     if (t) {
       t->fn = fn;
