@@ -548,9 +548,10 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * the next launch, then replayed as a captured graph is. Failures pass
  * along explicit edges as along vars: a node after a failed (or skipped)
  * one by an edge is skipped with its status, unless it has WEFT_OP_NOSKIP.
- * A graph built so and launched once costs less than pushing its operators
- * (the resolve at that launch does only what that launch needs: see "Where
- * they run"); relaunched, what a captured graph's replay costs.
+ * A graph built so and launched once costs about what pushing its
+ * operators costs, or less (the resolve at that launch does only what that
+ * launch needs: see "Where they run"); relaunched, what a captured graph's
+ * replay costs.
  *
  * Ordering: a launch is ordered with everything else on the engine as if it
  * were one operator that writes every var the graph writes and reads every
