@@ -989,3 +989,62 @@ Test(gpu_engine, the_watchdog_fails_the_queue_behind_at_once, .init = setup,
   cr_assert_eq(rc_free, 0);
   tu_assert_no_errors();
 }
+
+/* ------------------------------------- an argument stored with the op */
+
+/* A GPU operator's stored argument (weft_push_arg) is dropped once its
+ * device work stopped, not when its fn returned. */
+typedef struct dev_arg {
+  atomic_int *device_done; /* set by the device work */
+  atomic_int *dropped_early;
+  atomic_int *drops;
+} dev_arg;
+
+static void slow_device_work(void *p)
+{
+  tu_sleep_us(3000);
+  atomic_store((atomic_int *)p, 1);
+}
+
+static int dev_arg_fn(const weft_run_ctx *rc, void *p)
+{
+  dev_arg *a = p;
+  return weft_gpu_host_enqueue(rc->stream, slow_device_work, a->device_done);
+}
+
+static void dev_arg_drop(void *p)
+{
+  dev_arg *a = p;
+  if (!atomic_load(a->device_done))
+    atomic_store(a->dropped_early, 1);
+  atomic_fetch_add(a->drops, 1);
+}
+
+Test(gpu_engine, a_stored_argument_outlives_the_device_work, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  const char *kinds[] = {"threaded", "naive"};
+  for (int k = 0; k < 2; k++) {
+    te t = te_new(kinds[k], 2, 0);
+    cr_assert_geq(weft_gpu_count(t.eng), 1);
+    weft_var *x = te_var(t.eng);
+    for (int i = 0; i < 10; i++) {
+      atomic_int done = 0, early = 0, drops = 0;
+      dev_arg a = {&done, &early, &drops};
+      weft_op_desc d = gpu_desc(dev_arg_fn, NULL, i % 2);
+      d.writes = (weft_var *const[]){x};
+      d.num_writes = 1;
+      cr_assert_eq(weft_push_arg(t.eng, &d, &a, sizeof a, dev_arg_drop), 0);
+      cr_assert_eq(weft_var_wait(t.eng, x), 0);
+      cr_assert_eq(atomic_load(&done), 1, "%s: the wait returned before the device work",
+                   kinds[k]);
+      /* The drop comes with the block's release, which may trail the wait a little. */
+      cr_assert(TU_WAIT_UNTIL(atomic_load(&drops) == 1, TU_DEADLINE_S), "%s: %d drops",
+                kinds[k], atomic_load(&drops));
+      cr_assert_eq(atomic_load(&early), 0, "%s: dropped before its device work stopped",
+                   kinds[k]);
+    }
+    cr_assert_eq(te_free(&t), 0);
+    tu_assert_no_errors();
+  }
+}
