@@ -224,6 +224,15 @@ WEFT_API int weft_group_spawn_arg(weft_group *g, weft_task_fn fn, const void *da
  * and nested fork-join cannot deadlock. */
 WEFT_API int weft_group_wait(weft_group *g);
 
+/* weft_group_wait without helping: the calling thread runs nothing and
+ * sleeps until g's tasks have finished, so that exactly the pool's workers
+ * compute (Taskflow's future.get(), for a caller that wants its thread
+ * count exact: spawn one task, or several, then wait here). Returns as
+ * weft_group_wait; WEFT_EDEADLK from a worker of g's pool or from inside
+ * one of the pool's tasks (it would block a thread the group's tasks may
+ * need), waiting for nothing. */
+WEFT_API int weft_group_wait_blocking(weft_group *g);
+
 /* ----------------------------------------------------------- parallel loops */
 
 typedef int (*weft_range_fn)(size_t begin, size_t end, void *arg);
@@ -237,6 +246,41 @@ typedef int (*weft_range_fn)(size_t begin, size_t end, void *arg);
  * skipped). An empty range returns 0 without calling fn. */
 WEFT_API int weft_parallel_for(weft_pool *pool, size_t begin, size_t end, size_t grain,
                                weft_range_fn fn, void *arg);
+
+/* A parallel reduce (oneTBB's parallel_reduce, OpenMP's reduction): the
+ * caller's range [begin, end) is split into chunks as for
+ * weft_parallel_for; body(b, e, acc, arg) folds its chunk into the
+ * accumulator acc (acc_size bytes, started as a copy of identity), and
+ * combine(acc, other, arg) folds the accumulator other into acc. *result
+ * (acc_size bytes, not overlapping identity) receives identity combined
+ * with every chunk's contribution. Accumulators are the library's (one per
+ * thread taking part, the caller's included, on cache lines of their own;
+ * aligned to 64 bytes): no scratch is indexed by weft_current_worker().
+ *
+ * Order: combine must be associative and identity its identity. Without
+ * WEFT_REDUCE_DETERMINISTIC the grouping follows the scheduling, so a
+ * floating-point sum may differ in its last bits from run to run. With
+ * it, the range is cut into chunks that depend only on begin, end and
+ * grain (never on the threads or the timing: grain, or 0 for at most
+ * WEFT_REDUCE_CHUNKS chunks), each folded from identity, then combined in
+ * chunk order on the calling thread: the same result at every run and
+ * every thread count (combine need not be commutative).
+ *
+ * Returns 0, WEFT_EINVAL (NULL pool, body, combine, identity or result;
+ * acc_size 0; begin > end; an unknown flag), WEFT_ENOMEM (accumulators
+ * that do not fit the call's stack room, about 2 KiB, are allocated),
+ * WEFT_ESHUTDOWN (as parallel_for), or the first non-zero value body
+ * returned (*result is then unspecified; without WEFT_REDUCE_DETERMINISTIC
+ * the chunks not yet started are skipped). An empty range copies identity
+ * to *result. */
+typedef int (*weft_reduce_body_fn)(size_t begin, size_t end, void *acc, void *arg);
+typedef void (*weft_reduce_combine_fn)(void *acc, const void *other, void *arg);
+enum { WEFT_REDUCE_DETERMINISTIC = 1u << 0 };
+#define WEFT_REDUCE_CHUNKS 256 /* deterministic chunks with grain 0, at most */
+WEFT_API int weft_parallel_reduce(weft_pool *pool, size_t begin, size_t end, size_t grain,
+                                  const void *identity, size_t acc_size, weft_reduce_body_fn body,
+                                  weft_reduce_combine_fn combine, void *arg, void *result,
+                                  unsigned flags);
 
 typedef int (*weft_launch_fn)(void *arg, int task_id, int num_tasks);
 

@@ -22,8 +22,11 @@
  * a var's and a reusable operator's delete the handle, deferred by the
  * engine until the work pushed on it has finished; a graph's frees the
  * graph, waiting out a launch of it that still runs. destroy() does the
- * same at once and returns the status the destructor ignores. Vars,
- * operators and graphs must be destroyed before the engine they belong to.
+ * same at once and returns the status the destructor ignores. Vars and
+ * reusable operators must be destroyed before the engine they belong to
+ * (their deletion is a call on it), so declare the engine first and call
+ * its destroy() only once they are gone; a graph may outlive its engine
+ * (weft.h, "graphs").
  *
  * Callables. A task, loop body or operator is any callable object (a
  * lambda, a function object, a function pointer) returning void (success),
@@ -116,18 +119,46 @@ private:
 struct op_options {
   weft_ctx ctx = {WEFT_DEV_CPU, 0};
   weft_prop prop = WEFT_PROP_NORMAL;
-  int priority = 0;     /* WEFT_PROP_PRIORITIZED: higher runs first */
-  unsigned flags = 0;   /* WEFT_OP_NOSKIP, WEFT_OP_GPU_GRAPH */
+  int priority = 0; /* WEFT_PROP_PRIORITIZED: higher runs first */
+  unsigned flags = 0; /* WEFT_OP_NOSKIP, WEFT_OP_GPU_GRAPH */
   const char *name = nullptr;
 
   /* Copies with one field changed, for one-line options:
    * weft::op_options{}.with_name("load").with_flags(WEFT_OP_NOSKIP). */
-  constexpr op_options with_ctx(weft_ctx c) const noexcept { op_options o = *this; o.ctx = c; return o; }
-  constexpr op_options on_gpu(int id) const noexcept { return with_ctx(weft_ctx{WEFT_DEV_GPU, id}); }
-  constexpr op_options with_prop(weft_prop p) const noexcept { op_options o = *this; o.prop = p; return o; }
-  constexpr op_options with_priority(int p) const noexcept { op_options o = *this; o.priority = p; return o; }
-  constexpr op_options with_flags(unsigned f) const noexcept { op_options o = *this; o.flags = f; return o; }
-  constexpr op_options with_name(const char *n) const noexcept { op_options o = *this; o.name = n; return o; }
+  constexpr op_options with_ctx(weft_ctx c) const noexcept
+  {
+    op_options o = *this;
+    o.ctx = c;
+    return o;
+  }
+  constexpr op_options on_gpu(int id) const noexcept
+  {
+    return with_ctx(weft_ctx{WEFT_DEV_GPU, id});
+  }
+  constexpr op_options with_prop(weft_prop p) const noexcept
+  {
+    op_options o = *this;
+    o.prop = p;
+    return o;
+  }
+  constexpr op_options with_priority(int p) const noexcept
+  {
+    op_options o = *this;
+    o.priority = p;
+    return o;
+  }
+  constexpr op_options with_flags(unsigned f) const noexcept
+  {
+    op_options o = *this;
+    o.flags = f;
+    return o;
+  }
+  constexpr op_options with_name(const char *n) const noexcept
+  {
+    op_options o = *this;
+    o.name = n;
+    return o;
+  }
 };
 
 /* ----------------------------------------------------------------- details */
@@ -142,7 +173,8 @@ using remove_cvref_t = std::remove_cv_t<std::remove_reference_t<T>>;
  * failure with code 1). */
 template <class R>
 constexpr bool valid_result = std::is_void_v<R> || std::is_same_v<remove_cvref_t<R>, status> ||
-                              (std::is_convertible_v<R, int> && !std::is_same_v<remove_cvref_t<R>, bool>);
+                              (std::is_convertible_v<R, int> &&
+                               !std::is_same_v<remove_cvref_t<R>, bool>);
 
 /* Calls f(a...) and turns its result into a C status; exceptions pass. */
 template <class F, class... A>
@@ -179,8 +211,8 @@ inline int guarded_code(F &f, A &&...a) noexcept
 /* Whether a callable of type D is copied into the C record (Limit bytes
  * there) instead of being moved to the heap. */
 template <class D, std::size_t Limit>
-constexpr bool stored_inline =
-  std::is_trivially_copyable_v<D> && sizeof(D) <= Limit && alignof(D) <= WEFT_ARG_ALIGN;
+constexpr bool stored_inline = std::is_trivially_copyable_v<D> && sizeof(D) <= Limit &&
+                               alignof(D) <= WEFT_ARG_ALIGN;
 
 /* The callable a trampoline receives: the copy itself (inline), or the
  * copy of the pointer to the heap object (operators' heap path). */
@@ -256,7 +288,10 @@ struct entry {
 #endif
   }
   /* weft_arg_drop_fn of the heap path: arg is the copy of the pointer. */
-  static void drop(void *arg) noexcept { delete *static_cast<D **>(arg); }
+  static void drop(void *arg) noexcept
+  {
+    delete *static_cast<D **>(arg);
+  }
 };
 
 /* The C argument that points at the caller's object f (const or not; the
@@ -307,8 +342,9 @@ inline int store_op(weft_op_desc &desc, F &&f, CCall c_call)
 {
   using D = std::decay_t<F>;
   if constexpr (Async)
-    static_assert(async_callable<D>,
-                  "weft: an async operator takes (const weft::run_ctx &, weft::done) or (weft::done)");
+    static_assert(
+        async_callable<D>,
+        "weft: an async operator takes (const weft::run_ctx &, weft::done) or (weft::done)");
   else
     static_assert(op_callable<D>, "weft: an operator takes (const weft::run_ctx &) or nothing");
   constexpr bool in = stored_inline<D, WEFT_OP_ARG_INLINE>;
@@ -398,18 +434,19 @@ public:
   {
     weft_pool *p = p_;
     return weft::status(detail::run_task(
-      std::forward<F>(f),
-      [p](weft_task_fn fn, const void *data, std::size_t size) {
-        return weft_pool_submit_arg(p, fn, data, size);
-      },
-      [p](weft_task_fn fn, void *arg) { return weft_pool_submit(p, fn, arg); }));
+        std::forward<F>(f),
+        [p](weft_task_fn fn, const void *data, std::size_t size) {
+          return weft_pool_submit_arg(p, fn, data, size);
+        },
+        [p](weft_task_fn fn, void *arg) { return weft_pool_submit(p, fn, arg); }));
   }
 
   /* Calls f(b, e) on disjoint chunks covering [begin, end), in parallel,
    * and waits (weft_parallel_for): f is called through a pointer, from
    * several threads at once. Returns the first failure f returned. */
   template <class F>
-  weft::status parallel_for(std::size_t begin, std::size_t end, F &&f, std::size_t grain = 0) noexcept
+  weft::status parallel_for(std::size_t begin, std::size_t end, F &&f,
+                            std::size_t grain = 0) noexcept
   {
     using D = std::remove_reference_t<F>;
     if constexpr (std::is_function_v<D>) {
@@ -436,7 +473,7 @@ public:
       static_assert(std::is_invocable_v<D &, int, int>,
                     "weft: a parallel_launch body is called as f(int task_id, int num_tasks)");
       return weft::status(
-        weft_parallel_launch(p_, &detail::entry<D>::launch, detail::object_arg(f), num_tasks));
+          weft_parallel_launch(p_, &detail::entry<D>::launch, detail::object_arg(f), num_tasks));
     }
   }
 
@@ -491,11 +528,11 @@ public:
   {
     weft_group *g = &g_;
     int rc = detail::run_task(
-      std::forward<F>(f),
-      [g](weft_task_fn fn, const void *data, std::size_t size) {
-        return weft_group_spawn_arg(g, fn, data, size);
-      },
-      [g](weft_task_fn fn, void *arg) { return weft_group_spawn(g, fn, arg); });
+        std::forward<F>(f),
+        [g](weft_task_fn fn, const void *data, std::size_t size) {
+          return weft_group_spawn_arg(g, fn, data, size);
+        },
+        [g](weft_task_fn fn, void *arg) { return weft_group_spawn(g, fn, arg); });
     if (rc == 0)
       spawned_.store(true, std::memory_order_relaxed);
     return weft::status(rc);
@@ -753,7 +790,7 @@ private:
    * finishes on its own; the retries back off from yields to 1 ms sleeps). */
   void reset() noexcept
   {
-    for (int i = 0; g_ && destroy() == WEFT_EBUSY; i++) {
+    for (unsigned i = 0; g_ && destroy() == WEFT_EBUSY; i += i < 1024) {
       if (i < 64)
         std::this_thread::yield();
       else
@@ -770,7 +807,10 @@ class engine {
 public:
   /* Creates an engine; cfg NULL: every field automatic (its own pool).
    * Never throws: ok() and init_status() say whether it worked. */
-  explicit engine(const weft_engine_config *cfg = nullptr) noexcept : st_(weft_engine_create(&e_, cfg)) {}
+  explicit engine(const weft_engine_config *cfg = nullptr) noexcept
+      : st_(weft_engine_create(&e_, cfg))
+  {
+  }
   /* An engine on p (the rest of the config automatic); p must outlive it.
    * WEFT_EINVAL if p holds no pool. */
   explicit engine(pool &p) noexcept : st_(WEFT_EINVAL)
@@ -837,7 +877,8 @@ public:
   /* Pushes an async operator: f(rc, d) or f(d) starts the work and
    * returns; d.signal(status) completes it, exactly once, from any thread. */
   template <class F>
-  weft::status push_async(F &&f, const reads &r = {}, const writes &w = {}, const op_options &o = {})
+  weft::status push_async(F &&f, const reads &r = {}, const writes &w = {},
+                          const op_options &o = {})
   {
     return push_impl<true>(std::forward<F>(f), r, w, o);
   }
@@ -932,10 +973,10 @@ private:
     weft_op_desc d = detail::make_desc(r, w, o);
     weft_engine *e = e_;
     return weft::status(detail::store_op<Async>(
-      d, std::forward<F>(f),
-      [e](const weft_op_desc &desc, const void *data, std::size_t size, weft_arg_drop_fn drop) {
-        return weft_push_arg(e, &desc, data, size, drop);
-      }));
+        d, std::forward<F>(f),
+        [e](const weft_op_desc &desc, const void *data, std::size_t size, weft_arg_drop_fn drop) {
+          return weft_push_arg(e, &desc, data, size, drop);
+        }));
   }
 
   template <bool Async, class F>
@@ -946,11 +987,11 @@ private:
     weft_op_desc d = detail::make_desc(r, w, o);
     weft_engine *e = e_;
     weft_op *out = nullptr;
-    int rc = detail::store_op<Async>(
-      d, std::forward<F>(f),
-      [e, &out](const weft_op_desc &desc, const void *data, std::size_t size, weft_arg_drop_fn drop) {
-        return weft_op_new_arg(e, &desc, data, size, drop, &out);
-      });
+    int rc = detail::store_op<Async>(d, std::forward<F>(f),
+                                     [e, &out](const weft_op_desc &desc, const void *data,
+                                               std::size_t size, weft_arg_drop_fn drop) {
+                                       return weft_op_new_arg(e, &desc, data, size, drop, &out);
+                                     });
     return weft::op(e_, rc ? nullptr : out, rc);
   }
 
@@ -961,7 +1002,10 @@ private:
 inline var::var(engine &eng) noexcept : e_(eng.get()), st_(weft_var_new(eng.get(), &v_)) {}
 
 /* weft_current_worker: this thread's worker index in its pool, -1 elsewhere. */
-inline int current_worker() noexcept { return weft_current_worker(); }
+inline int current_worker() noexcept
+{
+  return weft_current_worker();
+}
 
 } // namespace weft
 

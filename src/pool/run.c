@@ -39,15 +39,40 @@ static void run_task_profiled(weft_worker *w, weft_prof_track *pt, int (*fn)(voi
     weft_stat_inc(&w->tasks_run);
 }
 
-void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
+/* weft_run_task once the record's fields are read (and it is freed): runs
+ * fn (or the piece) and counts it. heap: arg is a copy of weft_*_arg's,
+ * freed once fn returned. */
+static inline __attribute__((always_inline)) void
+run_body(weft_pool *pool, weft_worker *w, int (*fn)(void *), void *arg, size_t lo, size_t hi,
+         weft_group_impl *g, bool heap)
 {
-  int (*fn)(void *) = t->fn;
-  void *arg = t->arg;
-  size_t lo = t->lo, hi = t->hi;
-  weft_group_impl *g = t->group;
-  /* An argument copied into the record (weft_*_arg) moves to this frame
-   * with the three words just read: fn gets the copy's copy, valid until
-   * it returns, and the record can still be freed first. */
+  /* Profiling off: w->prof and pool->prof are NULL, one branch. */
+  weft_prof_track *pt = w    ? w->prof
+                        : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
+                                     : NULL;
+  task_depth++;
+  if (pt) {
+    run_task_profiled(w, pt, fn, arg, lo, hi, g, heap ? WEFT_TASK_ARG_HEAP : WEFT_TASK_ARG_PTR);
+    task_depth--;
+    return;
+  }
+  int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
+  task_depth--;
+  if (heap)
+    weft_free(arg);
+  if (g)
+    weft_group_task_done(g, w, rc);
+  if (w)
+    weft_stat_inc(&w->tasks_run);
+}
+
+/* A task whose argument is stored with it (weft_*_arg: never a piece, never
+ * embedded). Its bytes move to this frame with the three words read: fn
+ * gets the copy's copy, valid until it returns, so that the record can
+ * still be freed first. Out of line: the common path reads one byte more. */
+static __attribute__((noinline)) void run_task_arg(weft_pool *pool, weft_worker *w, weft_task *t)
+{
+  WEFT_ASSERT(t->fn && !t->embedded);
   union {
     _Alignas(WEFT_ARG_ALIGN) unsigned char bytes[WEFT_TASK_ARG_INLINE];
     struct {
@@ -55,35 +80,35 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
       size_t lo, hi;
     } words;
   } copy;
-  int mode = t->argmode;
-  if (mode == WEFT_TASK_ARG_BYTES) {
-    copy.words.arg = arg;
-    copy.words.lo = lo;
-    copy.words.hi = hi;
+  int (*fn)(void *) = t->fn;
+  weft_group_impl *g = t->group;
+  bool heap = t->argmode == WEFT_TASK_ARG_HEAP;
+  void *arg = t->arg;
+  if (!heap) {
+    copy.words.arg = t->arg;
+    copy.words.lo = t->lo;
+    copy.words.hi = t->hi;
     arg = copy.bytes;
   }
+  weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+  run_body(pool, w, fn, arg, 0, 0, g, heap);
+}
+
+void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
+{
+  if (__builtin_expect(t->argmode != WEFT_TASK_ARG_PTR, 0)) {
+    run_task_arg(pool, w, t);
+    return;
+  }
+  int (*fn)(void *) = t->fn;
+  void *arg = t->arg;
+  size_t lo = t->lo, hi = t->hi;
+  weft_group_impl *g = t->group;
   /* An embedded record is a plain submission (weft_pool_submit_embedded). */
   WEFT_ASSERT(!t->embedded || !g);
   /* Free first: the record is reused hot by whatever fn spawns. An
    * embedded record belongs to fn's argument, which fn may free. */
   if (!t->embedded)
     weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
-  /* Profiling off: w->prof and pool->prof are NULL, one branch. */
-  weft_prof_track *pt = w    ? w->prof
-                        : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
-                                     : NULL;
-  task_depth++;
-  if (pt) {
-    run_task_profiled(w, pt, fn, arg, lo, hi, g, mode);
-    task_depth--;
-    return;
-  }
-  int rc = fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
-  task_depth--;
-  if (mode == WEFT_TASK_ARG_HEAP)
-    weft_free(arg);
-  if (g)
-    weft_group_task_done(g, w, rc);
-  if (w)
-    weft_stat_inc(&w->tasks_run);
+  run_body(pool, w, fn, arg, lo, hi, g, false);
 }
