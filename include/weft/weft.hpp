@@ -302,6 +302,45 @@ inline void *object_arg(T &f) noexcept
   return const_cast<void *>(static_cast<const void *>(std::addressof(f)));
 }
 
+/* f itself, or for a function a pointer to it (called the same way). */
+template <class T>
+inline decltype(auto) callable_object(T &f) noexcept
+{
+  if constexpr (std::is_function_v<T>)
+    return &f;
+  else
+    return (f);
+}
+
+/* What weft_parallel_reduce's trampolines receive: the caller's body and
+ * combine, and whether a combine threw (it cannot return a status). */
+template <class T, class B, class C>
+struct reduce_ctx {
+  B *body;
+  C *combine;
+  std::atomic<bool> combine_threw;
+
+  static int body_entry(std::size_t b, std::size_t e, void *acc, void *arg) noexcept
+  {
+    auto *c = static_cast<reduce_ctx *>(arg);
+    return guarded_code(*c->body, b, e, *std::launder(static_cast<T *>(acc)));
+  }
+  static void combine_entry(void *acc, const void *other, void *arg) noexcept
+  {
+    auto *c = static_cast<reduce_ctx *>(arg);
+#if defined(__cpp_exceptions)
+    try {
+#endif
+      (*c->combine)(*std::launder(static_cast<T *>(acc)),
+                    *std::launder(static_cast<const T *>(other)));
+#if defined(__cpp_exceptions)
+    } catch (...) {
+      c->combine_threw.store(true, std::memory_order_relaxed);
+    }
+#endif
+  }
+};
+
 /* A callable of type D from f, on the heap; NULL when memory ran out. */
 template <class D, class F>
 inline D *heap_copy(F &&f)
@@ -495,6 +534,44 @@ public:
     return stats(out, static_cast<int>(N), filled);
   }
 
+  /* A parallel reduce (weft_parallel_reduce) into result: body(b, e, acc)
+   * folds the chunk [b, e) into acc (a T, started as a copy of identity),
+   * returning void, int or status; combine(acc, other) folds the
+   * accumulator other into acc, returning nothing. T is copied byte for
+   * byte by the library, so it must be trivially copyable (aligned to at
+   * most 64). flags: WEFT_REDUCE_DETERMINISTIC for the same grouping at
+   * every run. Both callables are called through pointers, from several
+   * threads at once. A combine that throws (exceptions on) makes the call
+   * return WEFT_EEXCEPTION, result unspecified, as a body that throws. */
+  template <class T, class Body, class Combine>
+  weft::status parallel_reduce(T &result, std::size_t begin, std::size_t end, const T &identity,
+                               Body &&body, Combine &&combine, std::size_t grain = 0,
+                               unsigned flags = 0) noexcept
+  {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 64,
+                  "weft: a reduce accumulator is trivially copyable, aligned to at most 64");
+    using B = std::remove_reference_t<Body>;
+    using C = std::remove_reference_t<Combine>;
+    if constexpr (std::is_function_v<B> || std::is_function_v<C>) {
+      auto &&b = detail::callable_object(body);
+      auto &&c = detail::callable_object(combine);
+      return parallel_reduce(result, begin, end, identity, b, c, grain, flags);
+    } else {
+      static_assert(std::is_invocable_v<B &, std::size_t, std::size_t, T &>,
+                    "weft: a reduce body is called as body(size_t begin, size_t end, T &acc)");
+      static_assert(std::is_invocable_v<C &, T &, const T &>,
+                    "weft: a reduce combine is called as combine(T &acc, const T &other)");
+      detail::reduce_ctx<T, B, C> ctx{&body, &combine, {false}};
+      const T id = identity; /* result may be the caller's identity itself */
+      int rc = weft_parallel_reduce(
+          p_, begin, end, grain, &id, sizeof(T), &detail::reduce_ctx<T, B, C>::body_entry,
+          &detail::reduce_ctx<T, B, C>::combine_entry, &ctx, &result, flags);
+      if (rc == 0 && ctx.combine_threw.load(std::memory_order_relaxed))
+        rc = WEFT_EEXCEPTION;
+      return weft::status(rc);
+    }
+  }
+
   /* weft_pool_park_idle: idle workers park at once instead of spinning. */
   weft::status park_idle() noexcept { return weft::status(weft_pool_park_idle(p_)); }
 
@@ -545,6 +622,17 @@ public:
   {
     int rc = weft_group_wait(&g_);
     spawned_.store(false, std::memory_order_relaxed);
+    return weft::status(rc);
+  }
+
+  /* wait() without helping (weft_group_wait_blocking): this thread runs
+   * nothing and sleeps until the tasks have finished. WEFT_EDEADLK from a
+   * worker of the pool or from inside one of its tasks (nothing waited). */
+  weft::status wait_blocking() noexcept
+  {
+    int rc = weft_group_wait_blocking(&g_);
+    if (rc != WEFT_EDEADLK)
+      spawned_.store(false, std::memory_order_relaxed);
     return weft::status(rc);
   }
 

@@ -69,6 +69,18 @@ int main()
   check(sum.load() == 1000, "parallel_for sum");
   expect(pool.parallel_launch(4, [&](int, int k) { sum += k; }), 0, "parallel_launch");
   check(sum.load() == 1016, "parallel_launch sum");
+  long total = 0;
+  expect(pool.parallel_reduce(
+             total, 0, 100, 0L,
+             [](std::size_t b, std::size_t e, long &acc) { acc += static_cast<long>(e - b); },
+             [](long &acc, const long &other) { acc += other; }),
+         0, "parallel_reduce");
+  check(total == 100, "parallel_reduce sum", static_cast<int>(total));
+  {
+    weft::group g(pool);
+    expect(g.spawn([&n] { n++; }), 0, "spawn");
+    expect(g.wait_blocking(), 0, "group wait_blocking");
+  }
   weft_worker_stats st[2];
   int k = 0;
   expect(pool.stats(st, &k), 0, "stats");

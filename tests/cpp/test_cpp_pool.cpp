@@ -6,6 +6,7 @@
 #include "counting_new.hpp"
 #include "cpp_test.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -448,6 +449,122 @@ CT_TEST(cpp_pool, parallel_launch, 60)
   cr_assert_eq(launch_function_total.load(), 16);
 }
 
+namespace {
+struct minmax {
+  long lo, hi;
+};
+int sum_squares(std::size_t b, std::size_t e, long &acc)
+{
+  for (std::size_t i = b; i < e; i++)
+    acc += static_cast<long>(i * i);
+  return 0;
+}
+void add_long(long &acc, const long &other)
+{
+  acc += other;
+}
+} // namespace
+
+CT_TEST(cpp_pool, parallel_reduce, 60)
+{
+  ct::clear_env();
+  weft_pool_config cfg = ct::pool_config(2);
+  weft::pool p(&cfg);
+  const std::size_t n = 100000;
+  long sum = -1;
+  long before = ct::allocations();
+  CT_EXPECT(p.parallel_reduce(
+                sum, 0, n, 0L,
+                [](std::size_t b, std::size_t e, long &acc) {
+                  acc += static_cast<long>((b + e - 1) * (e - b) / 2);
+                },
+                [](long &acc, const long &other) { acc += other; }),
+            0);
+  cr_assert_eq(ct::allocations() - before, 0, "parallel_reduce copied its callables");
+  cr_assert_eq(sum, static_cast<long>(n * (n - 1) / 2));
+  // A struct accumulator, an identity that is not zero, the result in the
+  // identity's own object.
+  minmax mm{1000000, -1};
+  CT_EXPECT(p.parallel_reduce(
+                mm, 10, 5000, mm,
+                [](std::size_t b, std::size_t e, minmax &acc) {
+                  acc.lo = std::min(acc.lo, static_cast<long>(b));
+                  acc.hi = std::max(acc.hi, static_cast<long>(e - 1));
+                },
+                [](minmax &acc, const minmax &o) {
+                  acc.lo = std::min(acc.lo, o.lo);
+                  acc.hi = std::max(acc.hi, o.hi);
+                },
+                64),
+            0);
+  cr_assert(mm.lo == 10 && mm.hi == 4999, "min %ld max %ld", mm.lo, mm.hi);
+  // Deterministic: the same bits at every run, whatever the threads do.
+  std::vector<double> xs(20000);
+  for (std::size_t i = 0; i < xs.size(); i++)
+    xs[i] = 1.0 / static_cast<double>(i + 1);
+  auto fold = [&xs](std::size_t b, std::size_t e, double &acc) {
+    for (std::size_t i = b; i < e; i++)
+      acc += xs[i];
+  };
+  auto add = [](double &acc, const double &o) { acc += o; };
+  double first = 0, again = 0;
+  CT_EXPECT(p.parallel_reduce(first, 0, xs.size(), 0.0, fold, add, 0, WEFT_REDUCE_DETERMINISTIC),
+            0);
+  for (int i = 0; i < 5; i++) {
+    CT_EXPECT(p.parallel_reduce(again, 0, xs.size(), 0.0, fold, add, 0, WEFT_REDUCE_DETERMINISTIC),
+              0);
+    cr_assert_eq(std::memcmp(&first, &again, sizeof first), 0, "run %d: %.17g != %.17g", i, again,
+                 first);
+  }
+  // Functions; an empty range gives the identity; a body's failure; errors.
+  long squares = 0;
+  CT_EXPECT(p.parallel_reduce(squares, 0, 10, 0L, sum_squares, add_long), 0);
+  cr_assert_eq(squares, 285);
+  long empty = 0;
+  CT_EXPECT(p.parallel_reduce(empty, 5, 5, 42L, sum_squares, add_long), 0);
+  cr_assert_eq(empty, 42);
+  CT_EXPECT(p.parallel_reduce(
+                empty, 0, 1000, 0L,
+                [](std::size_t b, std::size_t, long &) { return b == 0 ? -6 : 0; }, add_long),
+            -6);
+  CT_EXPECT(p.parallel_reduce(empty, 6, 5, 0L, sum_squares, add_long), WEFT_EINVAL);
+  CT_EXPECT(p.parallel_reduce(empty, 0, 5, 0L, sum_squares, add_long, 0, 1u << 7), WEFT_EINVAL);
+  weft::pool none(std::move(p));
+  CT_EXPECT(p.parallel_reduce(empty, 0, 5, 0L, sum_squares, add_long), WEFT_EINVAL);
+}
+
+CT_TEST(cpp_pool, group_wait_blocking, 60)
+{
+  ct::clear_env();
+  weft_pool_config cfg = ct::pool_config(2);
+  weft::pool p(&cfg);
+  std::atomic<long> n{0};
+  {
+    weft::group g(p);
+    for (int i = 0; i < 50; i++)
+      CT_EXPECT(g.spawn([&n] { n++; }), 0);
+    CT_EXPECT(g.wait_blocking(), 0);
+    cr_assert_eq(n.load(), 50);
+    CT_EXPECT(g.spawn([] { return -13; }), 0);
+    CT_EXPECT(g.wait_blocking(), -13);
+  }
+  // From inside one of the pool's tasks: refused, nothing waited.
+  std::atomic<int> inner{1};
+  weft::group outer(p);
+  CT_EXPECT(outer.spawn([&] {
+    weft::group g(p);
+    weft::status s = g.spawn([&n] { n++; });
+    CT_CHECK(s.ok(), "spawn: %d", s.code());
+    inner = g.wait_blocking().code();
+    // the destructor still waits for the spawn
+  }),
+            0);
+  CT_EXPECT(outer.wait(), 0);
+  cr_assert_eq(inner.load(), WEFT_EDEADLK);
+  cr_assert_eq(n.load(), 51);
+  ct::assert_no_errors();
+}
+
 CT_TEST(cpp_pool, stats_and_park_idle, 60)
 {
   ct::clear_env();
@@ -534,5 +651,26 @@ CT_TEST(cpp_pool, throwing_copy_propagates, 60)
   }
   cr_assert(caught);
   CT_EXPECT(g.wait(), 0);
+}
+
+CT_TEST(cpp_pool, throwing_reduce, 60)
+{
+  ct::clear_env();
+  weft_pool_config cfg = ct::pool_config(2);
+  weft::pool p(&cfg);
+  long r = 0;
+  CT_EXPECT(p.parallel_reduce(
+                r, 0, 1000, 0L,
+                [](std::size_t b, std::size_t, long &) {
+                  if (b == 0)
+                    throw std::runtime_error("body");
+                },
+                add_long),
+            WEFT_EEXCEPTION);
+  // Deterministic: every combine runs, on this thread.
+  CT_EXPECT(p.parallel_reduce(
+                r, 0, 1000, 0L, sum_squares, [](long &, const long &) { throw 5; }, 10,
+                WEFT_REDUCE_DETERMINISTIC),
+            WEFT_EEXCEPTION);
 }
 #endif
