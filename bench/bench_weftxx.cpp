@@ -8,8 +8,8 @@
  *
  *   bench_weftxx --workload W --threads N --reps R [--quick]
  *
- * W: fib, pfor_imb, pfor_fine and the op lists chain, indep, dag, wave
- * (with their "<workload>_replay" line). Everything else is bench_weft.c's,
+ * W: fib, pfor_imb, pfor_fine, reduce and the op lists chain, indep, dag,
+ * wave (with their "<workload>_replay" line). Everything else is bench_weft.c's,
  * mirrored line for line so that the only difference is the API: the same
  * harness, kernels, checks, timing rules, warm-ups and JSON.
  *
@@ -20,6 +20,8 @@
  * it is done, so exactly N threads compute. fib: a weft::group on the
  * stack, g.spawn([&x, n] { x = fib(n - 1); }), fib(n - 2) inline, g.wait().
  * pfor: pool.parallel_for(begin, end, lambda) with grain 0 (automatic).
+ * reduce: pool.parallel_reduce(sum, 0, n, 0.0, body, combine), grain 0 and
+ * no flags, as bench_weft's weft_parallel_reduce.
  *
  * chain, indep, dag, wave (harness.h, op lists): a weft::engine on that
  * pool (kind and max_inflight automatic), one weft::var per list var (made
@@ -101,12 +103,24 @@ static void run_fine(uint32_t *out, uint32_t seed) {
   }));
 }
 
+/* ---------------------------------------------------------------- reduce */
+
+static double run_reduce(const double *x) {
+  double sum = -1;
+  note_error(pool->parallel_reduce(
+    sum, 0, BENCH_REDUCE_N, 0.0,
+    [x](size_t begin, size_t end, double &acc) { acc += bench_reduce_range(x, begin, end); },
+    [](double &acc, const double &other) { acc += other; }));
+  return sum;
+}
+
 /* ------------------------------------------------------ driver in the pool */
 
 struct driver {
   const bench_args *a;
   void (*body)(driver *);
   uint32_t *fine_out;
+  double *reduce_in;
   bench_event done;
 };
 
@@ -181,6 +195,24 @@ static void body_fine(driver *d) {
       bench_series_add(&s, (double)(t1 - t0) / 1e6);
   }
   bench_emit(RT, "pfor_fine", d->a->threads, "ms", &s, ",\"grain\":\"auto\"");
+  bench_series_free(&s);
+}
+
+static void body_reduce(driver *d) {
+  double want = bench_reduce_expected();
+  bench_series s;
+  bench_series_init(&s, d->a->reps);
+  for (int r = -1; r < d->a->reps; r++) {
+    uint64_t t0 = bench_now_ns();
+    double got = run_reduce(d->reduce_in);
+    uint64_t t1 = bench_now_ns();
+    check_errors("reduce");
+    if (got != want)
+      bench_fail("reduce: sum %.17g, want %.17g", got, want);
+    if (r >= 0)
+      bench_series_add(&s, (double)(t1 - t0) / 1e6);
+  }
+  bench_emit(RT, "reduce", d->a->threads, "ms", &s, ",\"grain\":\"auto\"");
   bench_series_free(&s);
 }
 
@@ -542,8 +574,8 @@ static void bench_dep(const bench_args *a) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib", "pfor_imb", "pfor_fine", "chain",
-                                          "indep", "dag",      "wave",      nullptr};
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce",
+                                          "chain", "indep",    "dag",       "wave",   nullptr};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
 
@@ -571,6 +603,10 @@ int main(int argc, char **argv) {
     d.fine_out = bench_fine_alloc();
     d.body = body_fine;
     run_in_pool(&d);
+  } else if (!strcmp(a.workload, "reduce")) {
+    d.reduce_in = bench_reduce_alloc();
+    d.body = body_reduce;
+    run_in_pool(&d);
   } else {
     bench_dep(&a);
   }
@@ -580,5 +616,6 @@ int main(int argc, char **argv) {
     bench_fail("pool.destroy: %s", st.message());
   pool = nullptr;
   free(d.fine_out);
+  free(d.reduce_in);
   return bench_exit_code();
 }
