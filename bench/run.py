@@ -30,6 +30,10 @@ Options:
                        <builddir>/bench.png
     --builddir DIR     the meson build directory (executables in DIR/bench/);
                        default: build-bench, then build
+    --cxx-rounds K     weft's and weft++'s cells run K times each (default 1),
+                       alternating which goes first, their samples pooled;
+                       weft++/weft's [min-max] is then over the K rounds (the
+                       ratio of each round's two medians)
 
 Executables (bench/meson.build): bench_weft, bench_weftxx (weft++), bench_tbb,
 bench_gomp, bench_omp_clang, bench_starpu (op lists only), bench_serial, all
@@ -88,9 +92,12 @@ include/weft/weft.hpp, as a user writes them (lambdas, weft::group,
 pool.parallel_for, engine.push(lambda, weft::reads{...}, weft::writes{...}),
 engine.capture + launch), mirroring bench_weft.c (pool setup, warm-ups,
 kernels, checks, timing). It is not a peer: each of its cells runs right
-after weft's, and its columns are weft++ (next to weft), weft++/weft (the
-ratio of the medians, C++ / C, and the [min-max] of the ratios repetition
-by repetition) and its target, within 1.1x of the C row.
+after weft's, and its columns are weft++ (next to weft), weft++/weft (C++ /
+C repetition by repetition, sample k of each: the median [min-max] of those
+ratios) and its target, within 1.1x of the C row. With --cxx-rounds K both
+cells run K times in alternation (the processes vary more than the
+repetitions within one), and the ratios are round by round, of each round's
+two medians.
 
 Targets are for information: speed is measured, never asserted. A run during
 which other processes kept the machine busy (from /proc/stat: before the run
@@ -168,7 +175,7 @@ EXE = {
 }
 # the workloads a runtime implements (absent: all)
 SUPPORTS = {"starpu": DEP_WORKLOADS + ["pipeline"],
-            "weft++": ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS}
+            "weft++": ["fib", "pfor_imb", "pfor_fine", "reduce"] + DEP_WORKLOADS}
 ENABLE = {
     "weft": "bench_weft is always built: rebuild (does libweft link?)",
     "weft++": "weft's C++ API (bench_weftxx): a C++ compiler, apt install g++, then reconfigure",
@@ -515,6 +522,26 @@ class Runner:
         self.run(rt, workload, threads, cfg)
         self.trials.set_rerun(rt, row, shell(cfg.env, self.cmd(rt, workload, threads)))
 
+    def pool_rounds(self, rts, workload, threads):
+        """Several runs of one cell (--cxx-rounds) made one record per
+        runtime and metric: the samples pooled in order (other_samples and
+        fresh_samples too), each run's own in "rounds"."""
+        for rt in rts:
+            recs = [x for x in self.records if x["rt"] == rt and x["bench_workload"] == workload
+                    and x["threads_arg"] == threads]
+            for m in {x.get("workload") for x in recs}:
+                same = [x for x in recs if x.get("workload") == m]
+                first = same[0]
+                first["rounds"] = [x.get("samples") or [] for x in same]
+                for key in ("samples", "other_samples", "fresh_samples"):
+                    if any(key in x for x in same):
+                        first[key] = [v for x in same for v in (x.get(key) or [])]
+                loads = [x["foreign_load"] for x in same if x.get("foreign_load") is not None]
+                first["foreign_load"] = max(loads) if loads else None
+                if any(x.get("check") != "ok" for x in same):
+                    first["check"] = next(x.get("check") for x in same if x.get("check") != "ok")
+                self.records = [x for x in self.records if not any(x is y for y in same[1:])]
+
     def stat(self, rt, metric, threads):
         for rec in self.records:
             if rec["rt"] == rt and rec.get("workload") == metric and \
@@ -571,20 +598,33 @@ def pushers_note(r, row, metric, t, ncpu):
 
 
 def cxx_vs_c(r, row, metric, t, w):
-    """weft++ (the C++ API) against weft (the C API) on one row: the ratio
-    of the medians, C++ / C (items/s: C / C++), with the ratios repetition
-    by repetition (sample k of each, in the order they ran) for its
-    [min-max], and the target (within CXX_TARGET_VS_C)."""
+    """weft++ (the C++ API) against weft (the C API) on one row: C++ / C
+    (items/s: C / C++) repetition by repetition (sample k of each, in the
+    order they ran), or with --cxx-rounds round by round (the ratio of each
+    round's two medians): their median [min-max], and the target on that
+    median (within CXX_TARGET_VS_C). Without pairs, the ratio of the
+    medians."""
     weft, cxx = row["stats"].get("weft"), row["stats"].get(CXX)
     if not weft or not cxx or weft["median"] <= 0 or cxx["median"] <= 0:
         return
     hb = metric in HIGHER_BETTER
     q = weft["median"] / cxx["median"] if hb else cxx["median"] / weft["median"]
-    cs = (r.record(CXX, metric, t) or {}).get("samples") or []
-    ws = (r.record("weft", metric, t) or {}).get("samples") or []
+    crec, wrec = r.record(CXX, metric, t) or {}, r.record("weft", metric, t) or {}
+    cr, wr = crec.get("rounds") or [], wrec.get("rounds") or []
+    if len(cr) > 1 and len(cr) == len(wr) and all(cr) and all(wr):
+        # --cxx-rounds: round by round, the ratio of the two runs' medians
+        cs = [statistics.median(x) for x in cr]
+        ws = [statistics.median(x) for x in wr]
+        row["cxx_rounds"] = len(cr)
+    else:
+        cs, ws = crec.get("samples") or [], wrec.get("samples") or []
     per = [(b / a if hb else a / b) for a, b in zip(cs, ws) if a > 0 and b > 0]
+    if per:  # the median of the same ratios as the [min-max]
+        q = statistics.median(per)
     row["cxx_vs_c"] = {"median": q, "min": min(per) if per else None,
-                       "max": max(per) if per else None, "per_rep": per}
+                       "max": max(per) if per else None, "ratios": per,
+                       "of_medians": cxx["median"] / weft["median"] if not hb
+                       else weft["median"] / cxx["median"]}
     row["cxx_target"] = "within %gx: %s" % (CXX_TARGET_VS_C, yes_no(q <= CXX_TARGET_VS_C))
     if metric == w and w in DEP_WORKLOADS:
         # the driver mode (other_samples) of both, for the notes
@@ -947,6 +987,7 @@ def main():
     ap.add_argument("--csv")
     ap.add_argument("--builddir")
     ap.add_argument("--plot")
+    ap.add_argument("--cxx-rounds", type=int, default=1)
     a = ap.parse_args()
 
     workloads = split_list(a.only) or list(WORKLOADS)
@@ -969,6 +1010,8 @@ def main():
     rts = front + [x for x in rts if x not in front]
     if a.reps is not None and a.reps < 1:
         ap.error("--reps must be >= 1")
+    if a.cxx_rounds < 1:
+        ap.error("--cxx-rounds must be >= 1")
 
     bindir = find_bindir(a.builddir, here)
     if not bindir:
@@ -1014,6 +1057,14 @@ def main():
                             r.run(rt, w, t, oplist=ol)
                     else:
                         r.run_best(rt, w, t)
+                if rt == CXX and a.cxx_rounds > 1 and supports(CXX, w) and r.exe(CXX) \
+                        and r.exe("weft") and "weft" in rts:
+                    # more rounds of the two, alternating who goes first,
+                    # right after the first: their samples pooled
+                    for k in range(1, a.cxx_rounds):
+                        for x in ([CXX, "weft"] if k % 2 else ["weft", CXX]):
+                            r.run(x, w, t)
+                    r.pool_rounds(["weft", CXX], w, t)
     elapsed = (datetime.datetime.now() - started).total_seconds()
 
     any_serial = any(w in SERIAL_WORKLOADS for w in workloads)
@@ -1068,8 +1119,12 @@ def main():
               "lambdas, weft::group, pool.parallel_for," % CXX)
         print("      engine.push with weft::reads / weft::writes, engine.capture + launch); the "
               "same pool setup, kernels, checks and timing as bench_weft,")
-        print("      each cell run right after weft's. %s/weft = %s median / weft median "
-              "[min-max of the ratios repetition by repetition]; target:" % (CXX, CXX))
+        print("      each cell run right after weft's%s. %s/weft = %s / weft %s: the ratios' "
+              "median [min-max]; target:"
+              % (" (%d rounds each, alternating, samples pooled)" % a.cxx_rounds
+                 if a.cxx_rounds > 1 else "", CXX, CXX,
+                 "round by round (the two runs' medians)" if a.cxx_rounds > 1
+                 else "repetition by repetition"))
         print("      within %gx of the C API's row." % CXX_TARGET_VS_C)
     if "pushers" in workloads:
         print("pushers (weft only): <list>_p<P>: the list split into P segments, pushed by P "
