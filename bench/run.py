@@ -122,12 +122,13 @@ import time
 from peers import Config, Trials, omp_configs, shell, starpu_sched_configs
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
-WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS + ["pipeline",
-                                                                                 "pushers"]
+WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "reduce", "idle", "wake"] + DEP_WORKLOADS + [
+    "pipeline", "pushers"]
 METRICS = {
     "fib": ["fib"],
     "pfor_imb": ["pfor_imb"],
     "pfor_fine": ["pfor_fine"],
+    "reduce": ["reduce"],
     "idle": ["idle_s1", "idle_s2"],
     "wake": ["wake_block", "wake_busy", "wake_hot"],
 }
@@ -232,7 +233,7 @@ PIPE_TOKENS = 4
 PIPE_ITEM_MIB = 384 / 1024
 
 # repetitions: full run / --quick
-REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10,
+REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "reduce": 31, "idle": 5, "wake": 10,
              "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7, "pushers": 7}
 REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
 REPS_QUICK["pushers"] = 5  # rounds: each one every P, both ways (~0.1 s a round)
@@ -241,7 +242,7 @@ REPS_QUICK["pushers"] = 5  # rounds: each one every P, both ways (~0.1 s a round
 # whole suite under 2 min).
 REPS_FULL_RT = {("starpu", w): 3 for w in DEP_WORKLOADS}
 REPS_QUICK_RT = {("starpu", w): 2 for w in DEP_WORKLOADS}
-TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300,
+TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "reduce": 120, "idle": 300, "wake": 300,
              "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300,
              "pushers": 300}
 
