@@ -7,7 +7,7 @@
 #       WEFT_BUILD_JOBS ninja's -j), copies its bench executables, the
 #       Cholesky example and its peers, the MPI Cholesky and ping-pong, the
 #       CUDA programs (when this machine has the toolkit: the conformance
-#       suite, bug B1's suite, examples gpu_cuda_streams and cholesky_gpu,
+#       suite, the CUDA fault suite, examples gpu_cuda_streams and cholesky_gpu,
 #       bench_gpu; each when built), libweft, libweft_mpi, Open MPI (below),
 #       StarPU-MPI's mpi_cholesky and every shared library they load that is
 #       neither glibc's own nor a CUDA math library (below) into BUNDLE
@@ -406,8 +406,9 @@ gpu_main() {
   echo "== the CUDA math libraries"
   cuda_libs_status=
   cuda_libs
-  # The suite (one process per test, the tests in parallel) and bug B1,
-  # once per completion mode (one test at a time: each traps its context).
+  # The suite (one process per test, the tests in parallel) and the fault
+  # suite (early release after a device error, the watchdog), once per
+  # completion mode (one test at a time: each traps its context).
   run_bin() { # NAME LIMIT PATH ARGS...: a program of the bundle, if there
     local name=$1 limit=$2 path=$3
     shift 3
@@ -420,10 +421,10 @@ gpu_main() {
   run_bin "CUDA conformance suite" 40 tests/test_gpu_cuda --verbose -j4
   for mode in hostword event blocking; do
     if [ -x "$bundle/tests/test_gpu_cuda_faults" ]; then
-      gpu_step "bug B1, WEFT_GPU_COMPLETION=$mode" 20 \
+      gpu_step "CUDA fault suite, WEFT_GPU_COMPLETION=$mode" 20 \
         env WEFT_GPU_COMPLETION=$mode "$bundle/tests/test_gpu_cuda_faults" --verbose -j1
     else
-      gpu_note "bug B1, WEFT_GPU_COMPLETION=$mode" "not in the bundle: not built"
+      gpu_note "CUDA fault suite, WEFT_GPU_COMPLETION=$mode" "not in the bundle: not built"
     fi
   done
   # The host word's kernel path behind a running gate kernel, timed: under

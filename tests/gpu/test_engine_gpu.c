@@ -473,7 +473,7 @@ Test(gpu_engine, a_device_error_fails_the_op_its_dependents_and_the_device, .ini
   tu_assert_no_errors();
 }
 
-/* Bug B1 (issue "GPU on real hardware"): a device error on one stream must
+/* Early release after a device error: a device error on one stream must
  * not complete the operators of the device's other streams early. A long
  * "kernel" on stream 0 reads a buffer (a canary) that a CPU operator then
  * overwrites (it writes the var the kernel reads); meanwhile an operator on
