@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The composition root: the one place that knows every layer. The engine
  * (src/deps/) defines the executor interface (deps/executor.h) and the

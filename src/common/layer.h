@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The layers (docs/design.md, "Layout"), bottom to top. meson compiles every
  * file of a layer with -DWEFT_LAYER=<its number> (root meson.build); every

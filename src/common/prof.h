@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The trace recorder behind WEFT_PROFILE (docs/config.md, "Profiling"):
  * tracks of events, written once as a Chrome trace (Trace Event Format JSON,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Low-level synchronisation: the seq_cst fence of the Dekker-style handshakes
  * (deque take/steal, park/wake), futex wait/wake, and the CPU pause.

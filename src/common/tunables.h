@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every tunable of the library, with its unit. Environment variables and
  * config fields override some of these at create time (docs/config.md,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Executors: how operators of a device context (WEFT_DEV_GPU) leave the pool.
  *

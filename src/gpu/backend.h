@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The GPU backend interface (docs/design.md, "The GPU layer"): what the
  * device workers and the completion poller need from a device API, behind a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The GPU layer's executor (docs/design.md, "The GPU layer"): per device,
  * compute workers and copy workers, each a thread owning its stream(s)

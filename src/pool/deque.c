@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Chase-Lev deque; see deque.h for the contract. The memory orders follow
  * Le et al. (PPoPP 2013), figure 1, with release/acquire on the array pointer

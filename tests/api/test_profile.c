@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * WEFT_PROFILE: the Chrome trace written at destroy (docs/config.md and the
  * README, "Profiling"). Each workload runs under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A stand-in for the part of Criterion the suites use, for ThreadSanitizer
  * builds only: Criterion's sandbox (BoxFort) maps its shared arena at a

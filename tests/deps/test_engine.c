@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dependency engine's contract (docs/api.md, "Guarantees" and "Errors"),
  * point by point, through the public API: where ops run (run_ctx, kinds),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "Steady state allocates nothing" (docs/api.md, "Guarantees"), counted
  * exactly: the library's allocation hook (src/common/alloc.h, the one

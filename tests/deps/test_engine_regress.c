@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Regressions of the engine's hand-offs with the pool, each a test that
  * failed before its fix:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Early release after a device error, on a backend: a device error on one
  * stream must not complete the operators of the device's other streams

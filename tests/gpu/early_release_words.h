@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The early-release scenario's shared words (early_release.h): what a
  * reading "kernel" and the host both reach. On CUDA they live in pinned host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Kernels of the CUDA fault suite (test_cuda_faults.c, early_release.h,
  * watchdog.h): a reader that keeps reading a buffer (a canary in mapped host memory) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Early release after a device error, on CUDA (early_release.h): a long
  * kernel reads a buffer in pinned, mapped host memory while a kernel on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GPU operators in the engine, on the host backend's emulated devices:
  * completion follows the stream, not fn's return; chains and device-side

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Early release after a device error (early_release.h) and the watchdog's
  * (watchdog.h) on the host backend's emulated device: the same code as the

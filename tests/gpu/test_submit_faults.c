@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A GPU operator whose submit fails completes with the true cause: on
  * the host backend, the first operator of a device starts the device (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The watchdog's promise on a backend (test_host_faults.c, test_cuda_faults.c),
  * early_release.h's early release reached through WEFT_GPU_WATCHDOG_MS

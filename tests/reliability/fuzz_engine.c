@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the dependency engine (docs/reliability.md,
  * "Resource failures, fork, soak and fuzzing").

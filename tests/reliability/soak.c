@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Soak test (docs/reliability.md, "Resource failures, fork, soak and
  * fuzzing"): a mixed workload on one pool and one engine for a duration,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fault-injection sweeps (docs/reliability.md): for every k from 1
  * until the operation stops failing, the k-th allocation (thread start,

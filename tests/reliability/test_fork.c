@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork() with live pools and engines (docs/reliability.md; README
  * "Hazards"). The semantics under test:
