@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """weft bench runner: weft against every peer that was built, one table.
 
 Build, then run (from the repository root):

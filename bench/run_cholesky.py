@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Tiled Cholesky: weft against StarPU, OpenMP tasks and LAPACK, one table.
 
     python3 bench/run_cholesky.py --builddir build-bench [--quick]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """weft's libpthreadpool.so.0 against the stock one, under XNNPACK: one table.
 
     python3 bench/run_pthreadpool.py --builddir build-bench [--quick]

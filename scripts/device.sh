@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The bench on the GPU machine: 16 CPU cores, one NVIDIA GPU (an H100 or an
 # H200) with its driver, and no package registry. Build here, carry a bundle
 # there, run it there.
