@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_cholesky_omp: the tiled Cholesky of examples/cholesky with OpenMP
  * tasks and depend clauses instead of weft's vars: the same tiles, the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_cholesky_tbb: the tiled Cholesky of examples/cholesky on a oneTBB
  * flow graph: the same tiles, kernels (examples/cholesky/tiles.c) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_gpu: the GPU layer against the hardware's own floors (a launch, a
  * launch and sync, a dependent pair across streams, an event poll, a host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_gpu on CUDA: the device check, the device side of the weft rows,
  * the raw floors F1-F4 and the copy/compute overlap C4 (bench_gpu.c's

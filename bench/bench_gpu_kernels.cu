@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_gpu's kernels, with C-callable launchers (bench_gpu_shared.h). Each
  * launcher enqueues on the given stream and returns the launch's

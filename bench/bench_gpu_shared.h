@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_gpu: what its parts share (bench_gpu.c: options, the weft rows;
  * bench_gpu_table.c: the rows, the table, the watchdog, gb_push;

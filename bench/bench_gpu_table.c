@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_gpu's shared bottom (bench_gpu_shared.h): the watchdog's stage and its
  * alarm, the rows and the closing table, and the one-call push. Both

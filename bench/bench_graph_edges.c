@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_graph_edges: a graph made with weft_graph_add / weft_graph_edge
  * and launched once, against pushing the same operators with vars, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cost of a remote read through weft_mpi against a bare MPI round trip,
  * measured side by side in one run (mpirun -np 2).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_gomp / bench_omp_clang: the bench workloads (harness.h) with OpenMP
  * tasks and worksharing loops. One source, two builds: gcc -fopenmp (libgomp)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_serial: the serial baselines, the same kernels with no runtime at all.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_skeleton: what the locked instructions of one operator cost on this
  * machine at one thread, the floor under the engine's per-operator time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_starpu: the op-list workloads (harness.h) on StarPU 1.3, a peer for
  * weft's dependency engine.

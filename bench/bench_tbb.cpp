@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_tbb: the bench workloads (harness.h) on oneTBB, the peer for weft.
  *

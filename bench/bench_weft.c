@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_weft: the bench workloads (harness.h) on weft.
  *

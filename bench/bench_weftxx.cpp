@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_weftxx: the bench workloads (harness.h) on weft's C++ API,
  * include/weft/weft.hpp, written as a C++ user writes them: lambdas,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_xfer: what moving one cache line between two threads costs on this
  * machine, the floor under anything a pusher hands to a worker (an

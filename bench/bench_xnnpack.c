@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_xnnpack: XNNPACK inference latency and pthreadpool dispatch cost,
  * for comparing the stock libpthreadpool.so.0 with weft's drop-in

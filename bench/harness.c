@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* weft bench harness: clocks, checks, arguments and JSON output (harness.h). */
 #include "harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft bench harness: what every runtime's bench executable shares.
  *

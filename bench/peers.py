@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Peers at their best: each peer's configurations, a short trial
 of each per table row, the best kept, and the footer under the table.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the floor probes (bench_xfer.c, bench_skeleton.c) share: their clock
  * and their one option. Each is a standalone program (no harness): it

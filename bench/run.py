@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """weft bench runner: weft against every peer that was built, one table.
 
 Build, then run (from the repository root):
@@ -66,7 +67,7 @@ wins), all taken in this one run; for fib the ns per spawn and 2T/1T, for
 pfor_imb the ratio to the perfect split (serial time / threads, serial measured
 in this run), for the op lists weft's driver-mode figure, main/driver and
 2T/1T (replay rows: weft's fresh push from main and fresh/replay), and the
-issue's target for weft with yes/NO.
+target set for weft with yes/NO.
 Every peer at its best (bench/peers.py): weft runs with its
 defaults (WEFT_AFFINITY unset: its workers are not pinned). For each
 workload and thread count, gomp and omp_clang are tried once (--reps 1)
@@ -246,7 +247,7 @@ TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "reduce": 120, "idle
              "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300,
              "pushers": 300}
 
-# The issue's targets for weft (information only). metric -> (limit, unit text)
+# The targets set for weft (information only). metric -> (limit, unit text)
 TARGET_ABS = {
     "idle_s1": 0.5,
     "idle_s2": 0.1,
@@ -254,7 +255,7 @@ TARGET_ABS = {
     "wake_busy": 100.0,
     "wake_hot": 2.0,
 }
-# The issue's targets for weft on the op lists, pushed from the
+# The targets set for weft on the op lists, pushed from the
 # main thread: at 2 threads within DEP_TARGET_MAIN_VS_DRIVER x of the driver
 # mode and at least DEP_TARGET_AHEAD x faster than oneTBB's flow graph; at 1
 # thread at most DEP_TARGET_NS_1T ns/op (the driver mode: one thread in all,
@@ -262,7 +263,7 @@ TARGET_ABS = {
 DEP_TARGET_MAIN_VS_DRIVER = 1.25
 DEP_TARGET_AHEAD = 2.0
 DEP_TARGET_NS_1T = 30.0
-# The issue's targets for weft's graph replay ("<w>_replay": the list captured
+# The targets set for weft's graph replay ("<w>_replay": the list captured
 # once, then weft_graph_launch + weft_wait_all from main): at 1 thread at most
 # REPLAY_TARGET_NS_1T ns/op, and at least REPLAY_TARGET_VS_FRESH x faster than
 # a fresh push of the same ops from main (the main mode's samples of the same

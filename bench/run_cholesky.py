@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Tiled Cholesky: weft against StarPU, OpenMP tasks and LAPACK, one table.
 
     python3 bench/run_cholesky.py --builddir build-bench [--quick]
@@ -33,7 +34,7 @@ trial figures, and a command that reruns one cell by hand.
 512, 7 repetitions. --n N[,N] --b b[,b] --prec float|double --reps R pick
 other cells (every N with every b). Threads: 1, 2 and 4, 8, 16 up to the CPU count
 (--threads N[,N]). Each cell: the median over the repetitions [min-max].
-Targets (issue "Tiled Cholesky"): weft >= the best of StarPU, OpenMP and
+Targets set for weft: >= the best of StarPU, OpenMP and
 oneTBB in the same precision, >= 80% of the ceiling, >= 1.3x LAPACK's dpotrf.
 """
 

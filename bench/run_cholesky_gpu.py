@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Tiled Cholesky on a GPU: weft (cuBLAS/cuSOLVER per tile) against one cusolverDnDpotrf.
 
     python3 bench/run_cholesky_gpu.py --builddir build-device [--n 16384] [--b 1024,2048]

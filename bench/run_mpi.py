@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Tiled Cholesky across MPI ranks: weft_mpi against StarPU-MPI, one table.
 
     python3 bench/run_mpi.py --builddir build-mpi [--quick]

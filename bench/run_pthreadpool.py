@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """weft's libpthreadpool.so.0 against the stock one, under XNNPACK: one table.
 
     python3 bench/run_pthreadpool.py --builddir build-bench [--quick]
@@ -15,7 +16,7 @@ reports which library it had; a run on the wrong one is an error.
 
 The table: per case and thread count, the median over the rounds of each
 round's median (min-max of those), for stock and weft, the p99 likewise,
-and stock / weft (> 1: weft faster), with the issue's target: parity for
+and stock / weft (> 1: weft faster), with the target set for weft: parity for
 the network and the large operators, 1.2x for the small operator (fc,
 under 100 us at one thread), below stock for the empty loops. Speed is
 measured, never asserted; the exit status is non-zero only when a run

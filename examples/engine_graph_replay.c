@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A training step captured once and replayed: the operators of one step
  * (a forward pass through L layers, a loss, a backward pass that updates

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dependency engine: a training loop as a pipeline of operators.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dependency engine from C++ (include/weft/weft.hpp): a training loop,
  * MXNet-style. Every step pushes its operators as lambdas, each with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join: a parallel quicksort with weft groups.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The GPU layer on CUDA: the same chunk pipeline as gpu_host_streams.c, with
  * real device memory and the CUDA runtime's asynchronous calls on the stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The GPU layer on the host backend: operators that run on device streams.
  *

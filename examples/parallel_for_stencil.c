@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Parallel loops: a 5-point stencil over an image, with weft_parallel_for.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A helper the GPU examples share: push one operator that reads at most one
  * var and writes at most one, on the CPU (gpu < 0) or on GPU gpu.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The bench suite: installs what is missing (weft's build and the peers),
 # configures, builds and runs bench/run.py with the given arguments
 # (--quick for the quick mode; see bench/run.py for the others: weft, its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages weft needs that are missing (as root; uses sudo
 # otherwise). Usage: scripts/deps.sh [test|bench]
 set -euo pipefail

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The bench on a machine without a package registry (the workplace's lent
-# 16-core host): build here, carry a bundle there, run it there.
+# SPDX-License-Identifier: MIT
+# The bench on the GPU machine: 16 CPU cores, one NVIDIA GPU (an H100 or an
+# H200) with its driver, and no package registry. Build here, carry a bundle
+# there, run it there.
 #
 #   scripts/device.sh pack [BUNDLE]         here: builds build-device (release,
 #       bench on, MPI on; WEFT_DEVICE_BUILDDIR names another directory,
 #       WEFT_BUILD_JOBS ninja's -j), copies its bench executables, the
 #       Cholesky example and its peers, the MPI Cholesky and ping-pong, the
 #       CUDA programs (when this machine has the toolkit: the conformance
-#       suite, bug B1's suite, examples gpu_cuda_streams and cholesky_gpu,
+#       suite, the CUDA fault suite, examples gpu_cuda_streams and cholesky_gpu,
 #       bench_gpu; each when built), libweft, libweft_mpi, Open MPI (below),
 #       StarPU-MPI's mpi_cholesky and every shared library they load that is
 #       neither glibc's own nor a CUDA math library (below) into BUNDLE
@@ -18,14 +20,15 @@
 #       exit 1 and the culprit if not.
 #   scripts/device.sh run [BUNDLE] [ARGS]   there: the check, then
 #       bench/run.py --builddir BUNDLE ARGS (the tree's own run.py, which the
-#       device's copy of the working tree has; default: the dependency lists
-#       and the pipeline at 1, 2, 4, 8 and 16 threads, 3 runs a cell, weft,
-#       oneTBB, libgomp and libomp), with bench_xfer's line-move cost first.
+#       GPU machine's copy of the working tree has; default: the dependency
+#       lists and the pipeline at 1, 2, 4, 8 and 16 threads, 3 runs a cell,
+#       weft, oneTBB, libgomp and libomp), with bench_xfer's line-move cost
+#       first.
 #   scripts/device.sh cpu [BUNDLE] [--dry] [--only S[,S]]
 #       there: the machine (lscpu), the line-move floor, the engine and pool
 #       sweep at 1-16 threads (the op lists with their replays, the
 #       pipeline, fib, pfor_fine, pfor_imb; weft, oneTBB, libgomp, libomp;
-#       312 s on the 16-core device before the peers' configuration
+#       312 s on the 16-core GPU machine before the peers' configuration
 #       trials), XNNPACK over the stock libpthreadpool and over weft's
 #       drop-in at 1-16 threads, tiled Cholesky N 8192 b 256, double, 1 and
 #       16 threads, against the same peers and OpenBLAS's dpotrf, then the
@@ -43,14 +46,14 @@
 #   The bundle is carried packed (pack writes BUNDLE.tar.xz, ~17 MB):
 #       carry .dev/bundle.tar.xz; there: tar xJf .dev/bundle.tar.xz -C .dev
 #   scripts/device.sh gpu [BUNDLE] [--dry] [--log FILE]
-#       there, the one device call of the GPU work (under 9 minutes: each
+#       there, the GPU work in one command (under 9 minutes: each
 #       step has a timeout, the whole a deadline, WEFT_DEVICE_GPU_S, 530 s):
 #       first the GPU and its driver (nvidia-smi --query-gpu=name,
 #       driver_version,compute_mode; without nvidia-smi, that it is absent
 #       and /proc/driver/nvidia/version), and whether a GPU is present
 #       (/dev/nvidia<N> or /proc/driver/nvidia/gpus/*, as the CUDA suites
 #       judge it: tests/gpu/gpu_present.h); the bundle's check; the CUDA
-#       math libraries the bundle leaves to the device (below), found and
+#       math libraries the bundle leaves to the GPU machine (below), found and
 #       put on LD_LIBRARY_PATH after the bundle's lib; then, each step's
 #       exit status reported and the next run after a failure: the cuda
 #       backend's conformance suite (40 s) and the scenarios of early
@@ -75,7 +78,7 @@
 #       output also goes to FILE (the report is its tail).
 #
 # The CUDA math libraries (cuBLAS, cuBLASLt, cuSOLVER, cuSPARSE, nvJitLink,
-# ...: hundreds of MB) are not carried: the device has them, in its CUDA
+# ...: hundreds of MB) are not carried: the GPU machine has them, in its CUDA
 # toolkit or in Python's nvidia-* wheels (PyTorch, CuPy). pack lists the
 # sonames the bundle needs in BUNDLE/device-libs; gpu looks for each in
 # WEFT_CUDA_LIBDIRS (colon-separated, first), /usr/local/cuda/lib64,
@@ -106,7 +109,7 @@ fi
 
 # glibc's own libraries: present on any Linux machine that runs our binaries
 glibc_re='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv)[.-]'
-# the CUDA math libraries: found on the device (the header), never carried
+# the CUDA math libraries: found on the GPU machine (the header), never carried
 cuda_math_re='^lib(cublas|cublasLt|cusolver|cusolverMg|cusparse|cufft|cufftw|curand|nvJitLink|nvrtc|nvblas)[.]so'
 # what gpu looks for when the bundle names none (cholesky_gpu's, with CUDA 13)
 cuda_math_default=(libcublas.so.13 libcublasLt.so.13 libcusolver.so.12 libcusparse.so.12
@@ -131,7 +134,7 @@ check() {
     local name arrow path
     while read -r name arrow path _; do
       [[ $name =~ $glibc_re ]] && continue
-      [[ $name =~ $cuda_math_re ]] && continue # the device's own (gpu: cuda_libs)
+      [[ $name =~ $cuda_math_re ]] && continue # the GPU machine's own (gpu: cuda_libs)
       [ "$arrow" = "=>" ] || continue
       case "$path" in
       "$root"/*) ;;
@@ -406,8 +409,9 @@ gpu_main() {
   echo "== the CUDA math libraries"
   cuda_libs_status=
   cuda_libs
-  # The suite (one process per test, the tests in parallel) and bug B1,
-  # once per completion mode (one test at a time: each traps its context).
+  # The suite (one process per test, the tests in parallel) and the fault
+  # suite (early release after a device error, the watchdog), once per
+  # completion mode (one test at a time: each traps its context).
   run_bin() { # NAME LIMIT PATH ARGS...: a program of the bundle, if there
     local name=$1 limit=$2 path=$3
     shift 3
@@ -420,10 +424,10 @@ gpu_main() {
   run_bin "CUDA conformance suite" 40 tests/test_gpu_cuda --verbose -j4
   for mode in hostword event blocking; do
     if [ -x "$bundle/tests/test_gpu_cuda_faults" ]; then
-      gpu_step "bug B1, WEFT_GPU_COMPLETION=$mode" 20 \
+      gpu_step "CUDA fault suite, WEFT_GPU_COMPLETION=$mode" 20 \
         env WEFT_GPU_COMPLETION=$mode "$bundle/tests/test_gpu_cuda_faults" --verbose -j1
     else
-      gpu_note "bug B1, WEFT_GPU_COMPLETION=$mode" "not in the bundle: not built"
+      gpu_note "CUDA fault suite, WEFT_GPU_COMPLETION=$mode" "not in the bundle: not built"
     fi
   done
   # The host word's kernel path behind a running gate kernel, timed: under
@@ -504,7 +508,7 @@ pack)
     found+=("$builddir/$t")
   done
   [ -x "$bundle/bench/bench_weft" ] || { echo "device.sh: bench_weft was not built" >&2; exit 1; }
-  # the device's copy of the tree has no git: the bundle says what it was built from
+  # the GPU machine's copy of the tree has no git: the bundle says what it was built from
   echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include bench examples tests || echo '+uncommitted')" >"$bundle/commit"
   # the executables find libweft through their runpath ($ORIGIN/..), libweft_mpi
   # through $ORIGIN/../src/mpi
@@ -521,7 +525,7 @@ pack)
   { ldd "${found[@]}" 2>/dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
     while read -r name path; do
       [[ $name =~ $glibc_re ]] && continue
-      if [[ $name =~ $cuda_math_re ]]; then # too large to carry: the device has them
+      if [[ $name =~ $cuda_math_re ]]; then # too large to carry: the GPU machine has them
         echo "$name" >>"$bundle/device-libs"
         continue
       fi
@@ -541,7 +545,7 @@ pack)
     "$([ -x "$bundle/ompi/bin/mpirun" ] && echo "Open MPI ($(du -sh "$bundle/ompi" | cut -f1))" || echo "no Open MPI")"
   echo "device.sh: CUDA programs: $(cd "$bundle" && ls -d tests/test_gpu_cuda* examples/gpu_cuda_streams \
     examples/cholesky_gpu bench/bench_gpu 2>/dev/null | tr '\n' ' ')"
-  echo "device.sh: left to the device (CUDA math libraries):" \
+  echo "device.sh: left to the GPU machine (CUDA math libraries):" \
     "$([ -s "$bundle/device-libs" ] && tr '\n' ' ' <"$bundle/device-libs" || echo "none (no program needs one)")"
   ;;
 check)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # meson setup DIR ARGS..., with --reconfigure when DIR already exists (a
 # build directory kept between runs then takes the options given now).
 # Used by scripts/test.sh, scripts/bench.sh and scripts/device.sh.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite: installs what is missing, configures (assertions on:
 # -Db_ndebug=false; the MPI layer required: -Dmpi=enabled), builds (-Werror)
 # and runs every test.

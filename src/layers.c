@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The composition root: the one place that knows every layer. The engine
  * (src/deps/) defines the executor interface (deps/executor.h) and the
@@ -5,8 +6,9 @@
  * layer (src/gpu/) provides an executor, the graph layer the kinds of a
  * captured graph's replay; here the public weft_engine_create hands both to
  * each engine. Keeping this above every layer keeps src/deps/ free of any
- * reference to the layers above it (design.md §1) with every call running
- * downward, and a static link pulls those layers in through this file.
+ * reference to the layers above it (docs/design.md, "Layout") with every call
+ * running downward, and a static link pulls those layers in through this
+ * file.
  */
 #include "deps/executor.h"
 #include "graph/hooks.h"

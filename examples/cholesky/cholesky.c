@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tiled Cholesky factorisation (A = L L^T, lower, right-looking) on weft's
  * dependency engine: one var per tile, four kinds of operators (POTRF,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The tiled Cholesky of cholesky.c (A = L L^T, lower, right-looking, one
  * weft var per tile, the operators in the sequential algorithm's order of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tiled Cholesky factorisation (A = L L^T, lower, right-looking) across MPI
  * ranks with libweft_mpi (include/weft/weft_mpi.h): the algorithm, the

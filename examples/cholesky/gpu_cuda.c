@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_dev.h's cuda device: tiles in cudaMalloc'd memory, each tile call
  * enqueued on the weft operator's stream through cuBLAS (TRSM, SYRK, GEMM)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_dev.h's common part: per-stream state, the whole-matrix helpers, and
  * the host device: weft's host backend (WEFT_GPU_BACKEND=host), whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The device under cholesky_gpu.c, behind one table so that the program's
  * whole structure (its weft operators, copies, per-stream handles, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The steps, operators and buffers of one factorisation (gpu_run.h).
  */

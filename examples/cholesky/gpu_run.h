@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One factorisation of cholesky_gpu.c on weft: the steps in push order
  * (plan.c's kernels, and in the hybrid modes the copies that bring each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The tiled Cholesky's operators, shared by cholesky.c and cholesky_mpi.c
  * (plan.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the tiled Cholesky's two programs (cholesky.c on one process,
  * cholesky_mpi.c across MPI ranks) share: the operators of a right-looking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The tile kernels as BLAS calls (tile_call.h), and their CBLAS/LAPACKE run.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One tile kernel of the right-looking tiled Cholesky (A = L L^T, lower) as
  * the BLAS/LAPACK call it makes, in the BLAS's own argument terms: which

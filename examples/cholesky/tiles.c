@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tile storage and kernels (tiles.h). The precision-specific code is
  * written once, for a type T and a BLAS prefix, by the KERNELS macro.

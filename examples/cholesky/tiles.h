@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A symmetric positive definite matrix in tiles, and the four tile kernels
  * of a right-looking tiled Cholesky factorisation (A = L L^T, lower), in

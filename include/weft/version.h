@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft — version: the single source of the library's version.
  * meson.build reads the three numbers below; nothing else states them.

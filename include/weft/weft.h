@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft — a work-stealing scheduler for task-parallel programs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft.hpp — a header-only C++17 API over weft.h.
  *

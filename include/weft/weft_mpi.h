@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft across MPI ranks (libweft_mpi; README "Running on several machines").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal allocation. Every allocation the library makes goes through here:
  * jemalloc's mallocx/sdallocx when built with it, libc otherwise; and a

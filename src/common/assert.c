@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "common/assert.h"
 
 #include <stdio.h>

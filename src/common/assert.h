@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * WEFT_ASSERT(expr): an invariant the code relies on (a wait counter never
  * below zero, a deque's indices, an operator finished once). Checked in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * An intrusive doubly linked list: O(1) insert at the front and removal of
  * any element (registries whose members come and go: an engine's graphs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Environment and config-string parsing. Each reader returns 0 on success,
  * WEFT_EINVAL on a malformed value (after printing one line naming the

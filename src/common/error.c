@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The error table (weft_strerror, weft_err_name: both generated from
  * WEFT_ERRNO_MAP in weft.h, the one list of codes) and the library's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal diagnostics: one line (no prefix, no newline) to the callback set
  * with weft_set_log_callback, else to stderr as "weft: <line>\n". Truncated
  * to 511 bytes. Any thread; never blocks on a setter. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one internal FIFO: an intrusive singly linked queue. The element
  * embeds a weft_fifo_node; weft_fifo_entry recovers the element. Not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The fork registry (fork.h): one set of pthread_atfork handlers for the
  * library, calling each subsystem's handlers in slot order. The registry's

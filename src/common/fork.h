@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork() handling (README "Hazards"). A child of fork() has only the thread
  * that forked: every pool and engine it inherited lost its workers, so they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shutdown guards (guard.h): the threads' slots, their registry, the
  * membarrier set-up, and the slow ways in and out. */
 #include "common/guard.h"

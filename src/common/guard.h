@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A shutdown guard: any number of threads enter and leave it, often and
  * cheaply (every push to an engine, every submission to a pool from a

@@ -1,11 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * The layers (design.md §1), bottom to top. meson compiles every file of a
- * layer with -DWEFT_LAYER=<its number> (root meson.build); every header of
- * src/pool, src/deps, src/graph and src/gpu includes its folder's guard
- * (src/<folder>/layer.h) right after its include guard, and that guard
+ * The layers (docs/design.md, "Layout"), bottom to top. meson compiles every
+ * file of a layer with -DWEFT_LAYER=<its number> (root meson.build); every
+ * header of src/pool, src/deps, src/graph and src/gpu includes its folder's
+ * guard (src/<folder>/layer.h) right after its include guard, and that guard
  * stops the build when a file of a lower layer includes it. src/graph and
- * src/gpu both sit on the engine and know nothing of each other: each
- * one's guard refuses the other too (the numbers only order the build).
+ * src/gpu both sit on the engine and know nothing of each other: each one's
+ * guard refuses the other too (the numbers only order the build).
  *
  * Code compiled without WEFT_LAYER sits above every layer (WEFT_LAYER_TOP):
  * tests, bench and examples, and builds of the sources outside meson such as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "common/objstore.h"
 
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fixed-size object recycling: a store per object kind and a cache per
  * owner (a worker), used without a lock. Objects move between caches and the

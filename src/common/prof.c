@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The trace recorder: per-track chunked event buffers, name interning, and
  * the Chrome trace writer. See prof.h.

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * The trace recorder behind WEFT_PROFILE (design.md §5): tracks of events,
- * written once as a Chrome trace (Trace Event Format JSON, for Perfetto or
- * chrome://tracing) by weft_prof_write.
+ * The trace recorder behind WEFT_PROFILE (docs/config.md, "Profiling"):
+ * tracks of events, written once as a Chrome trace (Trace Event Format JSON,
+ * for Perfetto or chrome://tracing) by weft_prof_write.
  *
  * A weft_prof is one trace file. It holds tracks; a track is one row in the
  * viewer (a "thread": pid = the process, tid = the track's index in creation

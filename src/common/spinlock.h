@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A test-and-test-and-set spinlock for critical sections of a few dozen
  * instructions (a var queue's append or completion). Not fair; never held

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "common/sync.h"
 
 #include <errno.h>

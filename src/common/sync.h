@@ -1,12 +1,14 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Low-level synchronisation: the seq_cst fence of the Dekker-style handshakes
  * (deque take/steal, park/wake), futex wait/wake, and the CPU pause.
  *
  * ThreadSanitizer ignores standalone fences and gets no ordering from raw
- * futex calls (design.md §8). In a TSan build (WEFT_TSAN) each fence becomes a
- * seq_cst read-modify-write of a word both sides touch, passed by the caller,
- * and futex words are loaded with acquire: the same guarantees, expressed as
- * operations TSan models. The production orders are untouched.
+ * futex calls (CONTRIBUTING.md, "Memory orders and shared fields"). In a TSan
+ * build (WEFT_TSAN) each fence becomes a seq_cst read-modify-write of a word
+ * both sides touch, passed by the caller, and futex words are loaded with
+ * acquire: the same guarantees, expressed as operations TSan models. The
+ * production orders are untouched.
  */
 #ifndef WEFT_COMMON_SYNC_H
 #define WEFT_COMMON_SYNC_H

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every tunable of the library, with its unit. Environment variables and
- * config fields override some of these at create time (design.md §7).
+ * config fields override some of these at create time (docs/config.md,
+ * "Environment").
  */
 #ifndef WEFT_COMMON_TUNABLES_H
 #define WEFT_COMMON_TUNABLES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operator argument boxes (arg.h).
  */

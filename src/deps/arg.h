@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operator arguments stored with the operator (weft_push_arg,
  * weft_op_new_arg; weft.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The completion path (complete.h): a finished operator's vars are
  * released, in index order, and the requests this grants are counted off

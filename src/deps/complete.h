@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The completion path: a finished operator releases its vars. Each var's
  * queue grants what waits behind the operator (or, for a claimed run of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine's side of the executor interface (src/deps/executor.h): what
  * a device executor may read of an operator, and the entry points through

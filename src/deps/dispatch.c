@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The release policy (dispatch.h): where a ready operator runs (the pool:
  * the worker's own deque or the injection queue; the priority queue;

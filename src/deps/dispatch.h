@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The release policy: where a ready operator runs. A CPU operator goes to
  * the pool (the current worker's own deque, LIFO and cache-hot, or the

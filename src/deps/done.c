@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Completion tokens of async operators (done.h); the signal itself is in
  * dispatch.c, with the completion it starts. */
 #include <inttypes.h>

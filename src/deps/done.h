@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Completion tokens of async operators. weft_done_signal carries no engine,
  * so the tokens live in one process-wide table of generation-tagged slots:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine object: the thread's current operator and the failure record
  * (the shutdown gate is in push.c, with the pushes it guards). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine object (struct weft_engine): what every part of src/deps
  * reads, and the few things that belong to the object itself: the thread's

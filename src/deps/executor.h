@@ -1,12 +1,13 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Executors: how operators of a device context (WEFT_DEV_GPU) leave the pool.
  *
  * The engine defines this interface and knows nothing of what implements it
- * (design.md §1): the GPU layer (src/gpu/) fills a weft_executor_ops, and the
- * library's composition root (src/layers.c, whose weft_engine_create calls
- * weft_engine_create_with) hands it to each engine it creates. An executor
- * receives ready device operators and reports back through the entry points
- * below.
+ * (docs/design.md, "Layout"): the GPU layer (src/gpu/) fills a
+ * weft_executor_ops, and the library's composition root (src/layers.c, whose
+ * weft_engine_create calls weft_engine_create_with) hands it to each engine
+ * it creates. An executor receives ready device operators and reports back
+ * through the entry points below.
  *
  * A device operator's life:
  *   1. ready (every grant in): the engine calls submit(); the executor queues

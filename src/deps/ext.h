@@ -1,13 +1,14 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operator kinds defined above the engine.
  *
  * The engine runs two kinds of operator whose meaning a layer above it
  * defines (the graph layer, src/graph/, for the replay of a captured graph),
- * and knows of them only what this header says (design.md §1). As with the
- * device executor (executor.h), the composition root (src/layers.c) hands
- * each engine a table of that layer's entry points (weft_engine_create_with),
- * and the engine reaches the layer through the table alone: never by a
- * name, so no call and no include runs upward.
+ * and knows of them only what this header says (docs/design.md, "Layout"). As
+ * with the device executor (executor.h), the composition root (src/layers.c)
+ * hands each engine a table of that layer's entry points
+ * (weft_engine_create_with), and the engine reaches the layer through the
+ * table alone: never by a name, so no call and no include runs upward.
  *
  *   WEFT_OPR_HELD (opr.h)
  *     An operator that runs a user's fn or async_fn (or goes to its device)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Device fences on vars: a launched device operator's pending work, which
  * its successors respect on the device (same device) or on the host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "deps/handles.h"
 
 #include <string.h>

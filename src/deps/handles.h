@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Generation-tagged handles: what weft_var *, weft_op * and weft_done * are.
  * A handle encodes a slot index and the slot's generation; a slot's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waiting by helping (help.h): a wait inside the pool's work runs other
  * work meanwhile; pacing; helping at max_inflight, with a bounded depth.

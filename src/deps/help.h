@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waiting by helping. A thread inside the pool's work that must wait (a
  * var wait or weft_wait_all inside an operator, a push at max_inflight from

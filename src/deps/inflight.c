@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operators in flight, counted by epoch slot in per-thread tallies (see
  * inflight.h and weft_engine_tally), drains, and the wake-ups of threads

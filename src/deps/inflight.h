@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operators in flight, counted by epoch: a weft_wait_all moves pushes on to
  * the next epoch and waits for its own slot (epoch & 1) to drain, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Layer guard of src/deps (layer 2): the first include of every src/deps
  * header. src/common and src/pool must not include src/deps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine's life: its config, creation (the tables, the caches, the
  * sync block, the device executor), weft_wait_all (epochs and failures),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waits that loop back (loopback.h): the check a weft_var_wait inside an
  * operator makes before it waits.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waits that loop back (weft.h, weft_var_wait). A weft_var_wait inside an
  * operator X can never be satisfied when what it waits for cannot finish

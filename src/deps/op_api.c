@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public calls that push: weft_push, and those on reusable operators
  * (weft_op_new, weft_op_push, weft_op_delete): a template of a normalised
  * descriptor, reference counted by its handle and by each push in flight

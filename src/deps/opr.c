@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Op blocks: allocation from the calling worker's caches (or the shared
  * store), their var and request arrays (inline, a big block, or the heap),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The op block: an operator in flight. It holds the copied descriptor and
  * one var-queue request per var it uses (vars sorted by index, duplicates

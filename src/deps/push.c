@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pushing operators (push.h), and the shutdown gate that every call from
  * outside the engine's work passes. */
 #include <stddef.h>

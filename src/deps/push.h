@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pushing operators: checking and normalising a descriptor, registering the
  * operator on its vars (all their locks, in index order, so its requests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The var block: looking a handle up, and its failed state. */
 #include "deps/var.h"
 

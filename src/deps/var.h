@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The var block: a var's queue (var_queue.h) with the state the engine
  * keeps beside it: its handle, its failed status, and the device fences

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public calls on vars: creation, deferred deletion, and waiting for a
  * var (both internal operators on the var's queue). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "deps/var_queue.h"
 
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The var queue: MXNet's ThreadedVar as a FIFO reader-writer queue.
  *

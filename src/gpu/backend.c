@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Backend choice (WEFT_GPU_BACKEND), the checked entry points, the creation
  * fault hook, and the `none` backend (zero devices).

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * The GPU backend interface (design.md §4): what the device workers and the
- * completion poller need from a device API, behind a table of function
- * pointers, with two implementations: cuda (the CUDA runtime, built with the
- * `cuda` feature) and host (emulated devices, each stream a FIFO served by a
- * thread, events with CUDA's semantics), plus `none` (no devices).
+ * The GPU backend interface (docs/design.md, "The GPU layer"): what the
+ * device workers and the completion poller need from a device API, behind a
+ * table of function pointers, with two implementations: cuda (the CUDA
+ * runtime, built with the `cuda` feature) and host (emulated devices, each
+ * stream a FIFO served by a thread, events with CUDA's semantics), plus
+ * `none` (no devices).
  *
  * Semantics every backend keeps (tests/gpu/conformance.h checks them):
  *  - Work enqueued on one stream runs in enqueue order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cuda backend: the CUDA runtime API (cudart_static, so the library has
  * no load-time dependency on the driver). Streams are created

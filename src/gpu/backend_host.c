@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The host backend: emulated devices whose streams are host threads
  * (host_stream.c), events with CUDA's semantics (see host.h), copies as

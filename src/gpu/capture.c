@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runs of GPU operators replayed as one device graph (deps/executor.h,
  * weft_exec_run; the graph layer finds them: src/graph/devrun.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cuda backend's host-word writer of last resort (word_kernel.cu): a
  * one-thread kernel that makes every earlier write of the stream visible

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The GPU executor: the engine's device executor (src/deps/executor.h) on
  * top of a backend (backend.h). It opens the backend at engine creation;

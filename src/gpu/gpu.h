@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * The GPU layer's executor (design.md §4): per device, compute workers and
- * copy workers, each a thread owning its stream(s) (stream_worker.c), and a
- * completion poller per engine (poller.c) that watches the oldest launched
- * operator of every stream. executor.c ties them to the engine through the
- * interface the engine defines (src/deps/executor.h).
+ * The GPU layer's executor (docs/design.md, "The GPU layer"): per device,
+ * compute workers and copy workers, each a thread owning its stream(s)
+ * (stream_worker.c), and a completion poller per engine (poller.c) that
+ * watches the oldest launched operator of every stream. executor.c ties them
+ * to the engine through the interface the engine defines
+ * (src/deps/executor.h).
  *
  * An operator's executor state (weft_gpu_opstate) comes from a per-device
  * pool and carries the event recorded after its fn; it goes back to the pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The host backend's internals (emulated devices): streams are FIFOs of
  * items served by one thread each (host_stream.c); events point at the

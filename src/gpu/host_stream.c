@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Host backend streams: a FIFO of items served by one thread, which sleeps
  * on a condition variable while the FIFO is empty; the markers' reference

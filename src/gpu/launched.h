@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A lane's launched list: the operators a stream worker launched and the
  * completion thread has not retired, oldest first. Intrusive and lock-free

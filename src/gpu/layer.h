@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Layer guard of src/gpu (layer 4): the first include of every src/gpu
  * header. src/common, src/pool and src/deps must not include src/gpu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The completion thread ("weft-gpu-poll"): one per engine with devices. It
  * sweeps the lanes (retire.c), which retires every operator whose device

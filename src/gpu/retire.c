@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Retiring launched operators: one pass over every lane (weft_gpu_sweep),
  * in the engine's completion mode. The completion thread only (poller.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The stream worker: a thread per device worker that owns its stream(s),
  * takes ready GPU operators off its queue, makes its stream wait (on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The host-word kernel (cuda_word.h): one thread, after every earlier
  * kernel and copy of its stream (stream order), fences system-wide so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Resolving a graph's definition into a graph (build.h): the dependencies
  * between the records (recorded pushes, or nodes added) are those the var

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Resolving a graph's definition (what a capture recorded, capture.h, or
  * what weft_graph_add and weft_graph_edge gave, def.h) into the graph that

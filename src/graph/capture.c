@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Recording a thread's pushes while it captures (capture.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Capturing a graph: while a thread captures on an engine, its pushes to
  * that engine are recorded (a copied descriptor and its normalised vars),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's definition (def.h): adding nodes and edges.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's definition (def.c): its nodes in the order they were added
  * (weft_graph_add, or the pushes its capture recorded: the i-th recorded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runs of GPU nodes replayed as one device graph (devrun.h): the launch's
  * choice, the release at the run's launch and the run's finish (finding

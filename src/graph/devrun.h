@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runs of GPU nodes replayed as one device graph (weft.h, "GPU runs"; the
  * executor's side: deps/executor.h, weft_exec_run).

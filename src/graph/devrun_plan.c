@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runs of GPU nodes replayed as one device graph (devrun.h): finding them at
  * build, and freeing them (with what the executor recorded of them) with

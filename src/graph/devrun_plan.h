@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runs of GPU nodes replayed as one device graph (devrun.h): which stretches
  * of a capture are runs (at build), and their end with the graph.

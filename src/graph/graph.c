@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's storage (graph.h): the graph itself, its gates (one per launch
  * in progress, kept on the graph's free list between launches) and its

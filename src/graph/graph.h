@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph (weft_graph_*): its operators, resolved from its definition
  * (def.h: what a capture recorded, or what weft_graph_add and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The public calls on graphs (weft_graph_*): capture, creation, adding
  * nodes and edges, launch, destroy. What a graph is and how a launch runs:

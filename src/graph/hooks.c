@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The graph layer's entry points for the engine (hooks.h, deps/ext.h): a
  * graph's nodes are the engine's held operators, a launch's gate their

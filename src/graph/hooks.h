@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The graph layer as the engine sees it (hooks.c): the table of its entry
  * points for the operator kinds it defines (deps/ext.h), which the

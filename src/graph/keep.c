@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's gate keeping its vars between launches (keep.h): the yield an
  * operator forces on a kept var, and the gate's steps from launch to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's gate keeps its vars between launches.
  *

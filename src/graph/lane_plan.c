@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Planning a graph's lanes at capture (lane_plan.h): a list schedule of the
  * nodes in capture order on K lanes, each node taking one unit of time and

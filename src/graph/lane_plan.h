@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Planning a graph's lanes (lanes.h, graph.h "Run in lanes"): at capture,
  * and again with the costs a launch measured (lane_plan.c).

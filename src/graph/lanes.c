@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Running a graph in lanes (lanes.h): each lane's sweeper, its waits for
  * other lanes, its stop and its wake, and the launch's end after the last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph run in lanes (graph.h "Run in lanes"): a graph of plain CPU
  * operators on a pool of several workers, split at capture into lanes

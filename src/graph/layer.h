@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Layer guard of src/graph (layer 3): the first include of every src/graph
  * header. src/common, src/pool and src/deps must not include src/graph

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's records: one recorded push or one node added each, and the
  * recording a build reads (its records, their vars, its explicit edges).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every engine's graphs (registry.h): the list, its fork handlers, and the
  * orphaning at an engine's destroy.

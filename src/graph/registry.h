@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every engine's graphs (registry.c): a graph is listed from its capture's
  * end to its destroy, so that its engine's destroy can let go of it first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replaying a captured graph (replay.h): the gate's start, the roots' heap
  * fan-out (or a swept graph's sweeper), and a node's finish with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replaying a captured graph (graph.h): what a launch's gate does once it
  * holds every var, what a node does when it starts and when it finishes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Running a graph launch's nodes (run.h): what the engine hands this layer
  * through its table (deps/ext.h, hooks.c) for a node (its start, the pool

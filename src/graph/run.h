@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Running a graph launch's nodes (run.c): the entries the engine reaches
  * through this layer's table (hooks.c, deps/ext.h) when it runs a node or

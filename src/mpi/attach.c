@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi's life cycle: attach (checks, the communicator's duplicate, the
  * progress thread), detach, and the small accessors.

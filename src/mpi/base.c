@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The bottom of libweft_mpi: what every other file of src/mpi uses and
  * nothing here calls back up. The process's one MPI lock under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi's internals (src/mpi; the public contract is
  * include/weft/weft_mpi.h). Written on weft's public API only: libweft_mpi

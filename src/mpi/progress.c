@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The progress thread: the thread that calls MPI while an attachment is
  * live. It posts the jobs operators and the submitting thread queue

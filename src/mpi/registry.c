@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The registry of distributed vars: weft_var * -> mpi_dvar *, and the calls
  * that register, look up and delete them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi_push: which rank runs an operator, which transfers it needs, and
  * the operators that carry them out.

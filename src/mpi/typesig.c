@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The signature of a registered var's datatype (weft_mpi_var_register folds
  * it into the sequence hash): what "the same datatype" means across ranks,

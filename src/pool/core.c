@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Which pool the calling thread belongs to, and the two counts destroy's
  * drain waits on: guests (threads outside the pool's work inside an API call)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pool's core: the structures every file of src/pool/ shares (the pool,
  * its workers), which pool the calling thread belongs to, and the counts that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Chase-Lev deque; see deque.h for the contract. The memory orders follow
  * Le et al. (PPoPP 2013), figure 1, with release/acquire on the array pointer
@@ -100,7 +101,7 @@ void *weft_deque_take(weft_deque *dq)
   int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed) - 1;
   weft_deque_array *a = atomic_load_explicit(&dq->array, memory_order_relaxed);
 #if WEFT_TSAN
-  /* TSan: the store-load fence below becomes an RMW on bottom (design.md §8). */
+  /* TSan: the store-load fence below becomes an RMW on bottom (common/sync.h). */
   (void)atomic_exchange_explicit(&dq->bottom, b, memory_order_seq_cst);
 #else
   atomic_store_explicit(&dq->bottom, b, memory_order_relaxed);
@@ -135,7 +136,7 @@ weft_steal_result weft_deque_steal(weft_deque *dq, void **out)
 {
 #if WEFT_TSAN
   /* TSan: the fence becomes a seq_cst RMW on top, ordered with the owner's
-   * seq_cst exchange of bottom in take (design.md §8). */
+   * seq_cst exchange of bottom in take (common/sync.h). */
   int64_t t = atomic_fetch_add_explicit(&dq->top, 0, memory_order_seq_cst);
   int64_t b = atomic_load_explicit(&dq->bottom, memory_order_seq_cst);
 #else

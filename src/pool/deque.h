@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Chase-Lev work-stealing deque (Le, Pop, Cohen, Zappa Nardelli, PPoPP 2013),
  * with the fixes real implementations need:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join groups. Pending tasks are counted in two parts (see
  * weft_group_impl): `local`, touched only on the owner's thread, and `state`,

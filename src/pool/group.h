@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join groups: the pending count and its waiter bits (group.c). What a
  * task of a group needs to finish it, and what a waiter needs to sleep;

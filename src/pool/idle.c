@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The idle policy: spin, then park on the eventcount, with the
  * searching-worker accounting that keeps submitters from waking more workers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The idle policy: a worker that finds no work spins (searching), then parks
  * on the pool's eventcount (park.h); submitters and searchers decide who

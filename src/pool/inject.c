@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "pool/inject.h"
 
 #include "common/assert.h"

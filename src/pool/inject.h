@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The injection queue: where threads that own no deque (non-worker threads,
  * and threads helping from outside the pool) put work. MPMC, FIFO for each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Layer guard of src/pool (layer 1): the first include of every src/pool
  * header. src/common must not include src/pool (common/layer.h). The compiler

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * parallel_for and parallel_launch: the calling thread runs the whole range
  * as one piece of a loop (split.c), which splits off halves for idle workers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "pool/park.h"
 
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pool life cycle: configuration, create, destroy (drain), stats. The top of
  * the pool's files: it starts the workers (worker.c) and waits for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the layers above the pool (the dependency engine) may use of it,
  * beyond the public API. Nothing here knows of them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "pool/prio.h"
 
 #include "common/alloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The priority queue: ready work that every worker takes before its own
  * deque (prioritized engine operators). A binary max-heap on (priority,

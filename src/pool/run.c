@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Running one task record. The record is freed before its function runs, so
  * that what the function spawns reuses it hot; an argument stored in it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Running one task record on the calling thread: a user task, or a piece of
  * a parallel loop; then finishing it in its group, if it has one. Used by the

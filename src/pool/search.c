@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Finding work off the own deque. A worker sweeps its victims near ones
  * first (those sharing a cache with it, planned by pool.c), each group from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Finding work off the calling thread's own deque: the priority queue, the
  * injection queue, then the other workers' deques (stealing).

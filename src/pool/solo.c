@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The solo injection queues' ownership (solo.h). */
 #include "pool/solo.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The solo injection queues: WEFT_SOLO_QUEUES more injection queues in
  * each pool, each filled by one thread outside the pool at a time (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A piece of a parallel loop, by lazy binary splitting. The thread running
  * a piece works through it chunk by chunk (an eighth of what is left, at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One piece of a parallel loop: lazy binary splitting (split.c). What a
  * task record of a loop runs; the loops themselves are in parallel.c.

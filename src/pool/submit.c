@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Queueing work. A worker pushes onto its own deque (LIFO, cache-hot) and
  * wakes by the heuristic; any other thread, or a worker whose deque could

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Queueing work: a task record onto the calling worker's deque, or the
  * injection queue, followed by the wake the idle policy asks for (idle.h).

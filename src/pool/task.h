@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Task records: what a deque slot or the injection queue points to. Recycled
  * through an object store (src/common/objstore.h): a cache per worker, a

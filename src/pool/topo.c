@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "pool/topo.h"
 
 #include <errno.h>

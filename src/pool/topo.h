@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Topology and affinity: how many CPUs the process may use, where each worker
  * is pinned (WEFT_AFFINITY), and which workers share a cache. hwloc when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Group waits and helping. A waiter never just blocks while there is work it
  * may run: a worker of the group's pool runs its own deque, then what it

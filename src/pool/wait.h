@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waiting for a group, helping meanwhile: a worker of the group's pool runs
  * its own deque, then what it finds elsewhere, and idles like any worker

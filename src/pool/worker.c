@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The worker thread: it sets itself up, tells the observer it started (create
  * waits for that), runs its loop until the pool exits, and tells the

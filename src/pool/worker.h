@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The worker thread (worker.c), started by pool.c. */
 #ifndef WEFT_POOL_WORKER_H
 #define WEFT_POOL_WORKER_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every environment variable of the library is read through src/common/env.h
 # and env.c (one set of rules, one message naming the variable:
 # WEFT_MPI_TIMEOUT_MS once took " 5" through a raw strtol while

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks a trace written by WEFT_PROFILE (tests/api/test_profile.c runs it).
 
     check_trace.py TRACE WORKERS [--count NAME=N ...] [--require NAME ...]

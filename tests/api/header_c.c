@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft.h on its own, as strict C11 (compiled by header_compile.sh with
  * -std=c11 -pedantic -Wall -Wextra -Werror), linked against the shared

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # weft.h compiles on its own as strict C11 and as C++17, and programs built
 # from it link against the shared library and run.
 #

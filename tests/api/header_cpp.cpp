@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // weft.h from C++17 (compiled by header_compile.sh with -std=c++17 -Wall
 // -Wextra -pedantic -Werror), linked against the C library and run: the
 // declarations must have C linkage and the types must be usable from C++.

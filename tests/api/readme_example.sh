@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The README's examples compile and run: the FIRST ```c fenced block of
 # README.md, compiled as C11 with cc against the built library, and the
 # FIRST ```cpp fenced block, compiled as C++17 with c++ (include/weft/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * WEFT_ASSERT (src/common/assert.h): live in every test build, and a failed
  * one prints file, line, function and expression on stderr, then aborts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The library's one integer reader of environment variables
  * (src/common/env.h: weft_env_int_read, and weft_env_int on it): the engine,

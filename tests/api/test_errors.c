@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every bad input returns its code, and the codes have names: NULL
  * pointers, negative counts, begin > end, bad config fields, malformed

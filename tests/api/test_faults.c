@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Resource failures through the library's fault-injection hooks
  * (src/common/alloc.h): the k-th allocation or thread start from now, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The log callback (weft_set_log_callback): the library's messages go to
  * fn(arg, msg) on the thread that raised them, without the "weft: " prefix

@@ -1,10 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * WEFT_PROFILE: the Chrome trace written at destroy (design.md §5, README
- * "Profiling"). Each workload runs under WEFT_PROFILE=<tmp>/trace.json, then
- * tests/api/check_trace.py parses the file with python3's json module and
- * checks its shape: one named track per worker, well-formed spans that nest
- * properly on each track, the operators' spans by name and count, the
- * steals and parks the workload forces, the cap on events.
+ * WEFT_PROFILE: the Chrome trace written at destroy (docs/config.md and the
+ * README, "Profiling"). Each workload runs under
+ * WEFT_PROFILE=<tmp>/trace.json, then tests/api/check_trace.py parses the
+ * file with python3's json module and checks its shape: one named track per
+ * worker, well-formed spans that nest properly on each track, the operators'
+ * spans by name and count, the steals and parks the workload forces, the cap
+ * on events.
  *
  * Bad input: WEFT_PROFILE set but empty fails create with WEFT_EINVAL and a
  * line naming it; an unwritable path is reported by destroy, which succeeds.

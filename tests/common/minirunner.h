@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A stand-in for the part of Criterion the suites use, for ThreadSanitizer
  * builds only: Criterion's sandbox (BoxFort) maps its shared arena at a
  * random fixed address that TSan's memory layout refuses, so a Criterion
  * binary built with -fsanitize=thread aborts before running anything
- * ("Could not initialize inheritable arena", Criterion issue #274).
+ * ("Could not initialize inheritable arena": a known limitation of Criterion).
  *
  * Same spelling as Criterion's classic API (Test(suite, name, .init, .fini,
  * .timeout), cr_assert*, cr_skip_test, cr_log_info), same model: each test

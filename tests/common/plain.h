@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers for test programs that do not use Criterion (the soak, the fuzz
  * target) as well as for the Criterion suites (engine_util.h includes this).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the script tests (tests/api/header_compile.sh, tests/packaging/*.sh).
 # step DESCRIPTION COMMAND...: runs the command with its output in $tmp/log and
 # prints "ok: DESCRIPTION", or "FAILED: DESCRIPTION" with the command and its

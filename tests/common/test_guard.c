@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shutdown guards (src/common/guard.h): entries and leaves, refusal once
  * closed, a close that waits for every thread inside, nesting past the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the Criterion suites (header only; every suite is its
  * own executable, so everything here is static).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libpthreadpool.so.0 on weft (src/compat/pthreadpool), seen as its users
  * see it: compiled against the system's <pthreadpool.h>, linked with ours.

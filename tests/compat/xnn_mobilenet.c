@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * xnn_mobilenet: runs MobileNet v1 (random weights, see xnn_mobilenet.h)
  * through XNNPACK on a pthreadpool and checks the results; the end-to-end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * xnn_mobilenet.h: a MobileNet v1 (1.0, 224x224x3, NHWC fp32) built with
  * XNNPACK's subgraph API, with random weights; shared by the pthreadpool

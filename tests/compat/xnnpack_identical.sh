@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # XNNPACK unchanged on weft: MobileNet v1 (xnn_mobilenet) runs once on the
 # system's libpthreadpool.so.0 and once on ours (LD_LIBRARY_PATH), at 1, 2
 # and 4 threads; every output must be bit-identical to every other (cmp),

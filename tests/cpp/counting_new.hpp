@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A counting replacement of the global operator new (every form), for the
 // suites that check which calls allocate: ct::allocations() is the number
 // of operator new calls the process made so far, on any thread. The

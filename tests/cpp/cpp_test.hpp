@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers shared by the C++ suites (header only; each suite is one
 // executable). The C suites' testutil.h is C only (stdatomic.h, statement
 // expressions), so the few helpers the C++ suites need are here, spelled

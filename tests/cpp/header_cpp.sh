@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # weft.hpp compiles on its own as C++17 and as C++20, with exceptions on
 # and off, under strict warnings; program.cpp, which instantiates every
 # wrapper, builds each of those ways against the shared library and runs;

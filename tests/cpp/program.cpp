@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program on weft.hpp alone, built by header_cpp.sh as C++17 and C++20,
 // and with -fno-exceptions (-DWEFT_TEST_NO_EXCEPTIONS: it then checks that
 // exceptions really are off), against the shared library, and run: every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // weft.hpp's engine, vars, pushes and reusable operators (tests/deps' C
 // suites, through the C++ API): creation and its errors, the order the
 // vars impose, failures and skips, async operators, the options of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // weft.hpp's status type and its error paths (tests/api/test_errors.c,
 // through the C++ API): every code's message and name, comparisons, a
 // task's own codes passed through unchanged, every owner's calls when it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // weft.hpp's capture scope and graphs (tests/graph's C suites, through the
 // C++ API): what a capture records and a launch replays, that the capture
 // is ended on every way out of its body (an early failure, an exception),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // weft.hpp's pool, group and loops (tests/pool's C suites, through the C++
 // API): every wrapper, its errors, which callables are stored without
 // allocation (a counting operator new), that stored callables are destroyed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine's differential test (MXNet's RandSumExpr), shared by the engine
  * suites (tests/deps) and the GPU suites (tests/gpu, with a share of the ops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the engine suites (test_engine*.c): engines over a pool
  * of our own, descriptors, a gate operator, per-var overlap guards, RSS.

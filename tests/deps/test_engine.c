@@ -1,16 +1,17 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * The dependency engine's contract (design.md §3 and §6), point by point,
- * through the public API: where ops run (run_ctx, kinds), normalisation of
- * duplicate vars, error propagation and reporting (var_wait, wait_all,
- * destroy) on the threaded and the naive engine alike, deferred deletion
- * and dead handles, reusable ops, waits inside ops (EDEADLK, helping, also
- * inside WEFT_PROP_ASYNC ops), waits while other threads keep pushing,
- * async ops completed from foreign threads, WEFT_PROP_ASYNC, destroy
+ * The dependency engine's contract (docs/api.md, "Guarantees" and "Errors"),
+ * point by point, through the public API: where ops run (run_ctx, kinds),
+ * normalisation of duplicate vars, error propagation and reporting (var_wait,
+ * wait_all, destroy) on the threaded and the naive engine alike, deferred
+ * deletion and dead handles, reusable ops, waits inside ops (EDEADLK,
+ * helping, also inside WEFT_PROP_ASYNC ops), waits while other threads keep
+ * pushing, async ops completed from foreign threads, WEFT_PROP_ASYNC, destroy
  * draining everything, two engines on one pool, ops with many vars, GPU
- * contexts without a GPU. Every check is an invariant or an outcome, never
- * a duration; bounded waits only turn a hang into a clear failure, and
- * bounded looks ("nothing happens within 0.1 s") can only miss a bug, never
- * fail a correct engine.
+ * contexts without a GPU. Every check is an invariant or an outcome, never a
+ * duration; bounded waits only turn a hang into a clear failure, and bounded
+ * looks ("nothing happens within 0.1 s") can only miss a bug, never fail a
+ * correct engine.
  */
 #include "engine_util.h"
 

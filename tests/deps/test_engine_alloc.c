@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * "Steady state allocates nothing" (design.md §3), counted exactly: the
- * library's allocation hook (src/common/alloc.h, the one internal symbol
- * this suite uses besides the public API) counts every allocation; after a
- * warm-up, batches of pushes and waits must make none. test_engine_flow.c
- * checks the same through RSS with the public API only.
+ * "Steady state allocates nothing" (docs/api.md, "Guarantees"), counted
+ * exactly: the library's allocation hook (src/common/alloc.h, the one
+ * internal symbol this suite uses besides the public API) counts every
+ * allocation; after a warm-up, batches of pushes and waits must make none.
+ * test_engine_flow.c checks the same through RSS with the public API only.
  */
 #include "engine_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operators whose argument is stored with them (weft_push_arg,
  * weft_op_new_arg): fn gets its own copy of the bytes, aligned as weft.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The in-flight counts (src/deps/inflight.c): a thread outside the pool
  * that pushes owns one of the engine's WEFT_OUTSIDE_TALLIES outside

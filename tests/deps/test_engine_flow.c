@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Flow control and resources: WEFT_PROP_PRIORITIZED ordering on a 1-thread
  * pool, back pressure (max_inflight from the config and WEFT_MAX_INFLIGHT:

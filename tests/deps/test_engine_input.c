@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bad input to the engine returns its code and changes nothing: NULL
  * engine / descriptor / var / out, descriptors with both fn and async_fn

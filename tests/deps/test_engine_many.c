@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Engines with millions of live handles: a graph of a few million nodes
  * mapped one var to a node (a binary tree of depth 24 has 2^25 - 1; a

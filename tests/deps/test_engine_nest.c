@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Operators run nested on one thread, whatever runs them there (weft.h,
  * "nesting"): an operator X that pushes at max_inflight, paces a long run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pacing (src/deps/help.c, weft_engine_pace): an operator that pushes
  * operators stops, past WEFT_PACE_OPS pushed and not finished

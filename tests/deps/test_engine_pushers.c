@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Several user threads pushing into one engine at once: shared
  * vars that every pusher reads and writes, and vars of each pusher's own.

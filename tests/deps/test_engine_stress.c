@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine under load, checked against references:
  *  - differential (MXNet's RandSumExpr): thousands of random ops over 100

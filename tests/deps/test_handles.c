@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The handle table (src/deps/handles.h) through its internals: chunks that
  * double as the table grows, stale and forged handles across that growth,

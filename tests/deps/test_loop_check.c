@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The loop check's list of waits being checked (src/deps/loopback.h),
  * through its test hooks: a check that finds its loop only through a wait

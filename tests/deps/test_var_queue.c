@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The var queue (src/deps/var_queue.h): sequential cases, a randomized
  * comparison with a reference model of MXNet's rules, and a multi-threaded

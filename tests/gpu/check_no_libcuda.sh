@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fails if the library needs libcuda (the driver) or the shared CUDA runtime
 # at load time. The machine's LIBRARY_PATH may point at libcuda's stub, so a
 # stray -lcuda would link silently; this catches it.

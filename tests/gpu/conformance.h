@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The backend conformance suite (src/gpu/backend.h's semantics), written once
  * against the interface. A suite file defines, before including this:

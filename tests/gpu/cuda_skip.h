@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The CUDA suites' skip (test_cuda.c, test_cuda_faults.c): without a
  * device the whole executable reports itself skipped (exit 77, which meson

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The CUDA suites skip themselves (exit 77) only where no GPU is present
 # (tests/gpu/cuda_skip.h, gpu_present.h). Each suite given is run against
 # two stand-ins for "/" (WEFT_TEST_GPU_ROOT):

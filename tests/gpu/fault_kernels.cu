@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * Kernels of the CUDA fault suite (test_cuda_faults.c, b1.h, watchdog.h): a
- * reader that keeps reading a buffer (a canary in mapped host memory) and
+ * Kernels of the CUDA fault suite (test_cuda_faults.c, early_release.h,
+ * watchdog.h): a reader that keeps reading a buffer (a canary in mapped host memory) and
  * records every observation, spinning until its host-mapped stop flag or
  * its time limit (the watchdog's scenarios hold it past
  * WEFT_GPU_WATCHDOG_MS that way), and a kernel that fails the device
@@ -9,9 +10,9 @@
  */
 #include <cuda_runtime.h>
 
-#include "b1_shared.h"
+#include "early_release_words.h"
 
-static __device__ unsigned long long b1_ns(void)
+static __device__ unsigned long long er_ns(void)
 {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -22,15 +23,15 @@ static __device__ unsigned long long b1_ns(void)
  * read counts a beat, a read that sees the buffer overwritten counts as
  * bad. The fences push each record out to host memory at once, so the
  * host sees the kernel alive (beats moving) for as long as it runs. */
-__global__ void weft_test_b1_read_kernel(b1_reader *r, long long max_ns)
+__global__ void weft_test_er_read_kernel(er_reader *r, long long max_ns)
 {
-  unsigned long long t0 = b1_ns(), beats = 0;
+  unsigned long long t0 = er_ns(), beats = 0;
   r->started = 1;
   __threadfence_system();
   for (;;) {
     int c = r->canary;
     beats++;
-    if (c != B1_CANARY) {
+    if (c != ER_CANARY) {
       int bad = r->bad;
       if (bad == 0)
         r->first_bad = beats;
@@ -38,7 +39,7 @@ __global__ void weft_test_b1_read_kernel(b1_reader *r, long long max_ns)
     }
     r->beats = beats;
     __threadfence_system();
-    if (r->stop || (long long)(b1_ns() - t0) > max_ns)
+    if (r->stop || (long long)(er_ns() - t0) > max_ns)
       break;
   }
   r->finished = 1;
@@ -47,22 +48,22 @@ __global__ void weft_test_b1_read_kernel(b1_reader *r, long long max_ns)
 
 /* Says it ran, then fails the device: the trap is a sticky error of the
  * context (every later CUDA call of the process reports it). */
-__global__ void weft_test_b1_trap_kernel(b1_trap *t)
+__global__ void weft_test_er_trap_kernel(er_trap *t)
 {
   t->ran = 1;
   __threadfence_system();
   __trap();
 }
 
-extern "C" int weft_test_b1_read(b1_reader *r, long long max_ns, void *s)
+extern "C" int weft_test_er_read(er_reader *r, long long max_ns, void *s)
 {
-  weft_test_b1_read_kernel<<<1, 1, 0, (cudaStream_t)s>>>(r, max_ns);
+  weft_test_er_read_kernel<<<1, 1, 0, (cudaStream_t)s>>>(r, max_ns);
   return (int)cudaGetLastError();
 }
 
-extern "C" int weft_test_b1_trap(b1_trap *t, void *s)
+extern "C" int weft_test_er_trap(er_trap *t, void *s)
 {
-  weft_test_b1_trap_kernel<<<1, 1, 0, (cudaStream_t)s>>>(t);
+  weft_test_er_trap_kernel<<<1, 1, 0, (cudaStream_t)s>>>(t);
   return (int)cudaGetLastError();
 }
 
@@ -71,11 +72,11 @@ extern "C" int weft_test_b1_trap(b1_trap *t, void *s)
  * kernel, which may synchronise the context: the trap's first launch while
  * the readers run would wait for them to finish reading, and the scenario
  * would test nothing. */
-extern "C" int weft_test_b1_load(void)
+extern "C" int weft_test_er_load(void)
 {
   cudaFuncAttributes attr;
-  cudaError_t err = cudaFuncGetAttributes(&attr, (const void *)weft_test_b1_read_kernel);
+  cudaError_t err = cudaFuncGetAttributes(&attr, (const void *)weft_test_er_read_kernel);
   if (err == cudaSuccess)
-    err = cudaFuncGetAttributes(&attr, (const void *)weft_test_b1_trap_kernel);
+    err = cudaFuncGetAttributes(&attr, (const void *)weft_test_er_trap_kernel);
   return (int)err;
 }

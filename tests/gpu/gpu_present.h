@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Whether this machine has an NVIDIA GPU, judged without CUDA (header only,
  * C): the CUDA suites (cuda_skip.h) and bench_gpu must fail, not skip,

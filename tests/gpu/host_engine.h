@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the engine suites on the host backend's emulated devices share
  * (test_engine_gpu.c, test_graph_gpu.c): the environment (two emulated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Test kernels for the cuda suite, with C-callable launchers. Each launcher
  * enqueues on the given stream and returns the launch's cudaError_t (0 on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cuda backend: the conformance suite (host functions on CUDA streams,
  * cudaLaunchHostFunc) and kernels (kernels.cu). Built only with CUDA; on a

@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * Bug B1 on CUDA (b1.h): a long kernel reads a buffer
- * in pinned, mapped host memory while a kernel on another stream of the
- * same device traps; the CPU writer of the buffer must not run while the
- * reading kernel can still read. A trap is a sticky error of the context:
+ * Early release after a device error, on CUDA (early_release.h): a long
+ * kernel reads a buffer in pinned, mapped host memory while a kernel on
+ * another stream of the same device traps; the CPU writer of the buffer
+ * must not run while the reading kernel can still read. A trap is a sticky error of the context:
  * it aborts every kernel of the process on that device, so each test runs
  * in a process of its own (Criterion's) and the readers' events report the
  * error too. The watchdog's scenarios (watchdog.h) hold the same reading
@@ -12,7 +13,7 @@
  * suite takes WEFT_GPU_COMPLETION from the environment (scripts/device.sh
  * gpu runs it once per completion mode).
  */
-#include "b1.h"
+#include "early_release.h"
 #include "gpu/backend.h"
 
 #include <cuda_runtime.h>
@@ -63,25 +64,25 @@ static void *device_view(void *host)
   return cudaHostGetDevicePointer(&d, host, 0) == cudaSuccess ? d : NULL;
 }
 
-static int cuda_read(void *stream, b1_reader *r)
+static int cuda_read(void *stream, er_reader *r)
 {
-  b1_reader *d = device_view(r);
-  return d ? weft_test_b1_read(d, CUDA_READ_NS, stream) : -1;
+  er_reader *d = device_view(r);
+  return d ? weft_test_er_read(d, CUDA_READ_NS, stream) : -1;
 }
 
-static int cuda_hold(void *stream, b1_reader *r)
+static int cuda_hold(void *stream, er_reader *r)
 {
-  b1_reader *d = device_view(r);
-  return d ? weft_test_b1_read(d, CUDA_HOLD_NS, stream) : -1;
+  er_reader *d = device_view(r);
+  return d ? weft_test_er_read(d, CUDA_HOLD_NS, stream) : -1;
 }
 
-static int cuda_trap(void *stream, b1_trap *t)
+static int cuda_trap(void *stream, er_trap *t)
 {
-  b1_trap *d = device_view(t);
-  return d ? weft_test_b1_trap(d, stream) : -1;
+  er_trap *d = device_view(t);
+  return d ? weft_test_er_trap(d, stream) : -1;
 }
 
-static const b1_backend cuda_backend = {
+static const er_backend cuda_backend = {
     .name = "cuda",
     .log_needle = "cudaError", /* backend_cuda.c names the error (cudaGetErrorName) */
     .alloc = cuda_alloc,
@@ -89,23 +90,25 @@ static const b1_backend cuda_backend = {
     .read = cuda_read,
     .hold = cuda_hold,
     .trap = cuda_trap,
-    .load = weft_test_b1_load,
+    .load = weft_test_er_load,
 };
 
-/* The host test's twin (test_engine_gpu.c, "Bug B1"): one reader, the trap
- * on the second compute worker's stream. */
-Test(cuda_faults, b1_one_reader, .init = setup, .timeout = TU_TIMEOUT(60))
+/* The host test's twin (test_engine_gpu.c,
+ * a_device_error_does_not_release_another_streams_running_work): one
+ * reader, the trap on the second compute worker's stream. */
+Test(cuda_faults, no_early_release_one_reader, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_result r = b1_run(&cuda_backend, 1, B1_SPREAD);
+  er_result r = er_run(&cuda_backend, 1, ER_SPREAD);
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 1, "%d of 1 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
 /* Four kernels reading at once, on four streams; the trap on a fifth. */
-Test(cuda_faults, b1_four_readers_a_stream_each, .init = setup, .timeout = TU_TIMEOUT(60))
+Test(cuda_faults, no_early_release_four_readers_a_stream_each, .init = setup,
+     .timeout = TU_TIMEOUT(60))
 {
-  b1_result r = b1_run(&cuda_backend, 4, B1_SPREAD);
+  er_result r = er_run(&cuda_backend, 4, ER_SPREAD);
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
@@ -113,9 +116,10 @@ Test(cuda_faults, b1_four_readers_a_stream_each, .init = setup, .timeout = TU_TI
 
 /* Four readers queued on one stream (the first reading, three behind it);
  * the trap on the other. */
-Test(cuda_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TIMEOUT(60))
+Test(cuda_faults, no_early_release_four_readers_on_one_stream, .init = setup,
+     .timeout = TU_TIMEOUT(60))
 {
-  b1_result r = b1_run(&cuda_backend, 4, B1_ONE_STREAM);
+  er_result r = er_run(&cuda_backend, 4, ER_ONE_STREAM);
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
@@ -164,11 +168,11 @@ Test(cuda_faults, captured_trap_fails_the_replay, .init = setup, .timeout = TU_T
   cr_assert_eq(weft_gpu_stream_create(b, 0, &s), 0);
   cr_assert_eq(weft_gpu_event_create(b, 0, &e), 0);
   void *native = weft_gpu_stream_native(b, s);
-  b1_trap *t = cuda_alloc(sizeof *t);
+  er_trap *t = cuda_alloc(sizeof *t);
   cr_assert_not_null(t);
   /* Loaded before the capture: lazy module loading would load it at its
    * first launch, inside the capture. */
-  cr_assert_eq(weft_test_b1_load(), 0, "loading the trapping kernel failed");
+  cr_assert_eq(weft_test_er_load(), 0, "loading the trapping kernel failed");
 
   cr_assert_eq(weft_gpu_capture_begin(b, s), 0);
   cr_assert_eq(cuda_trap(native, t), 0, "the trapping kernel was not captured");

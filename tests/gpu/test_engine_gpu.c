@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GPU operators in the engine, on the host backend's emulated devices:
  * completion follows the stream, not fn's return; chains and device-side
@@ -473,7 +474,7 @@ Test(gpu_engine, a_device_error_fails_the_op_its_dependents_and_the_device, .ini
   tu_assert_no_errors();
 }
 
-/* Bug B1 (issue "GPU on real hardware"): a device error on one stream must
+/* Early release after a device error: a device error on one stream must
  * not complete the operators of the device's other streams early. A long
  * "kernel" on stream 0 reads a buffer (a canary) that a CPU operator then
  * overwrites (it writes the var the kernel reads); meanwhile an operator on

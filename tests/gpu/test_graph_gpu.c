@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replays that stay on the device (src/graph/graph.h, WEFT_GRAPH_DEVICE), on
  * the host backend's emulated devices: an edge between two GPU nodes of one

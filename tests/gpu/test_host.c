@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The host backend (emulated devices): the conformance suite with per-item
  * jitter, then what only the host backend has: weft_gpu_host_enqueue's

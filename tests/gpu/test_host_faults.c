@@ -1,14 +1,15 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * Early release after a device error (b1.h) and the watchdog's (watchdog.h) on the host
- * backend's emulated device: the same code as the CUDA fault suite
- * (test_cuda_faults.c), so that it runs on every machine, not only where a
- * GPU is lent. A reader is a host function on its stream that reads the
+ * Early release after a device error (early_release.h) and the watchdog's
+ * (watchdog.h) on the host backend's emulated device: the same code as the
+ * CUDA fault suite (test_cuda_faults.c), so that it runs on every machine,
+ * not only on one with a GPU. A reader is a host function on its stream that reads the
  * canary every 100 us for HOST_READ_S (a held one: until its stop flag);
  * the failing work sets its flag, then the stream fails (an injected
  * error). Unlike CUDA, the host backend's error stops only its own stream:
  * the readers of the other streams read to the end, and their writers wait.
  */
-#include "b1.h"
+#include "early_release.h"
 #include "gpu/host.h"
 #include "watchdog.h"
 
@@ -26,7 +27,7 @@ static void *host_alloc(size_t bytes)
 }
 
 /* Reads r's canary until r->stop or for seconds. */
-static void host_read_for(b1_reader *r, double seconds)
+static void host_read_for(er_reader *r, double seconds)
 {
   double end = tu_now() + seconds;
   unsigned long long beats = 0;
@@ -34,7 +35,7 @@ static void host_read_for(b1_reader *r, double seconds)
   for (;;) {
     int c = atomic_load(&r->canary);
     beats++;
-    if (c != B1_CANARY && atomic_fetch_add(&r->bad, 1) == 0)
+    if (c != ER_CANARY && atomic_fetch_add(&r->bad, 1) == 0)
       atomic_store(&r->first_bad, beats);
     atomic_store(&r->beats, beats);
     if (atomic_load(&r->stop) || tu_now() > end)
@@ -49,35 +50,35 @@ static void host_read_item(void *arg)
   host_read_for(arg, HOST_READ_S * WEFT_TEST_TIMEOUT_MULT);
 }
 
-static int host_read(void *stream, b1_reader *r)
+static int host_read(void *stream, er_reader *r)
 {
   return weft_gpu_host_enqueue(stream, host_read_item, r);
 }
 
 static void host_hold_item(void *arg)
 {
-  b1_reader *r = arg;
+  er_reader *r = arg;
   host_read_for(r, TU_DEADLINE_S);
   TU_CHECK(atomic_load(&r->stop), "a held reader was never stopped (%.0f s)", TU_DEADLINE_S);
 }
 
-static int host_hold(void *stream, b1_reader *r)
+static int host_hold(void *stream, er_reader *r)
 {
   return weft_gpu_host_enqueue(stream, host_hold_item, r);
 }
 
 static void host_trap_item(void *arg)
 {
-  atomic_store(&((b1_trap *)arg)->ran, 1);
+  atomic_store(&((er_trap *)arg)->ran, 1);
 }
 
-static int host_trap(void *stream, b1_trap *t)
+static int host_trap(void *stream, er_trap *t)
 {
   int rc = weft_gpu_host_enqueue(stream, host_trap_item, t);
   return rc ? rc : weft_gpu_host_test_inject_error(stream);
 }
 
-static const b1_backend host_backend = {
+static const er_backend host_backend = {
     .name = "host",
     .log_needle = "device error",
     .alloc = host_alloc,
@@ -87,25 +88,27 @@ static const b1_backend host_backend = {
     .trap = host_trap,
 };
 
-Test(host_faults, b1_one_reader, .init = setup, .timeout = TU_TIMEOUT(60))
+Test(host_faults, no_early_release_one_reader, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  b1_result r = b1_run(&host_backend, 1, B1_SPREAD);
+  er_result r = er_run(&host_backend, 1, ER_SPREAD);
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 1, "%d of 1 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
-Test(host_faults, b1_four_readers_a_stream_each, .init = setup, .timeout = TU_TIMEOUT(60))
+Test(host_faults, no_early_release_four_readers_a_stream_each, .init = setup,
+     .timeout = TU_TIMEOUT(60))
 {
-  b1_result r = b1_run(&host_backend, 4, B1_SPREAD);
+  er_result r = er_run(&host_backend, 4, ER_SPREAD);
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);
 }
 
-Test(host_faults, b1_four_readers_on_one_stream, .init = setup, .timeout = TU_TIMEOUT(60))
+Test(host_faults, no_early_release_four_readers_on_one_stream, .init = setup,
+     .timeout = TU_TIMEOUT(60))
 {
-  b1_result r = b1_run(&host_backend, 4, B1_ONE_STREAM);
+  er_result r = er_run(&host_backend, 4, ER_ONE_STREAM);
   cr_assert_eq(r.early, 0, "%d buffers released early", r.early);
   cr_assert_eq(r.readers, 4, "%d of 4 writers ran once", r.readers);
   cr_assert_eq(r.wait_all_rc, WEFT_EDEVICE, "weft_wait_all = %d", r.wait_all_rc);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_gpu_host_enqueue's handle check (weft.h: WEFT_EINVAL when the stream
  * "is not a live host-backend stream: e.g. NULL or a cudaStream_t"): a

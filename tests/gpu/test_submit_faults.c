@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * A GPU operator whose submit fails completes with the true cause (B3): on
+ * A GPU operator whose submit fails completes with the true cause: on
  * the host backend, the first operator of a device starts the device (its
  * streams, stream threads, worker threads and the poller) and takes an op
  * state (an event) from the device's pool; each of those steps is failed in

@@ -1,13 +1,14 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The watchdog's promise on a backend (test_host_faults.c, test_cuda_faults.c),
- * b1.h's early release reached through WEFT_GPU_WATCHDOG_MS instead of a
- * device error: device work that runs past the watchdog fails, and its
+ * early_release.h's early release reached through WEFT_GPU_WATCHDOG_MS
+ * instead of a device error: device work that runs past the watchdog fails, and its
  * device with it, but keeps its vars' buffers until the device says it
  * stopped. No operator runs on a var whose buffer that work may still read,
  * and weft_var_wait on such a var does not return 0 while it runs.
  *
- * The held work is b1.h's reader (b1_backend.hold): it reads its buffer's
- * canary until the test sets its stop flag, however long that takes, and
+ * The held work is early_release.h's reader (er_backend.hold): it reads its
+ * buffer's canary until the test sets its stop flag, however long that takes, and
  * counts the reads that saw the buffer overwritten. With the watchdog at
  * 100 ms, the test waits for the watchdog's log line, then gives a writer
  * released too early WD_GRACE_S to run (an engine that releases it at the
@@ -27,25 +28,25 @@
  * work, which read y as it was before W; R2 fails with WEFT_EDEVICE as R1
  * does (it ran behind work the watchdog gave up on).
  *
- * A suite file includes b1.h, fills b1_backend.hold and calls these in its
- * tests; WEFT_GPU_COMPLETION comes from the environment.
+ * A suite file includes early_release.h, fills er_backend.hold and calls
+ * these in its tests; WEFT_GPU_COMPLETION comes from the environment.
  */
 #ifndef WEFT_TESTS_GPU_WATCHDOG_H
 #define WEFT_TESTS_GPU_WATCHDOG_H
 
 #include <pthread.h>
 
-#include "b1.h"
+#include "early_release.h"
 
 #define WD_WATCHDOG_MS "100"
 /* How long a writer or a wait released at the watchdog gets to show it,
  * after the watchdog's line: far longer than a dispatch. */
 #define WD_GRACE_S (0.3 * WEFT_TEST_TIMEOUT_MULT)
 
-/* A GPU operator whose device work is a reader of r (b1_backend.hold). */
+/* A GPU operator whose device work is a reader of r (er_backend.hold). */
 typedef struct wd_gpu {
-  const b1_backend *be;
-  b1_reader *r;
+  const er_backend *be;
+  er_reader *r;
   void *_Atomic stream; /* where its fn ran */
   atomic_int runs;      /* its fn ran */
 } wd_gpu;
@@ -63,7 +64,7 @@ static int wd_hold_fn(const weft_run_ctx *rc, void *arg)
 /* A CPU writer of the buffer r's work reads: what it found, then the
  * overwrite. */
 typedef struct wd_writer {
-  b1_reader *r;
+  er_reader *r;
   atomic_int runs;
   atomic_int saw_started, saw_finished; /* r's work, when the writer ran */
   atomic_int saw;                       /* the canary, before the overwrite */
@@ -76,7 +77,7 @@ static int wd_write_fn(const weft_run_ctx *rc, void *arg)
   atomic_store(&w->saw_started, atomic_load(&w->r->started));
   atomic_store(&w->saw_finished, atomic_load(&w->r->finished));
   atomic_store(&w->saw, atomic_load(&w->r->canary));
-  atomic_store(&w->r->canary, B1_OVERWRITTEN);
+  atomic_store(&w->r->canary, ER_OVERWRITTEN);
   atomic_fetch_add(&w->runs, 1);
   return 0;
 }
@@ -86,7 +87,7 @@ static int wd_write_fn(const weft_run_ctx *rc, void *arg)
 typedef struct wd_waiter {
   weft_engine *eng;
   weft_var *v;
-  b1_reader *r;
+  er_reader *r;
   pthread_t thread;
   atomic_int returned;
   atomic_int rc;
@@ -103,7 +104,7 @@ static void *wd_wait_main(void *arg)
   return NULL;
 }
 
-static void wd_waiter_start(wd_waiter *w, weft_engine *eng, weft_var *v, b1_reader *r)
+static void wd_waiter_start(wd_waiter *w, weft_engine *eng, weft_var *v, er_reader *r)
 {
   w->eng = eng;
   w->v = v;
@@ -114,7 +115,7 @@ static void wd_waiter_start(wd_waiter *w, weft_engine *eng, weft_var *v, b1_read
   cr_assert_eq(pthread_create(&w->thread, NULL, wd_wait_main, w), 0);
 }
 
-static void wd_gpu_init(wd_gpu *g, const b1_backend *be, b1_reader *r)
+static void wd_gpu_init(wd_gpu *g, const er_backend *be, er_reader *r)
 {
   g->be = be;
   g->r = r;
@@ -122,7 +123,7 @@ static void wd_gpu_init(wd_gpu *g, const b1_backend *be, b1_reader *r)
   atomic_init(&g->runs, 0);
 }
 
-static void wd_writer_init(wd_writer *w, b1_reader *r)
+static void wd_writer_init(wd_writer *w, er_reader *r)
 {
   w->r = r;
   atomic_init(&w->runs, 0);
@@ -146,7 +147,7 @@ static int wd_push_gpu(weft_engine *e, wd_gpu *g, const char *name, weft_var *r,
 
 /* An engine on be with the watchdog at WD_WATCHDOG_MS and workers compute
  * workers per device; false (destroyed again) without a device. */
-static bool wd_engine(te *t, const b1_backend *be, const char *workers)
+static bool wd_engine(te *t, const er_backend *be, const char *workers)
 {
   setenv("WEFT_GPU_BACKEND", be->name, 1);
   setenv("WEFT_GPU_WATCHDOG_MS", WD_WATCHDOG_MS, 1);
@@ -171,14 +172,14 @@ typedef struct wd_verdict {
   int held_status;
 } wd_verdict;
 
-static wd_verdict wd_reader_keeps_its_buffer(const b1_backend *be)
+static wd_verdict wd_reader_keeps_its_buffer(const er_backend *be)
 {
   te t;
   if (!wd_engine(&t, be, "2"))
     cr_skip_test("no %s device", be->name);
-  b1_reader *r = be->alloc(sizeof *r);
+  er_reader *r = be->alloc(sizeof *r);
   cr_assert_not_null(r, "%s: could not allocate the words the device work shares", be->name);
-  atomic_store(&r->canary, B1_CANARY);
+  atomic_store(&r->canary, ER_CANARY);
   weft_var *x = te_var(t.eng), *rv = te_var(t.eng), *late = te_var(t.eng);
   wd_gpu g;
   wd_gpu_init(&g, be, r);
@@ -191,7 +192,7 @@ static wd_verdict wd_reader_keeps_its_buffer(const b1_backend *be)
 
   TU_CHECK(wd_push_gpu(t.eng, &g, "held reader", x, rv) == 0, "push the held reader");
   bool started = TU_WAIT_UNTIL(atomic_load(&r->started), TU_DEADLINE_S);
-  TU_CHECK(b1_push(t.eng, wd_write_fn, &w, false, TE_NONE, TE_V(x)) == 0, "push the writer");
+  TU_CHECK(er_push(t.eng, wd_write_fn, &w, false, TE_NONE, TE_V(x)) == 0, "push the writer");
   wd_waiter wt;
   wd_waiter_start(&wt, t.eng, x, r);
   bool fired = TU_WAIT_UNTIL(atomic_load(&lg.seen), TU_DEADLINE_S);
@@ -200,7 +201,7 @@ static wd_verdict wd_reader_keeps_its_buffer(const b1_backend *be)
   (void)TU_WAIT_UNTIL(atomic_load(&w.runs) || atomic_load(&wt.returned), WD_GRACE_S);
   /* The device is failed: a GPU operator fails without running, at once
    * (it waits for nothing: not for the held work). */
-  TU_CHECK(b1_push(t.eng, b1_count_fn, &late_runs, true, TE_NONE, TE_V(late)) == 0,
+  TU_CHECK(er_push(t.eng, er_count_fn, &late_runs, true, TE_NONE, TE_V(late)) == 0,
            "push a GPU op after the watchdog");
   int rc_late = weft_var_wait(t.eng, late);
   bool late_while_held = !atomic_load(&r->finished);
@@ -229,7 +230,7 @@ static wd_verdict wd_reader_keeps_its_buffer(const b1_backend *be)
                "read x");
   cr_assert_eq(atomic_load(&r->bad), 0, "the held reader read x overwritten %d times",
                atomic_load(&r->bad));
-  cr_assert_eq(atomic_load(&w.saw), B1_CANARY, "the writer found canary %d",
+  cr_assert_eq(atomic_load(&w.saw), ER_CANARY, "the writer found canary %d",
                atomic_load(&w.saw));
   cr_assert(atomic_load(&wt.finished_at_return) || atomic_load(&wt.rc) != 0,
             "weft_var_wait(x) returned 0 while the device work still read x");
@@ -256,15 +257,15 @@ static wd_verdict wd_reader_keeps_its_buffer(const b1_backend *be)
                       rc_rv};
 }
 
-static wd_verdict wd_stream_order_keeps_the_buffer(const b1_backend *be)
+static wd_verdict wd_stream_order_keeps_the_buffer(const er_backend *be)
 {
   te t;
   if (!wd_engine(&t, be, "1"))
     cr_skip_test("no %s device", be->name);
-  b1_reader *r = be->alloc(2 * sizeof *r); /* [0] R1's (held), [1] R2's: y */
+  er_reader *r = be->alloc(2 * sizeof *r); /* [0] R1's (held), [1] R2's: y */
   cr_assert_not_null(r, "%s: could not allocate the words the device work shares", be->name);
-  atomic_store(&r[0].canary, B1_CANARY);
-  atomic_store(&r[1].canary, B1_CANARY);
+  atomic_store(&r[0].canary, ER_CANARY);
+  atomic_store(&r[1].canary, ER_CANARY);
   atomic_store(&r[1].stop, 1); /* R2's work reads y once */
   weft_var *x = te_var(t.eng), *y = te_var(t.eng), *rv1 = te_var(t.eng), *rv2 = te_var(t.eng);
   wd_gpu g1, g2;
@@ -277,7 +278,7 @@ static wd_verdict wd_stream_order_keeps_the_buffer(const b1_backend *be)
 
   TU_CHECK(wd_push_gpu(t.eng, &g1, "held reader", x, rv1) == 0, "push R1");
   TU_CHECK(wd_push_gpu(t.eng, &g2, "reader behind it", y, rv2) == 0, "push R2");
-  TU_CHECK(b1_push(t.eng, wd_write_fn, &w, false, TE_NONE, TE_V(y)) == 0, "push the writer");
+  TU_CHECK(er_push(t.eng, wd_write_fn, &w, false, TE_NONE, TE_V(y)) == 0, "push the writer");
   wd_waiter wt;
   wd_waiter_start(&wt, t.eng, y, &r[1]);
   bool started = TU_WAIT_UNTIL(atomic_load(&r[0].started), TU_DEADLINE_S);
@@ -322,7 +323,7 @@ static wd_verdict wd_stream_order_keeps_the_buffer(const b1_backend *be)
                "pushed first",
                atomic_load(&w.saw_started) == 1 ? "running" : "not started");
   cr_assert_eq(atomic_load(&r[1].bad), 0, "R2's device work read the writer's y");
-  cr_assert_eq(atomic_load(&w.saw), B1_CANARY, "the writer found canary %d",
+  cr_assert_eq(atomic_load(&w.saw), ER_CANARY, "the writer found canary %d",
                atomic_load(&w.saw));
   cr_assert(atomic_load(&wt.finished_at_return) || atomic_load(&wt.rc) != 0,
             "weft_var_wait(y) returned 0 before R2's device work ran");

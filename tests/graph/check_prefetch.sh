@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The replay's node prefetch (weft_gnode_prefetch, src/graph/replay.h) is in
 # the library: FUNCTION, the function that runs replayed nodes (meson passes
 # weft_gnode_run, src/graph/run.c; LTO may add a suffix to its name), holds

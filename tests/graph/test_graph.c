@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Captured graphs (weft_graph_*): replays checked against the sequential
  * run and the naive engine with ordinary pushes and outside waits between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Graphs with explicit edges (weft_graph_create, weft_graph_add,
  * weft_graph_edge): every node runs once per launch and after everything

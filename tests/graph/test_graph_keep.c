@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's gate keeping its vars between launches (src/graph/keep.h).
  *

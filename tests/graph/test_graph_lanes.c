@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph run in lanes (src/graph/lanes.h): the capture's plan and the
  * plan again with measured costs (checked through the graph's internals),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A graph's launch or destroy racing its engine's destroy on another thread
  * (weft.h, "A graph belongs to the engine..."). Both read the graph's engine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_mpi: a fuzzer for the weft_mpi API, run under mpirun (CI:
  * 2 ranks, tests/mpi/meson.build).

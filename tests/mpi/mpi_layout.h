@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A datatype's layout as MPI itself describes it, for the suites that move
  * derived datatypes (test_mpi_types.c, test_mpi_type_match.c): the span of

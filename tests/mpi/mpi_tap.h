@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A TAP harness for programs that mpirun starts (tests/mpi): every rank runs
  * every case; a case passes when it passed on every rank (a reduction on

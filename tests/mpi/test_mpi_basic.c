@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi (src/mpi) under mpirun: the calls' contract, transfers and their
  * cache, write-back to the owner, failures across ranks, sequence mismatch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One rank's broken attachment reaches the others (np 2): every rank's wait
  * returns the same code, promptly, with no timeout set (timeout_ms 0: a rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A rank that stops answering (SIGSTOP: a hung or frozen process; the
  * library cannot tell it from a dead one) must make the others' collective

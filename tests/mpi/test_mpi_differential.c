@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The random-DAG differential test, distributed: a random sequence of
  * operators over vars spread over the ranks (random owners, operators on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi_attach refuses MPI initialized below MPI_THREAD_SERIALIZED (its
  * progress thread makes the MPI calls), with WEFT_EINVAL and no attachment.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Under MPI_THREAD_SERIALIZED no two MPI calls of the library overlap, also
  * with two attachments live at once (np 2; weft_mpi.h, "Threads").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi (src/mpi) under mpirun: what the ranks compare of a var's
  * datatype (src/mpi/typesig.c). Rank 1 registers a var with a datatype

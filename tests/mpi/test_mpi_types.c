@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_mpi (src/mpi) under mpirun: derived datatypes whose data do not fill
  * count * extent bytes from the buffer's origin. A column of a matrix

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The installed CMake package works for a program built out of tree with
 # CMake: installs the build into a temporary staging directory (meson install
 # --destdir), moves the staged prefix elsewhere (the package must find

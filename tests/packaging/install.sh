@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The installed library works for a program built out of tree: installs the
 # build into a temporary staging directory (meson install --destdir), checks
 # that exactly the public headers, the shared and static libraries, weft.pc

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # weft works as a meson subproject: copies tests/packaging/subproj (a tiny
 # project using dependency('weft', fallback: ['weft', 'weft_dep'])) into a
 # temporary directory, makes subprojects/weft a symlink to this source tree,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pool configuration: thread counts (config, WEFT_NUM_THREADS, the CPUs the
  * process may use), thread names, WEFT_AFFINITY / config.affinity, spin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Chase-Lev deque (src/pool/deque.h): sequential behaviour against a
  * reference model, then exactly-once delivery with one owner and 1, 2, 4

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_group_wait_blocking: the waiting thread runs none of the group's
  * tasks (only the pool's workers compute), waits for all of them (nested

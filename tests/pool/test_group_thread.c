@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A group is waited for by the thread that initialised it (weft.h:
  * weft_group_wait returns WEFT_EINVAL "from another thread than the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The worker start/stop observer (weft_pool_config.observer) and the
  * config's reserved room (weft_pool_config.reserved).

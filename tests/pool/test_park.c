@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Idle workers, parking and waking, and shutdown.
  *

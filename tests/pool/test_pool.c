@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pool behaviour through the public API: fork-join groups, parallel_for,
  * parallel_launch, external submission, nesting, worker indices, stats.

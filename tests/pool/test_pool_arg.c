@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Arguments stored with the task (weft_pool_submit_arg,
  * weft_group_spawn_arg): each task gets its own copy of the bytes, aligned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_parallel_reduce: the right result from every kind of caller (the
  * test's own thread, a worker, several threads at once on one pool), at

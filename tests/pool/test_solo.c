@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The solo injection queues (src/pool/solo.{h,c}): the first
  * WEFT_SOLO_QUEUES threads outside the pool that submit each own one and

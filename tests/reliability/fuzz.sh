@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds tests/reliability/fuzz_engine.c with libFuzzer (clang
 # -fsanitize=fuzzer,address,undefined; the library's sources compiled in the
 # same way, with coverage) in a temporary directory, and fuzzes the engine

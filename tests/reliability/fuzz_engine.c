@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the dependency engine (issue "Reliability", item 5).
+ * libFuzzer target for the dependency engine (docs/reliability.md,
+ * "Resource failures, fork, soak and fuzzing").
  *
  * The input bytes decode into a program of engine API calls (a config byte,
  * then one action per opcode byte with its operands): var_new / var_delete

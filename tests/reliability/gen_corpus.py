@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the seed corpus of fuzz_engine.c (tests/reliability/corpus/):
 programs biased toward each feature of the decoder (see fz_decode), from a
 fixed seed so that the corpus is reproducible. Usage: gen_corpus.py [DIR]"""

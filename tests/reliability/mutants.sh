@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Proves the model checkers have teeth: every mutant (a weakened memory
 # order in a relacy harness, a re-check removed or moved in the Promela
 # model) must make its checker FAIL. Passes only if every mutant is caught;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The parking protocol of src/pool/park.c and src/pool/idle.c (the
  * eventcount with the searching-worker handshake) as a Promela model for

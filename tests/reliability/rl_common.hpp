@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared runner for the relacy harnesses (tests/reliability/rl_*.cpp).
  *

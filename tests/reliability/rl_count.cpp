@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the in-flight counts' epoch handshake (src/deps/
  * inflight.c, weft_engine_count_push; src/deps/lifecycle.c, wait_all) as it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the Chase-Lev deque of src/pool/deque.c, re-expressed
  * with relacy's atomics and the same memory orders (Le et al. + the array

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: a captured graph's replay counters (src/graph/replay.c,
  * graph_api.c): each node's count of predecessors still to finish (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the shutdown guard (src/common/guard.{h,c}) as it runs
  * under ThreadSanitizer: an entrant notes the guard in its slot (seq_cst

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the injection queue of src/pool/inject.c (a bounded MPMC
  * ring of sequence-numbered cells after D. Vyukov's, whose consumers write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: a graph's gate keeping its vars between launches
  * (src/graph/keep.c, the launch in graph_api.c and its registration in

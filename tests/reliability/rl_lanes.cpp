@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: a graph run in lanes (src/graph/lanes.h, lanes.c): each
  * lane's sweeper runs its nodes in order, each after its waits for other

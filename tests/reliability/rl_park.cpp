@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the parking protocol of src/pool/park.c (the eventcount)
  * as the workers of src/pool/idle.c use it, with the searching-worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the pthreadpool drop-in's call (src/compat/pthreadpool):
  * the caller fills the slots and opens the crew (crew.c), members join

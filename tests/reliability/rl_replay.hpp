@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the graph replay harnesses (rl_graph.cpp, rl_sweep.cpp) share: the
  * pool they run on (ready items on a stack under a spinlock: the pool's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The injection queue's ring (src/pool/inject.c: claim_free and the ring
  * paths of weft_inject_push, claim_solo for weft_inject_push_solo, at_head, take_ring with one task, and the

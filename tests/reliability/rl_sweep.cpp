@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: a swept graph's replay (src/graph/graph.h "Swept graphs",
  * replay.h weft_sweep_take, run.c sweep_task): every node's count is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relacy harness: the dependency engine's var queues (src/deps/var_queue.c)
  * with an operator's registration (weft_push_opr, src/deps/push.c: all its

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * Soak test (issue "Reliability", item 4): a mixed workload on one pool and
- * one engine for a duration, checking invariants all along.
+ * Soak test (docs/reliability.md, "Resource failures, fork, soak and
+ * fuzzing"): a mixed workload on one pool and one engine for a duration,
+ * checking invariants all along.
  *
  * Usage: soak [SECONDS] | soak --long   (default 60 s; --long: 10 minutes)
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks tests/reliability/park.pml with spin: generates the verifier
 # (spin -a), compiles pan.c with gcc and runs it twice:
 #   safety      assertions and invalid end states (a worker asleep with work

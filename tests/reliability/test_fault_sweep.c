@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * Fault-injection sweeps (issue "Reliability", item 2): for every k from 1
+ * Fault-injection sweeps (docs/reliability.md): for every k from 1
  * until the operation stops failing, the k-th allocation (thread start,
  * stream/event creation) from the start of the operation fails, and every
  * one after it until the fault is cleared. Each time:

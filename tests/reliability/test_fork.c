@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * fork() with live pools and engines (issue "Reliability", item 3; README
+ * fork() with live pools and engines (docs/reliability.md; README
  * "Hazards"). The semantics under test:
  *  - in the child, every pool and engine inherited from the parent is
  *    unusable: every call on it (submit, spawn, group wait, parallel loops,

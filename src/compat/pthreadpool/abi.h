@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pthreadpool ABI that libpthreadpool.so.0 exports (Debian 12's
  * libpthreadpool0 0.0~git20210507.1787867; XNNPACK and libtorch link it):

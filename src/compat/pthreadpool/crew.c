@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The crew word (crew.h): join, leave, close and wait. Members are the
  * only ones who sleep nowhere; the caller sleeps on the word (futex) once

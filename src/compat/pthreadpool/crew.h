@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A call's crew: the pool's workers that join the call under way (crew.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * PTHREADPOOL_FLAG_DISABLE_DENORMALS: denormal inputs read as zero and
  * denormal results flush to zero on every thread taking part in a call,

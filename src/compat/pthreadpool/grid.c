@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Turning tile numbers back into calls (grid.h). A run [b, e) is decomposed
  * once, with divisions, into per-dimension tile indices; the following

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A parallelize call as a grid of tiles: up to six dimensions, each with a
  * range and a tile (1 where the dimension is not tiled), numbered row-major

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pthreadpool_parallelize_* and legacy pthreadpool_compute_* entry
  * points: each describes its grid (grid.h) and runs it (run.c).

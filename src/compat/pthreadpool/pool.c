@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pthreadpool_create / _destroy / _get_threads_count on a weft pool.
  *

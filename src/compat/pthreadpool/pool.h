@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pthreadpool object (pool.c) and the call path (run.c).
  *

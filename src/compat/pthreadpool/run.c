@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The call path: check the arguments, run serially where the pool would
  * not help (one thread, one tile, a call from inside a call), else share

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Built against an installed weft with CMake (find_package(weft), weft::weft):
  * a parallel loop on a pool and a chain of operators on an engine, checked. */
 #include <stdio.h>

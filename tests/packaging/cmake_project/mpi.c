@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Built against an installed libweft_mpi with CMake (weft::weft_mpi: libweft,
  * libweft_mpi and MPI, <mpi.h> on the include path). Run without mpirun and
  * without MPI_Init: weft_mpi_config_default, MPI_Initialized (which MPI

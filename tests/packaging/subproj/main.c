@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Uses weft as a meson subproject: a parallel loop, checked. */
 #include <stdio.h>
 #include <string.h>

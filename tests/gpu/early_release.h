@@ -1,19 +1,22 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * Bug B1 on a backend (point 6): a device error on one stream must
- * not complete the operators of the device's other streams early.
+ * Early release after a device error, on a backend: a device error on one
+ * stream must not complete the operators of the device's other streams
+ * early (the prefixes er_ and ER_: early release).
  *
  * Readers (GPU operators) each launch a long "kernel" that keeps reading its
- * buffer, a canary word in memory both sides reach (b1_shared.h), and record
+ * buffer, a canary word in memory both sides reach (early_release_words.h), and record
  * every observation. While they read, an operator on another stream of the
  * same device fails the device (CUDA: __trap, a sticky error that aborts
  * every kernel of the context). Then a CPU writer per buffer overwrites the
  * canary: it writes the var its reader reads, so it must not run while that
  * reader's kernel can still read. A writer released early shows either way:
  * the kernel reads the overwritten canary (its "bad" count), or the writer,
- * watching the reader's heartbeat for B1_WATCH_US before it writes, sees it
+ * watching the reader's heartbeat for ER_WATCH_US before it writes, sees it
  * still beating.
  *
- * What the contract says and the scenario checks (design.md, sections 3-4):
+ * What the contract says and the scenario checks (docs/api.md, "Guarantees";
+ * docs/design.md, "The GPU layer"):
  *   - 0 buffers released early, over all readers;
  *   - every operator accounted for: each reader's and the failing op's fn
  *     ran once, each writer ran once (a reader writes nothing of the
@@ -30,84 +33,84 @@
  * Placement (src/gpu/executor.c, choose_lane): a compute operator with a
  * pending same-device predecessor goes to that predecessor's stream, any
  * other to the next compute worker in turn (of a predecessor's successors,
- * only the first follows it). B1_SPREAD: n readers with no predecessor on
+ * only the first follows it). ER_SPREAD: n readers with no predecessor on
  * WEFT_GPU_WORKERS n + 1 workers, a stream each, all reading when the
- * device fails; the failing op gets the last stream. B1_ONE_STREAM: every
+ * device fails; the failing op gets the last stream. ER_ONE_STREAM: every
  * reader writes an anchor var, a chain in which each follows the one
  * before, so all n queue on one stream (WEFT_GPU_WORKERS 2); the failing op
  * gets the other one. The
  * scenario checks the streams it got, so a change of placement fails it
  * with that message rather than making it pass vacuously.
  *
- * A suite file defines a b1_backend and calls b1_run() in each test (each
+ * A suite file defines a er_backend and calls er_run() in each test (each
  * Criterion test runs in a process of its own: CUDA's sticky error
  * poisons only that one).
  */
-#ifndef WEFT_TESTS_GPU_B1_H
-#define WEFT_TESTS_GPU_B1_H
+#ifndef WEFT_TESTS_GPU_EARLY_RELEASE_H
+#define WEFT_TESTS_GPU_EARLY_RELEASE_H
 
 #include <stdatomic.h>
 
 #include "../deps/engine_util.h"
-#include "b1_shared.h"
+#include "early_release_words.h"
 
-enum { B1_MAX_READERS = 4 };
+enum { ER_MAX_READERS = 4 };
 /* How long a writer watches its reader's heartbeat before it writes: far
  * longer than a beat (a bus round trip on CUDA, 100 us on the host). */
-#define B1_WATCH_US 5000
+#define ER_WATCH_US 5000
 /* Beats that may land during the watch from a reader already stopped (its
  * last records still in flight on the bus). */
-#define B1_STALE_BEATS 2
+#define ER_STALE_BEATS 2
 
-typedef struct b1_backend {
+typedef struct er_backend {
   const char *name;       /* WEFT_GPU_BACKEND */
   const char *log_needle; /* what the log line of the device error names */
   void *(*alloc)(size_t bytes); /* zeroed memory the host and device work reach */
   void (*free)(void *p);
   /* Enqueue a reader of r on stream: it reads until r->stop or a few
    * seconds pass, unless the device error ends it first. 0 or an error. */
-  int (*read)(void *stream, b1_reader *r);
+  int (*read)(void *stream, er_reader *r);
   /* The same reader, reading until r->stop however long that takes (the
    * watchdog's scenarios, watchdog.h: the test ends it), or, should the
    * test never stop it, for TU_DEADLINE_S. 0 or an error. */
-  int (*hold)(void *stream, b1_reader *r);
+  int (*hold)(void *stream, er_reader *r);
   /* Enqueue work on stream that sets t->ran, then fails the device. */
-  int (*trap)(void *stream, b1_trap *t);
+  int (*trap)(void *stream, er_trap *t);
   /* NULL, or makes the first read and trap launch no different from the
    * others, before any of them (CUDA: loads the kernels, which lazy module
    * loading would do at the first launch, waiting for the readers). 0 or
    * an error. */
   int (*load)(void);
-} b1_backend;
+} er_backend;
 
-typedef enum { B1_SPREAD, B1_ONE_STREAM } b1_layout;
+typedef enum { ER_SPREAD, ER_ONE_STREAM } er_layout;
 
-typedef struct b1_shared {
-  b1_reader r[B1_MAX_READERS];
-  b1_trap trap;
-} b1_shared;
+typedef struct er_shared {
+  er_reader r[ER_MAX_READERS];
+  er_trap trap;
+} er_shared;
 
-typedef struct b1_buf {
-  const b1_backend *be;
-  b1_reader *r;
+typedef struct er_buf {
+  const er_backend *be;
+  er_reader *r;
   void *_Atomic stream; /* where its reader's fn ran */
   atomic_int reads;     /* its reader's fn ran */
   atomic_int launched;  /* its reader's fn returned */
   atomic_int writes;    /* its writer ran */
   atomic_ullong alive;  /* beats its reader made while the writer watched */
   atomic_int saw;       /* the canary the writer found (before writing) */
-} b1_buf;
+} er_buf;
 
-typedef struct b1_fail {
-  const b1_backend *be;
-  b1_trap *t;
+typedef struct er_fail {
+  const er_backend *be;
+  er_trap *t;
   void *_Atomic stream;
   atomic_int runs;
-} b1_fail;
+} er_fail;
 
-static int b1_read_fn(const weft_run_ctx *rc, void *arg)
+static int er_read_fn(const weft_run_ctx *rc, void *arg)
 {
-  b1_buf *b = arg;
+  er_buf *b = arg;
   atomic_store(&b->stream, rc->stream);
   atomic_fetch_add(&b->reads, 1);
   int err = b->be->read(rc->stream, b->r);
@@ -116,9 +119,9 @@ static int b1_read_fn(const weft_run_ctx *rc, void *arg)
   return err ? WEFT_EDEVICE : 0;
 }
 
-static int b1_trap_fn(const weft_run_ctx *rc, void *arg)
+static int er_trap_fn(const weft_run_ctx *rc, void *arg)
 {
-  b1_fail *f = arg;
+  er_fail *f = arg;
   atomic_store(&f->stream, rc->stream);
   atomic_fetch_add(&f->runs, 1);
   int err = f->be->trap(rc->stream, f->t);
@@ -127,27 +130,27 @@ static int b1_trap_fn(const weft_run_ctx *rc, void *arg)
 }
 
 /* The CPU writer: is the reader still beating? Then overwrite the buffer. */
-static int b1_write_fn(const weft_run_ctx *rc, void *arg)
+static int er_write_fn(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
-  b1_buf *b = arg;
+  er_buf *b = arg;
   unsigned long long before = atomic_load(&b->r->beats);
-  tu_sleep_us(B1_WATCH_US);
+  tu_sleep_us(ER_WATCH_US);
   atomic_store(&b->alive, atomic_load(&b->r->beats) - before);
   atomic_store(&b->saw, atomic_load(&b->r->canary));
-  atomic_store(&b->r->canary, B1_OVERWRITTEN);
+  atomic_store(&b->r->canary, ER_OVERWRITTEN);
   atomic_fetch_add(&b->writes, 1);
   return 0;
 }
 
-static int b1_count_fn(const weft_run_ctx *rc, void *arg)
+static int er_count_fn(const weft_run_ctx *rc, void *arg)
 {
   (void)rc;
   atomic_fetch_add((atomic_int *)arg, 1);
   return 0;
 }
 
-static int b1_push(weft_engine *e, weft_op_fn fn, void *arg, bool gpu, weft_var *const *r,
+static int er_push(weft_engine *e, weft_op_fn fn, void *arg, bool gpu, weft_var *const *r,
                    size_t nr, weft_var *const *w, size_t nw)
 {
   weft_op_desc d = te_desc(fn, arg);
@@ -162,33 +165,34 @@ static int b1_push(weft_engine *e, weft_op_fn fn, void *arg, bool gpu, weft_var 
 
 /* Whether the readers that should be reading when the device fails are:
  * every reader's fn returned, and the running ones' kernels started. */
-static bool b1_reading(b1_buf *b, int n, b1_layout layout)
+static bool er_reading(er_buf *b, int n, er_layout layout)
 {
   for (int i = 0; i < n; i++)
     if (!atomic_load(&b[i].launched) ||
-        ((layout == B1_SPREAD || i == 0) && !atomic_load(&b[i].r->started)))
+        ((layout == ER_SPREAD || i == 0) && !atomic_load(&b[i].r->started)))
       return false;
   return true;
 }
 
-/* What a run saw, for the test's own verdict (b1_run also checks every
+/* What a run saw, for the test's own verdict (er_run also checks every
  * point of the contract above as it goes). */
-typedef struct b1_result {
+typedef struct er_result {
   int readers;     /* readers whose buffer's writer ran */
   int early;       /* buffers released early */
   int wait_all_rc; /* weft_wait_all's first result */
-} b1_result;
+} er_result;
 
-static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
+static er_result er_run(const er_backend *be, int n, er_layout layout)
 {
-  cr_assert(n >= 1 && n <= B1_MAX_READERS);
+  cr_assert(n >= 1 && n <= ER_MAX_READERS);
   char workers[16];
-  snprintf(workers, sizeof workers, "%d", layout == B1_SPREAD ? n + 1 : 2);
+  snprintf(workers, sizeof workers, "%d", layout == ER_SPREAD ? n + 1 : 2);
   setenv("WEFT_GPU_BACKEND", be->name, 1);
   setenv("WEFT_GPU_WORKERS", workers, 1);
   const char *mode = getenv("WEFT_GPU_COMPLETION");
-  cr_log_info("B1 on %s: %d reader(s), %s, WEFT_GPU_WORKERS=%s, WEFT_GPU_COMPLETION=%s", be->name,
-              n, layout == B1_SPREAD ? "a stream each" : "all on one stream", workers,
+  cr_log_info("early release on %s: %d reader(s), %s, WEFT_GPU_WORKERS=%s, "
+              "WEFT_GPU_COMPLETION=%s",
+              be->name, n, layout == ER_SPREAD ? "a stream each" : "all on one stream", workers,
               mode ? mode : "(default)");
   te t = te_new(NULL, 2, 0);
   if (weft_gpu_count(t.eng) < 1) {
@@ -200,10 +204,10 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
     cr_assert_eq(err, 0, "%s: loading the readers' and the trap's kernels failed: %d", be->name,
                  err);
   }
-  b1_shared *sh = be->alloc(sizeof *sh);
+  er_shared *sh = be->alloc(sizeof *sh);
   cr_assert_not_null(sh, "%s: could not allocate the words the device work shares", be->name);
-  b1_buf b[B1_MAX_READERS];
-  b1_fail fail;
+  er_buf b[ER_MAX_READERS];
+  er_fail fail;
   memset(&fail, 0, sizeof fail);
   fail.be = be;
   fail.t = &sh->trap;
@@ -212,7 +216,7 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
   atomic_int skipped_runs, late_runs;
   atomic_init(&skipped_runs, 0);
   atomic_init(&late_runs, 0);
-  weft_var *buf[B1_MAX_READERS], *a = te_var(t.eng), *f = te_var(t.eng), *after = te_var(t.eng),
+  weft_var *buf[ER_MAX_READERS], *a = te_var(t.eng), *f = te_var(t.eng), *after = te_var(t.eng),
                                  *late = te_var(t.eng);
   for (int i = 0; i < n; i++) {
     memset(&b[i], 0, sizeof b[i]);
@@ -224,7 +228,7 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
     atomic_init(&b[i].writes, 0);
     atomic_init(&b[i].alive, 0);
     atomic_init(&b[i].saw, -1);
-    atomic_store(&sh->r[i].canary, B1_CANARY);
+    atomic_store(&sh->r[i].canary, ER_CANARY);
     buf[i] = te_var(t.eng);
   }
 
@@ -233,29 +237,29 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
   tu_capture_begin(&cap);
   for (int i = 0; i < n; i++) {
     int rc;
-    if (layout == B1_SPREAD)
-      rc = b1_push(t.eng, b1_read_fn, &b[i], true, TE_V(buf[i]), TE_NONE);
+    if (layout == ER_SPREAD)
+      rc = er_push(t.eng, er_read_fn, &b[i], true, TE_V(buf[i]), TE_NONE);
     else /* each writes the anchor: a chain, each behind the one before */
-      rc = b1_push(t.eng, b1_read_fn, &b[i], true, TE_V(buf[i]), TE_V(a));
+      rc = er_push(t.eng, er_read_fn, &b[i], true, TE_V(buf[i]), TE_V(a));
     TU_CHECK(rc == 0, "push reader %d = %d", i, rc);
   }
-  bool reading = TU_WAIT_UNTIL(b1_reading(b, n, layout), TU_DEADLINE_S);
+  bool reading = TU_WAIT_UNTIL(er_reading(b, n, layout), TU_DEADLINE_S);
   /* The device fails while they read; the writers, the failing op's reader. */
-  TU_CHECK(b1_push(t.eng, b1_trap_fn, &fail, true, TE_NONE, TE_V(f)) == 0, "push the failing op");
+  TU_CHECK(er_push(t.eng, er_trap_fn, &fail, true, TE_NONE, TE_V(f)) == 0, "push the failing op");
   for (int i = 0; i < n; i++)
-    TU_CHECK(b1_push(t.eng, b1_write_fn, &b[i], false, TE_NONE, TE_V(buf[i])) == 0,
+    TU_CHECK(er_push(t.eng, er_write_fn, &b[i], false, TE_NONE, TE_V(buf[i])) == 0,
              "push writer %d", i);
-  TU_CHECK(b1_push(t.eng, b1_count_fn, &skipped_runs, false, TE_V(f), TE_V(after)) == 0,
+  TU_CHECK(er_push(t.eng, er_count_fn, &skipped_runs, false, TE_V(f), TE_V(after)) == 0,
            "push the failing op's reader");
-  int rc_f = weft_var_wait(t.eng, f), rc_buf[B1_MAX_READERS];
+  int rc_f = weft_var_wait(t.eng, f), rc_buf[ER_MAX_READERS];
   for (int i = 0; i < n; i++)
     rc_buf[i] = weft_var_wait(t.eng, buf[i]);
   int rc_after = weft_var_wait(t.eng, after);
   /* The device failed (its failure was seen: rc_f): later work fails. */
-  TU_CHECK(b1_push(t.eng, b1_count_fn, &late_runs, true, TE_NONE, TE_V(late)) == 0,
+  TU_CHECK(er_push(t.eng, er_count_fn, &late_runs, true, TE_NONE, TE_V(late)) == 0,
            "push a GPU op after the failure");
   int rc_late = weft_var_wait(t.eng, late);
-  int rc_a = layout == B1_ONE_STREAM ? weft_var_wait(t.eng, a) : 0;
+  int rc_a = layout == ER_ONE_STREAM ? weft_var_wait(t.eng, a) : 0;
   int rc_all = weft_wait_all(t.eng), rc_all2 = weft_wait_all(t.eng);
   for (int i = 0; i < n; i++) /* a reader the failure did not stop (see the log) */
     atomic_store(&sh->r[i].stop, 1);
@@ -268,7 +272,7 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
   int early = 0;
   char why[1024] = "";
   for (int i = 0; i < n; i++) {
-    b1_reader *r = &sh->r[i];
+    er_reader *r = &sh->r[i];
     unsigned long long alive = atomic_load(&b[i].alive);
     int bad = atomic_load(&r->bad);
     cr_log_info("reader %d: stream %p, %s, %llu reads, %d saw the overwrite (first at read "
@@ -280,7 +284,7 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
                 (unsigned long long)atomic_load(&r->beats), bad,
                 (unsigned long long)atomic_load(&r->first_bad), alive, atomic_load(&b[i].saw),
                 rc_buf[i]);
-    if (bad || alive > B1_STALE_BEATS) {
+    if (bad || alive > ER_STALE_BEATS) {
       early++;
       size_t k = strlen(why);
       snprintf(why + k, sizeof why - k, " buffer %d (%d reads of the overwrite, %llu beats "
@@ -302,12 +306,12 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
   for (int i = 0; i < n; i++) {
     void *s = atomic_load(&b[i].stream);
     cr_assert(s && s != fs, "reader %d ran on the failing op's stream (%p): placement changed "
-              "(choose_lane), the scenario no longer tests B1", i, s);
+              "(choose_lane), the scenario no longer tests early release", i, s);
     for (int k = 0; k < i; k++)
-      cr_assert(layout == B1_SPREAD ? s != atomic_load(&b[k].stream)
+      cr_assert(layout == ER_SPREAD ? s != atomic_load(&b[k].stream)
                                     : s == atomic_load(&b[k].stream),
                 "readers %d and %d: %s (placement changed: choose_lane)", k, i,
-                layout == B1_SPREAD ? "one stream, expected a stream each"
+                layout == ER_SPREAD ? "one stream, expected a stream each"
                                     : "two streams, expected one");
   }
   /* Every operator accounted for. */
@@ -339,10 +343,10 @@ static b1_result b1_run(const b1_backend *be, int n, b1_layout layout)
             errlog);
   tu_assert_no_errors();
   be->free(sh);
-  b1_result res = {0, early, rc_all};
+  er_result res = {0, early, rc_all};
   for (int i = 0; i < n; i++)
     res.readers += atomic_load(&b[i].writes) == 1;
   return res;
 }
 
-#endif /* WEFT_TESTS_GPU_B1_H */
+#endif /* WEFT_TESTS_GPU_EARLY_RELEASE_H */
