@@ -200,7 +200,7 @@ proctype submitter() {
   :: else -> break
   od;
   (done == NTASKS);                     /* the drain */
-  state = EXITING;                      /* stop_workers (pool.c:247) */
+  state = EXITING;                      /* stop_workers (pool.c) */
   ec_notify(1);
   (exited == NWORKERS);
   assert(inject_count == 0 && done == NTASKS)

@@ -31,7 +31,7 @@ struct darray {
   rl::atomic<long> slot[kMaxCap]; /* item ids; 0 is NULL */
 };
 
-/* array_new (deque.c:11-21) */
+/* array_new (deque.c) */
 darray *array_new(long capacity)
 {
   darray *a = new darray;
@@ -49,7 +49,7 @@ struct deque {
   rl::atomic<darray *> array;
   darray *retired;        /* owner only */
 
-  /* weft_deque_init (deque.c:23-35) */
+  /* weft_deque_init (deque.c) */
   void init(long capacity)
   {
     darray *a = array_new(capacity);
@@ -60,7 +60,7 @@ struct deque {
     retired = nullptr;
   }
 
-  /* weft_deque_destroy (deque.c:37-46) */
+  /* weft_deque_destroy (deque.c) */
   void destroy()
   {
     delete array.load(rl::memory_order_relaxed);
@@ -70,7 +70,7 @@ struct deque {
     }
   }
 
-  /* grow (deque.c:49-63) */
+  /* grow (deque.c) */
   darray *grow(darray *a, long t, long b)
   {
     darray *na = array_new(2 * (a->mask($) + 1));
@@ -85,7 +85,7 @@ struct deque {
     return na;
   }
 
-  /* weft_deque_push (deque.c:65-87) */
+  /* weft_deque_push (deque.c) */
   void push(long item)
   {
     long b = bottom.load(rl::memory_order_relaxed);
@@ -100,7 +100,7 @@ struct deque {
     bottom.store(b + 1, rl::memory_order_release);
   }
 
-  /* weft_deque_take (deque.c:89-121), the non-TSan branch */
+  /* weft_deque_take (deque.c), the non-TSan branch */
   long take()
   {
     long b = bottom.load(rl::memory_order_relaxed) - 1;
@@ -121,7 +121,7 @@ struct deque {
     return item;
   }
 
-  /* weft_deque_steal (deque.c:123-151), the non-TSan branch.
+  /* weft_deque_steal (deque.c), the non-TSan branch.
    * Returns 0 OK, 1 EMPTY, 2 RETRY. */
   int steal(long *out)
   {

@@ -27,8 +27,8 @@
  *
  * Mutants (`rl_park n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  worker's fence before the re-check -> acq_rel   (idle.c, park)
- *   2  weft_pool_wake_exact's fence -> acq_rel          (worker.c)
- *   3  stop_searching's fence -> acq_rel                (worker.c)
+ *   2  weft_pool_wake_exact's fence -> acq_rel          (idle.c)
+ *   3  stop_searching's fence -> acq_rel                (idle.c)
  *   4  stop_workers' fence -> acq_rel                   (pool.c)
  */
 #include "rl_ring.hpp"
@@ -135,11 +135,11 @@ struct park_test_base {
     return true;
   }
 
-  /* weft_pool_any_work (worker.c:136-144): the injection queue (the only
+  /* weft_pool_any_work (idle.c): the injection queue (the only
    * queue of this model). */
   bool any_work() { return !inject_looks_empty(); }
 
-  /* wake_one (worker.c:146-156) */
+  /* wake_one (idle.c) */
   void wake_one()
   {
     if (wake_pending.load(rl::memory_order_relaxed))
@@ -150,7 +150,7 @@ struct park_test_base {
       wake_pending.store(0, rl::memory_order_seq_cst);
   }
 
-  /* weft_pool_wake_exact (worker.c:165-173) */
+  /* weft_pool_wake_exact (idle.c) */
   void wake_exact()
   {
     WEFT_RL_FENCE(WEFT_MUTANT == 2); /* weft_fence_sc(&pool->nsearching) */
@@ -158,14 +158,14 @@ struct park_test_base {
       wake_one();
   }
 
-  /* start_searching (worker.c:175-182) */
+  /* start_searching (idle.c) */
   void start_searching()
   {
     nsearching.fetch_add(1, rl::memory_order_seq_cst);
     wake_pending.store(0, rl::memory_order_seq_cst);
   }
 
-  /* stop_searching (worker.c:186-195) */
+  /* stop_searching (idle.c) */
   void stop_searching()
   {
     if (nsearching.fetch_sub(1, rl::memory_order_seq_cst) == 1) {
@@ -175,9 +175,9 @@ struct park_test_base {
     }
   }
 
-  /* weft_worker_idle (worker.c:197-288) without a group (g == NULL), so
+  /* weft_worker_idle (idle.c) without a group (g == NULL), so
    * without the busy count; the spin phase is one sweep (spin_count 0),
-   * then the "only the last searcher spins" step (worker.c:235-246). */
+   * then the "only the last searcher spins" step (idle.c). */
   int worker_idle()
   {
     start_searching();
@@ -194,22 +194,22 @@ struct park_test_base {
         if (n > 1 && nsearching.compare_exchange_strong(n, n - 1, rl::memory_order_seq_cst))
           searching = false;
       }
-      int key = ec_prewait();                             /* worker.c:249 */
-      wake_pending.store(0, rl::memory_order_seq_cst);    /* worker.c:253 */
-      if (searching)                                      /* worker.c:258 */
+      int key = ec_prewait();                             /* idle.c, weft_worker_idle */
+      wake_pending.store(0, rl::memory_order_seq_cst);    /* idle.c, weft_worker_idle */
+      if (searching)                                      /* idle.c, weft_worker_idle */
         nsearching.fetch_sub(1, rl::memory_order_seq_cst);
-      WEFT_RL_FENCE(WEFT_MUTANT == 1);                    /* worker.c:268 */
-      if (any_work()) {                                   /* worker.c:269 */
+      WEFT_RL_FENCE(WEFT_MUTANT == 1);                    /* idle.c, weft_worker_idle */
+      if (any_work()) {                                   /* idle.c, weft_worker_idle */
         ec_cancel();
         start_searching();
         rl::yield(1, $); /* a spin-loop turn: relacy then shows newer values */
         continue;
       }
-      if (state.load(rl::memory_order_seq_cst) == EXITING) { /* worker.c:277 */
+      if (state.load(rl::memory_order_seq_cst) == EXITING) { /* idle.c, weft_worker_idle */
         ec_cancel();
         return 0;
       }
-      ec_commit(key);                                     /* worker.c:282 */
+      ec_commit(key);                                     /* idle.c, weft_worker_idle */
       start_searching();
     }
   }
@@ -230,7 +230,7 @@ struct park_test_base {
     futex.wake(done, 1);
   }
 
-  /* weft_worker_main's loop (worker.c:323-334) */
+  /* weft_worker_main's loop (idle.c) */
   void worker()
   {
     for (;;) {
@@ -244,7 +244,7 @@ struct park_test_base {
   }
 
   /* The submitter: weft_pool_enqueue from a non-worker thread (pool.c),
-   * then a drain and stop_workers (pool.c:247-256). */
+   * then a drain and stop_workers (pool.c). */
   void submitter()
   {
     for (int i = 1; i <= kTasks; i++) {

@@ -184,7 +184,7 @@ struct varq_test : rl::test_suite<varq_test<THREADS, NVARS, NOPS>, THREADS> {
   varq q[NVARS];
   opr ops[NOPS];
   /* Each thread's ready operators, run after its current step (the
-   * inline queue of dispatch.c:45-62). */
+   * inline queue of dispatch.c). */
   opr *ready_list[THREADS][NOPS];
   int nready[THREADS];
 
