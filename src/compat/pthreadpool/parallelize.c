@@ -7,20 +7,14 @@
 
 typedef void (*ptp_fn)(void);
 
-/* Describes the call's grid and runs it: range[d] and tile[d] for the nd
- * dimensions (tile NULL: none tiled); uarch, passed first when with_uarch. */
-static void go(pthreadpool_t tp, const char *who, ptp_fn fn, void *ctx, int nd, ptp_shape shape,
-               int with_uarch, uint32_t uarch, const size_t *range, const size_t *tile,
-               uint32_t flags)
+/* Describes the call's grid and runs it: range[d] and tile[d] for the
+ * kind's dimensions (tile NULL: none tiled); uarch, passed first by the
+ * *_with_uarch kinds. */
+static void go(pthreadpool_t tp, const char *who, ptp_fn fn, void *ctx, ptp_kind_id kind,
+               uint32_t uarch, const size_t *range, const size_t *tile, uint32_t flags)
 {
-  ptp_grid g = {.fn = fn,
-                .ctx = ctx,
-                .nd = nd,
-                .shape = shape,
-                .flags = flags,
-                .with_uarch = with_uarch,
-                .uarch = uarch};
-  for (int d = 0; d < nd; d++) {
+  ptp_grid g = {.fn = fn, .ctx = ctx, .kind = &ptp_kinds[kind], .uarch = uarch, .flags = flags};
+  for (int d = 0; d < g.kind->nd; d++) {
     g.range[d] = range[d];
     g.tile[d] = tile ? tile[d] : 1;
   }
@@ -40,8 +34,8 @@ void pthreadpool_parallelize_1d(pthreadpool_t threadpool, pthreadpool_task_1d_t 
     return;
   }
   const size_t rg[1] = {range};
-  go(threadpool, "pthreadpool_parallelize_1d", (ptp_fn)function, context, 1, PTP_PLAIN, 0, 0, rg,
-     NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_1d", (ptp_fn)function, context, PTP_K_1d, 0, rg, NULL,
+     flags);
 }
 
 void pthreadpool_parallelize_1d_with_uarch(pthreadpool_t threadpool,
@@ -51,8 +45,8 @@ void pthreadpool_parallelize_1d_with_uarch(pthreadpool_t threadpool,
 {
   const size_t rg[1] = {range};
   (void)max_uarch_index; /* no uarch detection: the default is always used */
-  go(threadpool, "pthreadpool_parallelize_1d_with_uarch", (ptp_fn)function, context, 1, PTP_PLAIN,
-     1, default_uarch_index, rg, NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_1d_with_uarch", (ptp_fn)function, context,
+     PTP_K_1d_with_uarch, default_uarch_index, rg, NULL, flags);
 }
 
 void pthreadpool_parallelize_1d_tile_1d(pthreadpool_t threadpool,
@@ -61,7 +55,7 @@ void pthreadpool_parallelize_1d_tile_1d(pthreadpool_t threadpool,
 {
   const size_t rg[1] = {range};
   const size_t tl[1] = {tile};
-  go(threadpool, "pthreadpool_parallelize_1d_tile_1d", (ptp_fn)function, context, 1, PTP_TILE_1, 0,
+  go(threadpool, "pthreadpool_parallelize_1d_tile_1d", (ptp_fn)function, context, PTP_K_1d_tile_1d,
      0, rg, tl, flags);
 }
 
@@ -69,8 +63,8 @@ void pthreadpool_parallelize_2d(pthreadpool_t threadpool, pthreadpool_task_2d_t 
                                 void *context, size_t range_i, size_t range_j, uint32_t flags)
 {
   const size_t rg[2] = {range_i, range_j};
-  go(threadpool, "pthreadpool_parallelize_2d", (ptp_fn)function, context, 2, PTP_PLAIN, 0, 0, rg,
-     NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_2d", (ptp_fn)function, context, PTP_K_2d, 0, rg, NULL,
+     flags);
 }
 
 void pthreadpool_parallelize_2d_tile_1d(pthreadpool_t threadpool,
@@ -80,7 +74,7 @@ void pthreadpool_parallelize_2d_tile_1d(pthreadpool_t threadpool,
 {
   const size_t rg[2] = {range_i, range_j};
   const size_t tl[2] = {1, tile_j};
-  go(threadpool, "pthreadpool_parallelize_2d_tile_1d", (ptp_fn)function, context, 2, PTP_TILE_1, 0,
+  go(threadpool, "pthreadpool_parallelize_2d_tile_1d", (ptp_fn)function, context, PTP_K_2d_tile_1d,
      0, rg, tl, flags);
 }
 
@@ -91,7 +85,7 @@ void pthreadpool_parallelize_2d_tile_2d(pthreadpool_t threadpool,
 {
   const size_t rg[2] = {range_i, range_j};
   const size_t tl[2] = {tile_i, tile_j};
-  go(threadpool, "pthreadpool_parallelize_2d_tile_2d", (ptp_fn)function, context, 2, PTP_TILE_2, 0,
+  go(threadpool, "pthreadpool_parallelize_2d_tile_2d", (ptp_fn)function, context, PTP_K_2d_tile_2d,
      0, rg, tl, flags);
 }
 
@@ -105,8 +99,8 @@ void pthreadpool_parallelize_2d_tile_2d_with_uarch(pthreadpool_t threadpool,
   const size_t rg[2] = {range_i, range_j};
   const size_t tl[2] = {tile_i, tile_j};
   (void)max_uarch_index; /* no uarch detection: the default is always used */
-  go(threadpool, "pthreadpool_parallelize_2d_tile_2d_with_uarch", (ptp_fn)function, context, 2,
-     PTP_TILE_2, 1, default_uarch_index, rg, tl, flags);
+  go(threadpool, "pthreadpool_parallelize_2d_tile_2d_with_uarch", (ptp_fn)function, context,
+     PTP_K_2d_tile_2d_with_uarch, default_uarch_index, rg, tl, flags);
 }
 
 void pthreadpool_parallelize_3d(pthreadpool_t threadpool, pthreadpool_task_3d_t function,
@@ -114,8 +108,8 @@ void pthreadpool_parallelize_3d(pthreadpool_t threadpool, pthreadpool_task_3d_t 
                                 uint32_t flags)
 {
   const size_t rg[3] = {range_i, range_j, range_k};
-  go(threadpool, "pthreadpool_parallelize_3d", (ptp_fn)function, context, 3, PTP_PLAIN, 0, 0, rg,
-     NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_3d", (ptp_fn)function, context, PTP_K_3d, 0, rg, NULL,
+     flags);
 }
 
 void pthreadpool_parallelize_3d_tile_1d(pthreadpool_t threadpool,
@@ -125,7 +119,7 @@ void pthreadpool_parallelize_3d_tile_1d(pthreadpool_t threadpool,
 {
   const size_t rg[3] = {range_i, range_j, range_k};
   const size_t tl[3] = {1, 1, tile_k};
-  go(threadpool, "pthreadpool_parallelize_3d_tile_1d", (ptp_fn)function, context, 3, PTP_TILE_1, 0,
+  go(threadpool, "pthreadpool_parallelize_3d_tile_1d", (ptp_fn)function, context, PTP_K_3d_tile_1d,
      0, rg, tl, flags);
 }
 
@@ -136,7 +130,7 @@ void pthreadpool_parallelize_3d_tile_2d(pthreadpool_t threadpool,
 {
   const size_t rg[3] = {range_i, range_j, range_k};
   const size_t tl[3] = {1, tile_j, tile_k};
-  go(threadpool, "pthreadpool_parallelize_3d_tile_2d", (ptp_fn)function, context, 3, PTP_TILE_2, 0,
+  go(threadpool, "pthreadpool_parallelize_3d_tile_2d", (ptp_fn)function, context, PTP_K_3d_tile_2d,
      0, rg, tl, flags);
 }
 
@@ -150,8 +144,8 @@ void pthreadpool_parallelize_3d_tile_2d_with_uarch(pthreadpool_t threadpool,
   const size_t rg[3] = {range_i, range_j, range_k};
   const size_t tl[3] = {1, tile_j, tile_k};
   (void)max_uarch_index; /* no uarch detection: the default is always used */
-  go(threadpool, "pthreadpool_parallelize_3d_tile_2d_with_uarch", (ptp_fn)function, context, 3,
-     PTP_TILE_2, 1, default_uarch_index, rg, tl, flags);
+  go(threadpool, "pthreadpool_parallelize_3d_tile_2d_with_uarch", (ptp_fn)function, context,
+     PTP_K_3d_tile_2d_with_uarch, default_uarch_index, rg, tl, flags);
 }
 
 void pthreadpool_parallelize_4d(pthreadpool_t threadpool, pthreadpool_task_4d_t function,
@@ -159,8 +153,8 @@ void pthreadpool_parallelize_4d(pthreadpool_t threadpool, pthreadpool_task_4d_t 
                                 size_t range_l, uint32_t flags)
 {
   const size_t rg[4] = {range_i, range_j, range_k, range_l};
-  go(threadpool, "pthreadpool_parallelize_4d", (ptp_fn)function, context, 4, PTP_PLAIN, 0, 0, rg,
-     NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_4d", (ptp_fn)function, context, PTP_K_4d, 0, rg, NULL,
+     flags);
 }
 
 void pthreadpool_parallelize_4d_tile_1d(pthreadpool_t threadpool,
@@ -170,7 +164,7 @@ void pthreadpool_parallelize_4d_tile_1d(pthreadpool_t threadpool,
 {
   const size_t rg[4] = {range_i, range_j, range_k, range_l};
   const size_t tl[4] = {1, 1, 1, tile_l};
-  go(threadpool, "pthreadpool_parallelize_4d_tile_1d", (ptp_fn)function, context, 4, PTP_TILE_1, 0,
+  go(threadpool, "pthreadpool_parallelize_4d_tile_1d", (ptp_fn)function, context, PTP_K_4d_tile_1d,
      0, rg, tl, flags);
 }
 
@@ -182,7 +176,7 @@ void pthreadpool_parallelize_4d_tile_2d(pthreadpool_t threadpool,
 {
   const size_t rg[4] = {range_i, range_j, range_k, range_l};
   const size_t tl[4] = {1, 1, tile_k, tile_l};
-  go(threadpool, "pthreadpool_parallelize_4d_tile_2d", (ptp_fn)function, context, 4, PTP_TILE_2, 0,
+  go(threadpool, "pthreadpool_parallelize_4d_tile_2d", (ptp_fn)function, context, PTP_K_4d_tile_2d,
      0, rg, tl, flags);
 }
 
@@ -196,8 +190,8 @@ void pthreadpool_parallelize_4d_tile_2d_with_uarch(pthreadpool_t threadpool,
   const size_t rg[4] = {range_i, range_j, range_k, range_l};
   const size_t tl[4] = {1, 1, tile_k, tile_l};
   (void)max_uarch_index; /* no uarch detection: the default is always used */
-  go(threadpool, "pthreadpool_parallelize_4d_tile_2d_with_uarch", (ptp_fn)function, context, 4,
-     PTP_TILE_2, 1, default_uarch_index, rg, tl, flags);
+  go(threadpool, "pthreadpool_parallelize_4d_tile_2d_with_uarch", (ptp_fn)function, context,
+     PTP_K_4d_tile_2d_with_uarch, default_uarch_index, rg, tl, flags);
 }
 
 void pthreadpool_parallelize_5d(pthreadpool_t threadpool, pthreadpool_task_5d_t function,
@@ -205,8 +199,8 @@ void pthreadpool_parallelize_5d(pthreadpool_t threadpool, pthreadpool_task_5d_t 
                                 size_t range_l, size_t range_m, uint32_t flags)
 {
   const size_t rg[5] = {range_i, range_j, range_k, range_l, range_m};
-  go(threadpool, "pthreadpool_parallelize_5d", (ptp_fn)function, context, 5, PTP_PLAIN, 0, 0, rg,
-     NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_5d", (ptp_fn)function, context, PTP_K_5d, 0, rg, NULL,
+     flags);
 }
 
 void pthreadpool_parallelize_5d_tile_1d(pthreadpool_t threadpool,
@@ -217,7 +211,7 @@ void pthreadpool_parallelize_5d_tile_1d(pthreadpool_t threadpool,
 {
   const size_t rg[5] = {range_i, range_j, range_k, range_l, range_m};
   const size_t tl[5] = {1, 1, 1, 1, tile_m};
-  go(threadpool, "pthreadpool_parallelize_5d_tile_1d", (ptp_fn)function, context, 5, PTP_TILE_1, 0,
+  go(threadpool, "pthreadpool_parallelize_5d_tile_1d", (ptp_fn)function, context, PTP_K_5d_tile_1d,
      0, rg, tl, flags);
 }
 
@@ -229,7 +223,7 @@ void pthreadpool_parallelize_5d_tile_2d(pthreadpool_t threadpool,
 {
   const size_t rg[5] = {range_i, range_j, range_k, range_l, range_m};
   const size_t tl[5] = {1, 1, 1, tile_l, tile_m};
-  go(threadpool, "pthreadpool_parallelize_5d_tile_2d", (ptp_fn)function, context, 5, PTP_TILE_2, 0,
+  go(threadpool, "pthreadpool_parallelize_5d_tile_2d", (ptp_fn)function, context, PTP_K_5d_tile_2d,
      0, rg, tl, flags);
 }
 
@@ -238,8 +232,8 @@ void pthreadpool_parallelize_6d(pthreadpool_t threadpool, pthreadpool_task_6d_t 
                                 size_t range_l, size_t range_m, size_t range_n, uint32_t flags)
 {
   const size_t rg[6] = {range_i, range_j, range_k, range_l, range_m, range_n};
-  go(threadpool, "pthreadpool_parallelize_6d", (ptp_fn)function, context, 6, PTP_PLAIN, 0, 0, rg,
-     NULL, flags);
+  go(threadpool, "pthreadpool_parallelize_6d", (ptp_fn)function, context, PTP_K_6d, 0, rg, NULL,
+     flags);
 }
 
 void pthreadpool_parallelize_6d_tile_1d(pthreadpool_t threadpool,
@@ -250,7 +244,7 @@ void pthreadpool_parallelize_6d_tile_1d(pthreadpool_t threadpool,
 {
   const size_t rg[6] = {range_i, range_j, range_k, range_l, range_m, range_n};
   const size_t tl[6] = {1, 1, 1, 1, 1, tile_n};
-  go(threadpool, "pthreadpool_parallelize_6d_tile_1d", (ptp_fn)function, context, 6, PTP_TILE_1, 0,
+  go(threadpool, "pthreadpool_parallelize_6d_tile_1d", (ptp_fn)function, context, PTP_K_6d_tile_1d,
      0, rg, tl, flags);
 }
 
@@ -262,7 +256,7 @@ void pthreadpool_parallelize_6d_tile_2d(pthreadpool_t threadpool,
 {
   const size_t rg[6] = {range_i, range_j, range_k, range_l, range_m, range_n};
   const size_t tl[6] = {1, 1, 1, 1, tile_m, tile_n};
-  go(threadpool, "pthreadpool_parallelize_6d_tile_2d", (ptp_fn)function, context, 6, PTP_TILE_2, 0,
+  go(threadpool, "pthreadpool_parallelize_6d_tile_2d", (ptp_fn)function, context, PTP_K_6d_tile_2d,
      0, rg, tl, flags);
 }
 
@@ -271,15 +265,15 @@ void pthreadpool_parallelize_6d_tile_2d(pthreadpool_t threadpool,
 void pthreadpool_compute_1d(pthreadpool_t threadpool, pthreadpool_function_1d_t function,
                             void *argument, size_t range)
 {
-  go(threadpool, "pthreadpool_compute_1d", (ptp_fn)function, argument, 1, PTP_PLAIN, 0, 0, &range,
-     NULL, 0);
+  go(threadpool, "pthreadpool_compute_1d", (ptp_fn)function, argument, PTP_K_1d, 0, &range, NULL,
+     0);
 }
 
 void pthreadpool_compute_1d_tiled(pthreadpool_t threadpool,
                                   pthreadpool_function_1d_tiled_t function, void *argument,
                                   size_t range, size_t tile)
 {
-  go(threadpool, "pthreadpool_compute_1d_tiled", (ptp_fn)function, argument, 1, PTP_TILE_1, 0, 0,
+  go(threadpool, "pthreadpool_compute_1d_tiled", (ptp_fn)function, argument, PTP_K_1d_tile_1d, 0,
      &range, &tile, 0);
 }
 
@@ -287,8 +281,7 @@ void pthreadpool_compute_2d(pthreadpool_t threadpool, pthreadpool_function_2d_t 
                             void *argument, size_t range_i, size_t range_j)
 {
   const size_t rg[2] = {range_i, range_j};
-  go(threadpool, "pthreadpool_compute_2d", (ptp_fn)function, argument, 2, PTP_PLAIN, 0, 0, rg, NULL,
-     0);
+  go(threadpool, "pthreadpool_compute_2d", (ptp_fn)function, argument, PTP_K_2d, 0, rg, NULL, 0);
 }
 
 void pthreadpool_compute_2d_tiled(pthreadpool_t threadpool,
@@ -296,7 +289,7 @@ void pthreadpool_compute_2d_tiled(pthreadpool_t threadpool,
                                   size_t range_i, size_t range_j, size_t tile_i, size_t tile_j)
 {
   const size_t rg[2] = {range_i, range_j}, tl[2] = {tile_i, tile_j};
-  go(threadpool, "pthreadpool_compute_2d_tiled", (ptp_fn)function, argument, 2, PTP_TILE_2, 0, 0,
+  go(threadpool, "pthreadpool_compute_2d_tiled", (ptp_fn)function, argument, PTP_K_2d_tile_2d, 0,
      rg, tl, 0);
 }
 
@@ -306,8 +299,8 @@ void pthreadpool_compute_3d_tiled(pthreadpool_t threadpool,
                                   size_t tile_j, size_t tile_k)
 {
   const size_t rg[3] = {range_i, range_j, range_k}, tl[3] = {tile_i, tile_j, tile_k};
-  go(threadpool, "pthreadpool_compute_3d_tiled", (ptp_fn)function, argument, 3, PTP_TILE_ALL, 0, 0,
-     rg, tl, 0);
+  go(threadpool, "pthreadpool_compute_3d_tiled", (ptp_fn)function, argument, PTP_K_3d_tiled, 0, rg,
+     tl, 0);
 }
 
 void pthreadpool_compute_4d_tiled(pthreadpool_t threadpool,
@@ -317,6 +310,6 @@ void pthreadpool_compute_4d_tiled(pthreadpool_t threadpool,
 {
   const size_t rg[4] = {range_i, range_j, range_k, range_l};
   const size_t tl[4] = {tile_i, tile_j, tile_k, tile_l};
-  go(threadpool, "pthreadpool_compute_4d_tiled", (ptp_fn)function, argument, 4, PTP_TILE_ALL, 0, 0,
-     rg, tl, 0);
+  go(threadpool, "pthreadpool_compute_4d_tiled", (ptp_fn)function, argument, PTP_K_4d_tiled, 0, rg,
+     tl, 0);
 }

@@ -6,12 +6,13 @@
  * are serialized, as pthreadpool documents; a call from inside a call's
  * function on the same pool runs serially on that thread.
  *
- * A call splits its items into T slots, one per member: the caller is
- * member 0, and the workers that run the call's member tasks join it as
- * members 1..T-1 (crew.h). A member takes its own slot's items from the
- * front, one at a time, then halves of the other slots' from the back. Items are claimed one by one, so an item that
- * blocks until the others are done (pthreadpool's tests have one) holds
- * only itself: every other item stays free for whoever is running.
+ * A call splits its items into T slots (grid.h), one per member: the
+ * caller is member 0, and the workers that run the call's member tasks
+ * join it as members 1..T-1 (crew.h). A member takes its own slot's items
+ * from the front, one at a time, then halves of the other slots' from the
+ * back. Items are claimed one by one, so an item that blocks until the
+ * others are done (pthreadpool's tests have one) holds only itself: every
+ * other item stays free for whoever is running.
  */
 #ifndef PTP_POOL_H
 #define PTP_POOL_H
@@ -24,15 +25,6 @@
 
 #include "compat/pthreadpool/grid.h"
 #include "weft/weft.h"
-
-/* One member's share of a call's items, on a line of its own. */
-typedef struct ptp_slot {
-  /* atomic, relaxed: the unclaimed items [lo, hi) of the call's segment,
-   * packed hi << 32 | lo. The owner claims lo with a fetch_add; a thief
-   * takes the upper half with a CAS of hi, then refills its own (empty)
-   * slot with what it took (run.c). */
-  _Alignas(64) _Atomic uint64_t range;
-} ptp_slot;
 
 struct pthreadpool {
   weft_pool *workers;         /* immutable; NULL when threads is 1 */

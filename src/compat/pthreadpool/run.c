@@ -36,35 +36,11 @@ static uint64_t pack(uint32_t lo, uint32_t hi)
   return (uint64_t)hi << 32 | lo;
 }
 
-/* Runs the items of the member's own slot, one claim at a time: a
- * fetch_add of lo, the item claimed when lo was below hi (one locked RMW,
- * half the cost of a CAS here). Past hi the increments are harmless: lo
- * stays far below 2^32 (PTP_SEGMENT), and only the owner refills. */
-static void run_own(const ptp_call *c, ptp_slot *own)
-{
-  const ptp_grid *g = c->grid;
-  /* A plain 1d call's function is called here directly, the others' through
-   * the grid (decided once, not per item). */
-  pthreadpool_task_1d_t f1 = ptp_grid_is_1d(g) ? (pthreadpool_task_1d_t)g->fn : NULL;
-  for (;;) {
-    /* relaxed: the claim needs only atomicity; the items' effects reach the
-     * caller through the crew (leave, release). */
-    uint64_t r = atomic_fetch_add_explicit(&own->range, 1, memory_order_relaxed);
-    uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
-    if (lo >= hi)
-      return;
-    if (f1)
-      f1(g->ctx, c->base + lo);
-    else
-      ptp_grid_run_one(g, c->base + lo);
-  }
-}
-
 /* Takes the upper half of v's unclaimed items (the last one too) with one
  * CAS of hi; fails (false) when v has none. */
 static bool steal_half(ptp_slot *v, uint32_t *from, uint32_t *to)
 {
-  /* relaxed: as in run_own. */
+  /* relaxed: as the claims (grid.c). */
   uint64_t r = atomic_load_explicit(&v->range, memory_order_relaxed);
   for (;;) {
     uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
@@ -90,7 +66,8 @@ static void member_items(const ptp_call *c, size_t id)
   ptp_slot *own = &slots[id];
   const size_t n = c->tp->threads;
   for (;;) {
-    run_own(c, own);
+    /* The kind's loop claims and runs the slot's tiles. */
+    c->grid->kind->slot(c->grid, own, c->base);
     uint32_t from = 0, to = 0;
     bool got = false;
     for (size_t k = 1; k < n && !got; k++)
@@ -218,7 +195,7 @@ static void run_serial(const ptp_grid *g)
 {
   int flush = (g->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
   ptp_fpu_state fpu = ptp_fpu_enter(flush);
-  ptp_grid_run(g, 0, g->total);
+  g->kind->range(g, 0, g->total);
   ptp_fpu_leave(flush, fpu);
 }
 
