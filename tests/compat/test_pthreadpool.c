@@ -5,8 +5,11 @@
  * Every one of the 27 parallelize/compute functions, at 1, 2 and 4 threads
  * and on a NULL pool: each item covered exactly once, tiles where and as
  * large as the variant says, the uarch index passed; row-major order when
- * serial; the caller taking part; thread counts; both flags; nested calls;
- * calls from two threads serialized; destroy during a call; bad input.
+ * serial; again over ranges that tiles do not divide (or that are smaller
+ * than a tile, or 1) at 1, 2 and 3 threads with each flag, a stalled tile
+ * making the others steal; the caller taking part; thread counts; both
+ * flags; nested calls; calls from two threads serialized; destroy during a
+ * call; bad input.
  */
 #include "../common/testutil.h"
 
@@ -34,7 +37,11 @@ typedef struct grid_check {
   pthread_t caller;
   atomic_long on_caller; /* calls made on the calling thread */
   useconds_t sleep_us;   /* per call, to let every thread take part */
+  useconds_t stall_us;   /* the call on tile 0 only: the others steal from its thread */
+  bool want_flush;       /* every call must see denormals flushed */
 } grid_check;
+
+static bool flushes_denormals(void);
 
 static size_t linear(const grid_check *g, const size_t *idx)
 {
@@ -77,8 +84,13 @@ static void cover(void *arg, uint32_t uarch, const size_t *s, const size_t *z)
       idx[d] = s[d];
     }
   }
+  if (g->want_flush)
+    TU_CHECK(flushes_denormals(), "DISABLE_DENORMALS: a tile at %zu ran with denormals on",
+             linear(g, s));
   if (g->sleep_us)
     usleep(g->sleep_us);
+  if (g->stall_us && linear(g, s) == 0)
+    usleep(g->stall_us);
 }
 
 static void cb_1d(void *c, size_t s0)
@@ -290,20 +302,28 @@ static const size_t tiles[MAX_DIMS + 1][MAX_DIMS] = {
     {0}, {7}, {3, 5}, {2, 3, 4}, {2, 3, 2, 4}, {1, 2, 3, 2, 2}, {1, 2, 1, 2, 3, 2},
 };
 
-static void check_init(grid_check *g, const variant *v)
+/* The grid of variant v with the given ranges and tiles (a tile is used
+ * only along the dimensions the variant tiles). */
+static void check_init_shape(grid_check *g, const variant *v, const size_t *range,
+                             const size_t *tile)
 {
   memset(g, 0, sizeof *g);
   g->nd = v->nd;
   g->ntiled = v->ntiled;
   g->total = 1;
   for (int d = 0; d < v->nd; d++) {
-    g->range[d] = ranges[v->nd][d];
-    g->tile[d] = d >= v->nd - v->ntiled ? tiles[v->nd][d] : 1;
+    g->range[d] = range[d];
+    g->tile[d] = d >= v->nd - v->ntiled ? tile[d] : 1;
     g->total *= g->range[d];
   }
   g->hits = calloc(g->total, sizeof *g->hits);
   cr_assert(g->hits);
   g->caller = pthread_self();
+}
+
+static void check_init(grid_check *g, const variant *v)
+{
+  check_init_shape(g, v, ranges[v->nd], tiles[v->nd]);
 }
 
 static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags)
@@ -421,6 +441,24 @@ static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags
 #undef g
 }
 
+/* Runs variant i on tp over g (check_init*); every item must be covered
+ * exactly once. */
+static void run_checked(pthreadpool_t tp, int i, uint32_t flags, grid_check *gp)
+{
+  grid_check g = *gp;
+  call_variant(tp, i, &g, flags);
+  tu_assert_no_errors();
+  for (size_t k = 0; k < g.total; k++)
+    cr_assert_eq(atomic_load(&g.hits[k]), 1,
+                 "%s on %zu threads, flags 0x%x, ranges %zu %zu %zu %zu %zu %zu, tiles %zu %zu "
+                 "%zu %zu %zu %zu: item %zu covered %d times",
+                 variants[i].name, pthreadpool_get_threads_count(tp), (unsigned)flags,
+                 g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5],
+                 g.tile[0], g.tile[1], g.tile[2], g.tile[3], g.tile[4], g.tile[5], k,
+                 (int)atomic_load(&g.hits[k]));
+  *gp = g;
+}
+
 /* Runs variant i on tp; every item must be covered exactly once. */
 static void run_variant(pthreadpool_t tp, int i, uint32_t flags, bool record_order)
 {
@@ -428,12 +466,7 @@ static void run_variant(pthreadpool_t tp, int i, uint32_t flags, bool record_ord
   check_init(&g, &variants[i]);
   if (record_order)
     g.order = calloc(g.total, sizeof *g.order);
-  call_variant(tp, i, &g, flags);
-  tu_assert_no_errors();
-  for (size_t k = 0; k < g.total; k++)
-    cr_assert_eq(atomic_load(&g.hits[k]), 1, "%s on %zu threads: item %zu covered %d times",
-                 variants[i].name, pthreadpool_get_threads_count(tp), k,
-                 (int)atomic_load(&g.hits[k]));
+  run_checked(tp, i, flags, &g);
   if (record_order) {
     size_t n = atomic_load(&g.norder);
     for (size_t k = 1; k < n; k++)
@@ -461,6 +494,54 @@ COMPAT_TEST(every_variant_covers_every_item_once)
     cr_assert_eq(pthreadpool_get_threads_count(tp), counts[c]);
     for (int i = 0; i < NVARIANTS; i++)
       run_variant(tp, i, 0, counts[c] == 1);
+    pthreadpool_destroy(tp);
+  }
+}
+
+/* Shapes whose ranges do not divide by their tiles, or are smaller than
+ * them, or are 1, per dimension count: each tiled dimension then ends on
+ * a short tile, and the tiles of a thread's share start mid-row. */
+static const size_t odd_ranges[][MAX_DIMS] = {
+    {37, 11, 5, 3, 3, 2}, {5, 1, 9, 2, 7, 3}, {3, 2, 1, 5, 2, 11}, {1, 3, 4, 1, 6, 7},
+};
+static const size_t odd_tiles[][MAX_DIMS] = {
+    {8, 4, 2, 2, 2, 4}, {9, 2, 4, 3, 2, 2}, {2, 3, 1, 2, 5, 4}, {1, 2, 4, 2, 4, 8},
+};
+
+/* Every variant over every odd shape at 1, 2 and 3 threads, with no flag,
+ * each flag and both: each item exactly once, each tile's start and size
+ * as the variant says, denormals flushed in every call that asked. On the
+ * pools, tile 0 stalls its thread once per call, so that the others finish
+ * their own shares and steal halves of its rest: runs of tiles that start
+ * anywhere in the grid. */
+COMPAT_TEST(every_variant_over_uneven_ranges_with_each_flag_and_steals)
+{
+  const uint32_t flag_sets[] = {0, PTHREADPOOL_FLAG_DISABLE_DENORMALS,
+                                PTHREADPOOL_FLAG_YIELD_WORKERS,
+                                PTHREADPOOL_FLAG_DISABLE_DENORMALS |
+                                    PTHREADPOOL_FLAG_YIELD_WORKERS};
+  const size_t counts[] = {1, 2, 3};
+  const int nshapes = (int)(sizeof odd_ranges / sizeof odd_ranges[0]);
+  for (int c = 0; c < 3; c++) {
+    pthreadpool_t tp = pthreadpool_create(counts[c]);
+    cr_assert(tp);
+    for (int i = 0; i < NVARIANTS; i++) {
+      for (int sh = 0; sh < nshapes; sh++) {
+        for (int f = 0; f < 4; f++) {
+          /* The legacy compute_* functions take no flags. */
+          if (f && strncmp(variants[i].name, "compute", 7) == 0)
+            continue;
+          grid_check g;
+          check_init_shape(&g, &variants[i], odd_ranges[sh], odd_tiles[sh]);
+          g.want_flush = (flag_sets[f] & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
+          g.stall_us = counts[c] > 1 && g.total > 2 ? 300 : 0;
+          run_checked(tp, i, flag_sets[f], &g);
+          free(g.hits);
+          cr_assert_not(flushes_denormals(), "%s: the caller's FPU state was not restored",
+                        variants[i].name);
+        }
+      }
+    }
     pthreadpool_destroy(tp);
   }
 }
