@@ -11,6 +11,7 @@
 #include "compat/pthreadpool/pool.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,9 @@ pthreadpool_t pthreadpool_create(size_t threads_count)
   atomic_init(&tp->gen, 0);
   atomic_init(&tp->linger_off, false);
   tp->threads = (size_t)n;
+  cpu_set_t cpus;
+  tp->oversubscribed =
+      sched_getaffinity(0, sizeof cpus, &cpus) == 0 && (size_t)CPU_COUNT(&cpus) < tp->threads;
   if (n > 1) {
     tp->slots = aligned_alloc(_Alignof(ptp_slot), sizeof(ptp_slot) * (size_t)n);
     if (!tp->slots) {

@@ -29,6 +29,9 @@
 struct pthreadpool {
   weft_pool *workers;         /* immutable; NULL when threads is 1 */
   size_t threads;             /* immutable: the caller included */
+  /* immutable: more threads than CPUs this process may use at create; a
+   * spinning thread then yields its CPU now and then (run.c). */
+  bool oversubscribed;
   pthread_mutex_t call_lock;  /* held by the thread whose parallel call runs */
   /* atomic: parallel calls under way (or waiting for call_lock) << 1, plus
    * bit 0 once pthreadpool_destroy was called; whoever brings it to exactly

@@ -116,7 +116,11 @@ static bool linger(struct pthreadpool *tp, uint32_t served)
     if ((spins & 255) == 0) {
       if (ptp_now_ns() > deadline)
         break;
-      sched_yield(); /* an oversubscribed machine: let the caller run */
+      /* More threads than CPUs: let the caller (or another member) run.
+       * Not otherwise: on a machine busy with other work, a yield can cost
+       * the member a whole scheduler tick, and the call its help. */
+      if (tp->oversubscribed)
+        sched_yield();
     }
   }
   atomic_fetch_sub_explicit(&tp->lingering, 1, memory_order_relaxed);
