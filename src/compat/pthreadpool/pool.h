@@ -53,6 +53,9 @@ struct pthreadpool {
   _Atomic bool linger_off;
 };
 
+/* The flags this library knows (abi.h); others are reported once. */
+#define PTP_KNOWN_FLAGS (PTHREADPOOL_FLAG_DISABLE_DENORMALS | PTHREADPOOL_FLAG_YIELD_WORKERS)
+
 /* A parallel call's registration: destroy waits for it (by deferring the
  * free to ptp_leave). */
 void ptp_enter(struct pthreadpool *tp);

@@ -13,8 +13,6 @@
 #include "compat/pthreadpool/crew.h"
 #include "compat/pthreadpool/fpu.h"
 
-#define PTP_KNOWN_FLAGS (PTHREADPOOL_FLAG_DISABLE_DENORMALS | PTHREADPOOL_FLAG_YIELD_WORKERS)
-
 /* The pool whose call's tiles the calling thread runs (caller and workers
  * alike); a call on that same pool from inside them runs serially. */
 static _Thread_local const struct pthreadpool *tls_inside;
@@ -164,9 +162,13 @@ static int run_segment(struct pthreadpool *tp, const ptp_grid *g, size_t base, s
     atomic_store_explicit(&tp->slots[m].range, pack(lo, hi), memory_order_relaxed);
   }
   tp->call = &c;
-  /* relaxed: both published by the open (release). */
-  atomic_fetch_add_explicit(&tp->gen, 1, memory_order_relaxed);
-  atomic_store_explicit(&tp->linger_off, false, memory_order_relaxed);
+  /* relaxed: both published by the open (release). Only the caller writes
+   * gen (under call_lock), and linger_off only when it is set: the line is
+   * the one the lingering members poll. */
+  atomic_store_explicit(&tp->gen, atomic_load_explicit(&tp->gen, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  if (atomic_load_explicit(&tp->linger_off, memory_order_relaxed))
+    atomic_store_explicit(&tp->linger_off, false, memory_order_relaxed);
   ptp_crew_open(tp);
   int rc = 0;
   /* relaxed: estimates; a member more or less changes only how many help. */
