@@ -28,6 +28,13 @@
  * weft's idle workers spin before they park (WEFT_SPIN_COUNT's default is
  * 300 rounds of 1 us). */
 #define PTP_LINGER_NS 300000
+/* Of which only the time spent spinning counts: two looks at the clock
+ * (256 pauses apart, a few us) further apart than this mean the member was
+ * not running in between (run.c). */
+#define PTP_LINGER_GAP_NS 50000
+/* Nor the time the call it served is still open (its caller still running
+ * items, or preempted in one), up to this much. */
+#define PTP_LINGER_OPEN_NS 5000000
 
 struct pthreadpool;
 

@@ -94,25 +94,37 @@ static void run_member(const ptp_call *c, size_t id)
  * pthreadpool's workers do: a new call then finds it joining within
  * nanoseconds, where a task submitted anew waits for an idle worker's next
  * sweep (a microsecond or more). Returns true when a call newer than
- * `served` is open, false after PTP_LINGER_NS or when asked to stop (the
- * task then ends, and the worker idles as weft's workers do). */
+ * `served` is open, false after PTP_LINGER_NS spent spinning once that
+ * call closed (PTP_LINGER_OPEN_NS while it is still open), or when asked
+ * to stop (the task then ends, and the worker idles as weft's workers do). */
 static bool linger(struct pthreadpool *tp, uint32_t served)
 {
   atomic_fetch_add_explicit(&tp->lingering, 1, memory_order_relaxed); /* relaxed: a count */
-  int64_t deadline = ptp_now_ns() + PTP_LINGER_NS;
+  int64_t left = PTP_LINGER_NS, open_left = PTP_LINGER_OPEN_NS, last = ptp_now_ns();
   bool found = false;
   for (unsigned spins = 1;; spins++) {
     /* relaxed: hints; the join's CAS (acquire) is what counts. */
     if (atomic_load_explicit(&tp->linger_off, memory_order_relaxed))
       break;
-    if (!(atomic_load_explicit(&tp->crew, memory_order_relaxed) & PTP_CREW_CLOSED) &&
-        atomic_load_explicit(&tp->gen, memory_order_relaxed) != served) {
+    bool open = !(atomic_load_explicit(&tp->crew, memory_order_relaxed) & PTP_CREW_CLOSED);
+    if (open && atomic_load_explicit(&tp->gen, memory_order_relaxed) != served) {
       found = true;
       break;
     }
     ptp_cpu_relax();
     if ((spins & 255) == 0) {
-      if (ptp_now_ns() > deadline)
+      /* The time lingered is the time spent spinning: a gap between two
+       * looks at the clock longer than PTP_LINGER_GAP_NS is time the member
+       * was not running (preempted, or yielding to others), and does not
+       * count. Nor, up to PTP_LINGER_OPEN_NS, does the time the call it
+       * served is still open: the caller is finishing its last items (or
+       * was preempted in one), and the next call comes after. On a machine
+       * busy with other work the member thus still lingers when the caller
+       * runs again, where a deadline on the clock would have sent it to
+       * park while one of the two waited for a CPU. */
+      int64_t now = ptp_now_ns(), d = now - last;
+      last = now;
+      if (d < PTP_LINGER_GAP_NS && ((open ? (open_left -= d) : (left -= d)) <= 0))
         break;
       /* More threads than CPUs: let the caller (or another member) run.
        * Not otherwise: on a machine busy with other work, a yield can cost
