@@ -51,6 +51,9 @@ struct pthreadpool {
   _Atomic uint32_t gen;
   /* atomic, relaxed: lingering members leave at once (YIELD_WORKERS, destroy). */
   _Atomic bool linger_off;
+  /* atomic, relaxed: the CPU the caller ran on at the last open (-1 before
+   * any); a lingering member on that CPU yields now and then (run.c). */
+  _Atomic int caller_cpu;
 };
 
 /* The flags this library knows (abi.h); others are reported once. */

@@ -126,10 +126,13 @@ static bool linger(struct pthreadpool *tp, uint32_t served)
       last = now;
       if (d < PTP_LINGER_GAP_NS && ((open ? (open_left -= d) : (left -= d)) <= 0))
         break;
-      /* More threads than CPUs: let the caller (or another member) run.
-       * Not otherwise: on a machine busy with other work, a yield can cost
-       * the member a whole scheduler tick, and the call its help. */
-      if (tp->oversubscribed)
+      /* Yield when the spin may be keeping the caller (or another member)
+       * off the CPU: the pool has more threads than the process's CPUs, or
+       * the caller was last seen on this CPU (a machine busy with other work
+       * can put the two on one). Not otherwise: there a yield can cost the
+       * member a whole scheduler tick, and the next call its help. */
+      if (tp->oversubscribed ||
+          sched_getcpu() == atomic_load_explicit(&tp->caller_cpu, memory_order_relaxed))
         sched_yield();
     }
   }
@@ -181,6 +184,8 @@ static int run_segment(struct pthreadpool *tp, const ptp_grid *g, size_t base, s
                         memory_order_relaxed);
   if (atomic_load_explicit(&tp->linger_off, memory_order_relaxed))
     atomic_store_explicit(&tp->linger_off, false, memory_order_relaxed);
+  /* relaxed: a hint for the lingering members (linger). */
+  atomic_store_explicit(&tp->caller_cpu, sched_getcpu(), memory_order_relaxed);
   ptp_crew_open(tp);
   int rc = 0;
   /* relaxed: estimates; a member more or less changes only how many help. */
