@@ -747,6 +747,64 @@ COMPAT_TEST(yield_workers_parks_them_after_the_call)
   pthreadpool_destroy(tp);
 }
 
+typedef struct open_call {
+  pthread_t caller;
+  atomic_int worker_tid; /* the pool thread that ran items */
+  atomic_long done;
+  atomic_int caller_started;
+  long total;
+  char worker_state; /* the worker's, 1 ms into the caller's last item */
+} open_call;
+
+/* The caller's first item waits until the worker has run every other item
+ * (stealing the rest of the caller's share), then sleeps 1 ms with the
+ * call still open and reads the worker's state. The worker's items take
+ * 100 us, so that the caller has claimed one before the worker gets to
+ * steal the caller's share. */
+static void open_call_item(void *arg, size_t i)
+{
+  (void)i;
+  open_call *oc = arg;
+  if (pthread_equal(pthread_self(), oc->caller) && !atomic_exchange(&oc->caller_started, 1)) {
+    TU_WAIT_UNTIL(atomic_load(&oc->done) == oc->total - 1, TU_DEADLINE_S);
+    tu_sleep_us(1000);
+    oc->worker_state = thread_state(atomic_load(&oc->worker_tid));
+  } else if (!pthread_equal(pthread_self(), oc->caller)) {
+    atomic_store(&oc->worker_tid, (int)syscall(SYS_gettid));
+    usleep(100); /* the caller claims its first item before the worker runs short */
+  }
+  atomic_fetch_add(&oc->done, 1);
+}
+
+/* A worker with nothing left of a call that is still open (its caller on a
+ * long last item, or preempted in one) keeps lingering for the next call,
+ * however long the call stays open (up to 5 ms of its spinning), and parks
+ * once no call came for its linger after the close. Idle weft workers park
+ * at once here (WEFT_SPIN_COUNT=0), so 'R' 1 ms into the open call is the
+ * linger's doing (a linger of 300 us on the clock had parked it). States,
+ * not timings (as above); the 1 ms leaves 4 ms for a busy machine to delay
+ * the caller's wake-up. */
+COMPAT_TEST(a_worker_lingers_while_its_call_is_open_then_parks)
+{
+  setenv("WEFT_SPIN_COUNT", "0", 1);
+  pthreadpool_t tp = pthreadpool_create(2);
+  cr_assert(tp);
+  for (int round = 0; round < 2; round++) {
+    open_call oc = {.caller = pthread_self(), .total = 64};
+    pthreadpool_parallelize_1d(tp, open_call_item, &oc, 64, 0);
+    cr_assert_eq(atomic_load(&oc.done), 64);
+    pid_t w = atomic_load(&oc.worker_tid);
+    cr_assert_neq(w, 0, "no worker took part in the call");
+    cr_assert_eq(oc.worker_state, 'R',
+                 "round %d: the worker is in state %c 1 ms into its open call, not lingering",
+                 round, oc.worker_state ? oc.worker_state : '?');
+    cr_assert(TU_WAIT_UNTIL(thread_state(w) == 'S', 5.0),
+              "round %d: the worker still in state %c 5 s after the call (it lingers 300 us)",
+              round, thread_state(w));
+  }
+  pthreadpool_destroy(tp);
+}
+
 COMPAT_TEST(unknown_flags_are_reported_once_and_ignored)
 {
   pthreadpool_t tp = pthreadpool_create(2);
