@@ -127,6 +127,33 @@ static void bench_imb(const bench_args *a) {
   bench_series_free(&s);
 }
 
+/* reduce: `omp for reduction(+:sum) schedule(static)` over blocks of the
+ * same kernel. */
+#define REDUCE_BLOCK 4096
+#define REDUCE_NBLOCKS ((BENCH_REDUCE_N + REDUCE_BLOCK - 1) / REDUCE_BLOCK)
+
+static void bench_reduce(const bench_args *a) {
+  double *x = bench_reduce_alloc();
+  double want = bench_reduce_expected();
+  bench_series s;
+  bench_series_init(&s, a->reps);
+  for (int r = -1; r < a->reps; r++) {
+    double sum = 0;
+    uint64_t t0 = bench_now_ns();
+#pragma omp parallel for num_threads(a->threads) reduction(+ : sum) schedule(static)
+    for (size_t b = 0; b < REDUCE_NBLOCKS; b++)
+      sum += bench_reduce_range(x, b * REDUCE_BLOCK, min_sz((b + 1) * REDUCE_BLOCK, BENCH_REDUCE_N));
+    uint64_t t1 = bench_now_ns();
+    if (sum != want)
+      bench_fail("reduce: sum %.17g, want %.17g", sum, want);
+    if (r >= 0)
+      bench_series_add(&s, (double)(t1 - t0) / 1e6);
+  }
+  bench_emit(RT, "reduce", a->threads, "ms", &s, ",\"schedule\":\"static\"");
+  bench_series_free(&s);
+  free(x);
+}
+
 static void bench_fine(const bench_args *a) {
   uint32_t *out = bench_fine_alloc();
   bench_series s;
@@ -339,7 +366,7 @@ static void bench_pipeline(const bench_args *a) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce", "idle", "wake",
                                           "chain", "indep",    "dag",       "wave", "pipeline",
                                           NULL};
   bench_args a;
@@ -352,6 +379,8 @@ int main(int argc, char **argv) {
     bench_imb(&a);
   } else if (!strcmp(a.workload, "pfor_fine")) {
     bench_fine(&a);
+  } else if (!strcmp(a.workload, "reduce")) {
+    bench_reduce(&a);
   } else if (!strcmp(a.workload, "idle")) {
     burst_ctx b = {a.threads, bench_fine_alloc(), 0};
     bench_idle_run(RT, &a, burst, &b);

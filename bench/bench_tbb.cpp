@@ -55,6 +55,7 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
+#include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
@@ -327,7 +328,7 @@ uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
 } // namespace
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce", "idle", "wake",
                                           "chain", "indep",    "dag",       "wave", "pipeline",
                                           nullptr};
   bench_args a;
@@ -378,6 +379,27 @@ int main(int argc, char **argv) {
       }
     });
     bench_emit(RT, "pfor_fine", n, "ms", &s, ",\"partitioner\":\"auto\"");
+  } else if (!std::strcmp(a.workload, "reduce")) {
+    double *x = bench_reduce_alloc();
+    double want = bench_reduce_expected();
+    arena.execute([&] {
+      for (int r = -1; r < a.reps; r++) {
+        uint64_t t0 = bench_now_ns();
+        double got = tbb::parallel_reduce(
+            tbb::blocked_range<size_t>(0, BENCH_REDUCE_N), 0.0,
+            [x](const tbb::blocked_range<size_t> &rg, double acc) {
+              return acc + bench_reduce_range(x, rg.begin(), rg.end());
+            },
+            [](double l, double rgt) { return l + rgt; });
+        uint64_t t1 = bench_now_ns();
+        if (got != want)
+          bench_fail("reduce: sum %.17g, want %.17g", got, want);
+        if (r >= 0)
+          bench_series_add(&s, (double)(t1 - t0) / 1e6);
+      }
+    });
+    bench_emit(RT, "reduce", n, "ms", &s, ",\"partitioner\":\"auto\"");
+    std::free(x);
   } else if (!std::strcmp(a.workload, "idle")) {
     out = bench_fine_alloc();
     burst_ctx b{&arena, out, 0};

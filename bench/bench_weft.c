@@ -158,12 +158,34 @@ static void run_fine(uint32_t *out, uint32_t seed) {
     note_error(rc);
 }
 
+/* ---------------------------------------------------------------- reduce */
+
+static int reduce_body(size_t b, size_t e, void *acc, void *arg) {
+  *(double *)acc += bench_reduce_range((const double *)arg, b, e);
+  return 0;
+}
+
+static void reduce_combine(void *acc, const void *other, void *arg) {
+  (void)arg;
+  *(double *)acc += *(const double *)other;
+}
+
+static double run_reduce(const double *x) {
+  double zero = 0, sum = -1;
+  int rc = weft_parallel_reduce(pool, 0, BENCH_REDUCE_N, 0, &zero, sizeof zero, reduce_body,
+                                reduce_combine, (void *)x, &sum, 0);
+  if (rc)
+    note_error(rc);
+  return sum;
+}
+
 /* ------------------------------------------------------ driver in the pool */
 
 typedef struct driver {
   const bench_args *a;
   void (*body)(struct driver *);
   uint32_t *fine_out;
+  double *reduce_in;
   bench_event done;
 } driver;
 
@@ -240,6 +262,24 @@ static void body_fine(driver *d) {
       bench_series_add(&s, (double)(t1 - t0) / 1e6);
   }
   bench_emit(RT, "pfor_fine", d->a->threads, "ms", &s, ",\"grain\":\"auto\"");
+  bench_series_free(&s);
+}
+
+static void body_reduce(driver *d) {
+  double want = bench_reduce_expected();
+  bench_series s;
+  bench_series_init(&s, d->a->reps);
+  for (int r = -1; r < d->a->reps; r++) {
+    uint64_t t0 = bench_now_ns();
+    double got = run_reduce(d->reduce_in);
+    uint64_t t1 = bench_now_ns();
+    check_errors("reduce");
+    if (got != want)
+      bench_fail("reduce: sum %.17g, want %.17g", got, want);
+    if (r >= 0)
+      bench_series_add(&s, (double)(t1 - t0) / 1e6);
+  }
+  bench_emit(RT, "reduce", d->a->threads, "ms", &s, ",\"grain\":\"auto\"");
   bench_series_free(&s);
 }
 
@@ -1122,9 +1162,9 @@ static void bench_pipeline(const bench_args *a) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "idle", "wake",
-                                          "chain", "indep",    "dag",       "wave", "pipeline",
-                                          NULL};
+  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce", "idle",
+                                          "wake",  "chain",    "indep",     "dag",    "wave",
+                                          "pipeline", NULL};
   /* --pushers P[,P...] is bench_weft's own (the op lists): taken out
    * before the common command line is parsed. */
   int nargs = 0;
@@ -1175,6 +1215,10 @@ int main(int argc, char **argv) {
     d.fine_out = bench_fine_alloc();
     d.body = body_fine;
     run_in_pool(&d);
+  } else if (!strcmp(a.workload, "reduce")) {
+    d.reduce_in = bench_reduce_alloc();
+    d.body = body_reduce;
+    run_in_pool(&d);
   } else if (!strcmp(a.workload, "idle")) {
     d.fine_out = bench_fine_alloc();
     d.body = body_burst;
@@ -1193,5 +1237,6 @@ int main(int argc, char **argv) {
   if (rc)
     bench_fail("weft_pool_destroy: %s", weft_strerror(rc));
   free(d.fine_out);
+  free(d.reduce_in);
   return bench_exit_code();
 }

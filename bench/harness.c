@@ -173,6 +173,23 @@ size_t bench_fine_check(const uint32_t *out, uint32_t seed) {
   return bad;
 }
 
+double *bench_reduce_alloc(void) {
+  double *x = (double *)malloc(sizeof(double) * BENCH_REDUCE_N);
+  if (!x) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  for (size_t i = 0; i < BENCH_REDUCE_N; i++)
+    x[i] = (double)(i % 1024);
+  return x;
+}
+
+double bench_reduce_expected(void) {
+  /* 9765 full periods of 0..1023 and a partial one: integers far below 2^53 */
+  uint64_t full = BENCH_REDUCE_N / 1024, rest = BENCH_REDUCE_N % 1024;
+  return (double)(full * (1023u * 1024u / 2) + rest * (rest - 1) / 2);
+}
+
 int bench_wake_samples_idle(const bench_args *a) { return a->quick ? 2 * a->reps : 4 * a->reps; }
 int bench_wake_samples_hot(const bench_args *a) { return a->quick ? 20 * a->reps : 80 * a->reps; }
 

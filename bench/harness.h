@@ -22,6 +22,10 @@
  *              metric "pfor_imb", ms.
  *   pfor_fine  1e7 trivial iterations, out[i] = f(i, seed). metric
  *              "pfor_fine", ms.
+ *   reduce     the sum of 1e7 doubles (x[i] = i % 1024, so every grouping
+ *              gives the exact sum): each runtime's own reduce (weft's
+ *              weft_parallel_reduce, oneTBB's parallel_reduce, OpenMP's
+ *              reduction(+)), over the same chunk kernel. metric "reduce", ms.
  *   idle       a short burst of parallel work, then the process sleeps; CPU
  *              time the whole process burns in the first and in the second
  *              second after the burst. metrics "idle_s1", "idle_s2", CPU ms.
@@ -57,7 +61,7 @@ extern "C" {
 /* ------------------------------------------------------------ arguments */
 
 typedef struct bench_args {
-  const char *workload; /* fib | pfor_imb | pfor_fine | idle | wake | chain | indep | dag | wave | pipeline */
+  const char *workload; /* fib | pfor_imb | pfor_fine | reduce | idle | wake | chain | indep | dag | wave | pipeline */
   int threads;          /* >= 1 */
   int reps;             /* timed repetitions, >= 1 */
   int quick;            /* fewer wake samples, smaller op lists */
@@ -161,6 +165,23 @@ uint32_t *bench_fine_alloc(void);
 
 /* 0 when out[i] == f(i, seed) for every i, else the number of wrong slots. */
 size_t bench_fine_check(const uint32_t *out, uint32_t seed);
+
+/* --------------------------------------------------------------- reduce */
+
+#define BENCH_REDUCE_N 10000000u
+
+/* The chunk kernel of reduce: x[begin..end) summed in order. */
+static inline double bench_reduce_range(const double *x, size_t begin, size_t end) {
+  double s = 0;
+  for (size_t i = begin; i < end; i++)
+    s += x[i];
+  return s;
+}
+
+/* The BENCH_REDUCE_N inputs, every page touched. Never NULL (exits on failure). */
+double *bench_reduce_alloc(void);
+/* Their exact sum. */
+double bench_reduce_expected(void);
 
 /* ---------------------------------------------------------------- wake */
 

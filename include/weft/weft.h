@@ -224,6 +224,15 @@ WEFT_API int weft_group_spawn_arg(weft_group *g, weft_task_fn fn, const void *da
  * and nested fork-join cannot deadlock. */
 WEFT_API int weft_group_wait(weft_group *g);
 
+/* weft_group_wait without helping: the calling thread runs nothing and
+ * sleeps until g's tasks have finished, so that exactly the pool's workers
+ * compute (Taskflow's future.get(), for a caller that wants its thread
+ * count exact: spawn one task, or several, then wait here). Returns as
+ * weft_group_wait; WEFT_EDEADLK from a worker of g's pool or from inside
+ * one of the pool's tasks (it would block a thread the group's tasks may
+ * need), waiting for nothing. */
+WEFT_API int weft_group_wait_blocking(weft_group *g);
+
 /* ----------------------------------------------------------- parallel loops */
 
 typedef int (*weft_range_fn)(size_t begin, size_t end, void *arg);

@@ -48,7 +48,7 @@ typedef struct weft_obj_store {
  * it holds goes back to its store if that store still lives (a registry of
  * live stores, by id, under a global lock: taken only on such a switch).
  */
-enum { WEFT_OBJ_TLS_OPRS = 0, WEFT_OBJ_TLS_KINDS };
+enum { WEFT_OBJ_TLS_OPRS = 0, WEFT_OBJ_TLS_TASKS, WEFT_OBJ_TLS_KINDS };
 
 typedef struct weft_obj_tcache { /* the owning thread only */
   uint64_t id;        /* the store it caches for (0: none) */

@@ -137,6 +137,16 @@ extern _Thread_local weft_worker *weft_tls_worker WEFT_TLS;
 /* The pool whose task the calling thread is running (workers and helpers). */
 extern _Thread_local weft_pool *weft_tls_task_pool WEFT_TLS;
 
+/* The task cache a thread takes records from and gives them back to: a
+ * worker's own, else the calling thread's (common/objstore.h, thread
+ * caches), so that a user's thread spawning a burst takes a magazine under
+ * the store's lock once per batch, not each record. NULL: none (no key for
+ * the thread's exit): one record at a time under the lock. */
+static inline weft_task_cache *weft_task_cache_of(weft_pool *pool, weft_worker *w)
+{
+  return w ? &w->tasks : weft_obj_thread_cache(&pool->tasks, WEFT_OBJ_TLS_TASKS);
+}
+
 /* The calling thread's worker, if it is one of pool's; else NULL. */
 static inline weft_worker *weft_worker_of(weft_pool *pool)
 {

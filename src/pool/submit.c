@@ -5,6 +5,7 @@
  */
 #include "pool/submit.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -36,7 +37,7 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
                           size_t lo, size_t hi)
 {
   weft_pool *pool = g->pool;
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
   if (!t)
     return WEFT_ENOMEM;
   t->fn = fn;
@@ -49,22 +50,54 @@ int weft_group_spawn_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
   weft_group_count_spawn(g, w);
   int rc = weft_pool_enqueue(pool, w, t);
   if (rc) {
-    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
     weft_group_task_done(g, w, 0);
   }
   return rc;
 }
 
+/* Copies size (1..WEFT_TASK_ARG_INLINE) bytes with fixed-size moves that
+ * may overlap, each within [0, size) of both sides: the first 8, the
+ * second 8 past 16 bytes, and the last 8 (under 8 bytes: the first and
+ * last 4, or byte by byte). No call to memcpy for a few words. */
+static inline __attribute__((always_inline)) void copy_small(unsigned char *dst,
+                                                              const unsigned char *src,
+                                                              size_t size)
+{
+  _Static_assert(WEFT_TASK_ARG_INLINE <= 24, "copy_small moves up to three words");
+  if (size >= 8) {
+    uint64_t a, b, c;
+    memcpy(&a, src, 8);
+    memcpy(&c, src + size - 8, 8);
+    if (size > 16) {
+      memcpy(&b, src + 8, 8);
+      memcpy(dst + 8, &b, 8);
+    }
+    memcpy(dst, &a, 8);
+    memcpy(dst + size - 8, &c, 8);
+  } else if (size >= 4) {
+    uint32_t a, c;
+    memcpy(&a, src, 4);
+    memcpy(&c, src + size - 4, 4);
+    memcpy(dst, &a, 4);
+    memcpy(dst + size - 4, &c, 4);
+  } else {
+    for (size_t i = 0; i < size; i++)
+      dst[i] = src[i];
+  }
+}
+
 /* The argument of a weft_*_arg task: its bytes into t (up to
  * WEFT_TASK_ARG_INLINE), else into *heap, allocated by the caller. */
-static void task_set_arg(weft_task *t, const void *data, size_t size, void *heap)
+static inline __attribute__((always_inline)) void task_set_arg(weft_task *t, const void *data,
+                                                                size_t size, void *heap)
 {
   if (heap) {
     memcpy(heap, data, size);
     t->arg = heap;
     t->argmode = WEFT_TASK_ARG_HEAP;
   } else if (size) {
-    memcpy(t->argbytes, data, size);
+    copy_small(t->argbytes, data, size);
     t->argmode = WEFT_TASK_ARG_BYTES;
   } else {
     t->arg = NULL;
@@ -73,11 +106,12 @@ static void task_set_arg(weft_task *t, const void *data, size_t size, void *heap
 }
 
 /* weft_group_spawn_task for weft_group_spawn_arg (heap: see task_set_arg). */
-static int spawn_arg_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
-                          const void *data, size_t size, void *heap)
+static inline __attribute__((always_inline)) int
+spawn_arg_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *), const void *data,
+               size_t size, void *heap)
 {
   weft_pool *pool = g->pool;
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
   if (!t)
     return WEFT_ENOMEM;
   t->fn = fn;
@@ -87,23 +121,37 @@ static int spawn_arg_task(weft_group_impl *g, weft_worker *w, int (*fn)(void *),
   weft_group_count_spawn(g, w);
   int rc = weft_pool_enqueue(pool, w, t);
   if (rc) { /* as weft_group_spawn_task: the caller frees the heap copy */
-    weft_task_free(&pool->tasks, w ? &w->tasks : NULL, t);
+    weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
     weft_group_task_done(g, w, 0);
   }
   return rc;
 }
+
+static int spawn_arg_slow(weft_group_impl *g, weft_worker *w, weft_task_fn fn, const void *data,
+                          size_t size);
 
 int weft_group_spawn_arg(weft_group *pub, weft_task_fn fn, const void *data, size_t size)
 {
   weft_group_impl *g = (weft_group_impl *)pub;
   if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool || (!data && size))
     return WEFT_EINVAL;
+  weft_worker *w = weft_worker_of(g->pool);
+  if (w && size <= WEFT_TASK_ARG_INLINE) /* the fast path: a worker, no allocation */
+    return spawn_arg_task(g, w, fn, data, size, NULL);
+  return spawn_arg_slow(g, w, fn, data, size);
+}
+
+/* weft_group_spawn_arg but a worker's inline one: a heap copy, or a thread
+ * outside the pool. Out of line, as spawn_as_guest. */
+static __attribute__((noinline)) int spawn_arg_slow(weft_group_impl *g, weft_worker *w,
+                                                    weft_task_fn fn, const void *data,
+                                                    size_t size)
+{
   void *heap = NULL;
   if (size > WEFT_TASK_ARG_INLINE && !(heap = weft_malloc(size)))
     return WEFT_ENOMEM;
-  weft_worker *w = weft_worker_of(g->pool);
   int rc;
-  if (w) { /* the pool's own worker: the fast path, no registration */
+  if (w) { /* the pool's own worker: no registration */
     rc = spawn_arg_task(g, w, fn, data, size, heap);
   } else {
     int guest;
@@ -119,14 +167,11 @@ int weft_group_spawn_arg(weft_group *pub, weft_task_fn fn, const void *data, siz
   return rc;
 }
 
-int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
+/* weft_group_spawn from a thread outside the pool. Out of line, so that the
+ * worker's path saves no registers for it. */
+static __attribute__((noinline)) int spawn_as_guest(weft_group_impl *g, weft_task_fn fn,
+                                                    void *arg)
 {
-  weft_group_impl *g = (weft_group_impl *)pub;
-  if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool)
-    return WEFT_EINVAL;
-  weft_worker *w = weft_worker_of(g->pool);
-  if (w) /* the pool's own worker: the fast path, no registration */
-    return weft_group_spawn_task(g, w, fn, arg, 0, 0);
   int guest;
   int rc = weft_pool_guest_enter(g->pool, true, &guest);
   if (rc)
@@ -135,6 +180,17 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
   if (guest)
     weft_pool_guest_leave(g->pool, guest);
   return rc;
+}
+
+int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
+{
+  weft_group_impl *g = (weft_group_impl *)pub;
+  if (!g || !fn || g->magic != WEFT_GROUP_MAGIC || !g->pool)
+    return WEFT_EINVAL;
+  weft_worker *w = weft_worker_of(g->pool);
+  if (w) /* the pool's own worker: the fast path, no registration */
+    return weft_group_spawn_task(g, w, fn, arg, 0, 0);
+  return spawn_as_guest(g, fn, arg);
 }
 
 /* fn(arg) as a task on the deque or injection queue. */
@@ -147,7 +203,7 @@ static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
   if (rc)
     return rc;
   weft_worker *w = weft_worker_of(pool);
-  weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+  weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
   rc = WEFT_ENOMEM;
   if (t) {
     t->fn = fn;
@@ -225,7 +281,7 @@ int weft_pool_submit_arg(weft_pool *pool, weft_task_fn fn, const void *data, siz
   int rc = weft_pool_guest_enter(pool, true, &guest);
   if (!rc) {
     weft_worker *w = weft_worker_of(pool);
-    weft_task *t = weft_task_alloc(&pool->tasks, w ? &w->tasks : NULL);
+    weft_task *t = weft_task_alloc(&pool->tasks, weft_task_cache_of(pool, w));
     rc = WEFT_ENOMEM;
     if (t) {
       t->fn = fn;

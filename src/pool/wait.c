@@ -117,6 +117,9 @@ static void wait_as_worker(weft_group_impl *g, weft_pool *pool, weft_worker *w)
   }
 }
 
+/* The end of every wait: g is done; reset for reuse and return its status. */
+static int wait_done(weft_group_impl *g, weft_worker *w);
+
 int weft_group_wait_impl(weft_group_impl *g, weft_worker *w)
 {
   weft_pool *pool = g->pool;
@@ -127,6 +130,11 @@ int weft_group_wait_impl(weft_group_impl *g, weft_worker *w)
     wait_as_worker(g, pool, w);
   else
     wait_sleeping(g, pool, NULL, help_depth == 0);
+  return wait_done(g, w);
+}
+
+static int wait_done(weft_group_impl *g, weft_worker *w)
+{
   /* Reset for reuse: no task of g is left to touch it. */
   WEFT_ASSERT(weft_group_pending(g, w) == 0);
   int status = atomic_load_explicit(&g->status, memory_order_relaxed);
@@ -155,6 +163,29 @@ int weft_group_wait(weft_group *pub)
   if (rc)
     return rc; /* WEFT_ESHUTDOWN: a pool inherited through fork */
   rc = weft_group_wait_impl(g, NULL);
+  if (guest)
+    weft_pool_guest_leave(g->pool, guest);
+  return rc;
+}
+
+int weft_group_wait_blocking(weft_group *pub)
+{
+  weft_group_impl *g = (weft_group_impl *)pub;
+  if (!g || g->magic != WEFT_GROUP_MAGIC || !g->pool)
+    return WEFT_EINVAL;
+  weft_worker *w = weft_worker_of(g->pool);
+  if (g->owner != weft_group_thread_id(w))
+    return WEFT_EINVAL;
+  /* A worker, or a thread running one of the pool's tasks (helping in a
+   * wait of its own): blocking it could hold up the group's own tasks. */
+  if (w || weft_pool_in_task(g->pool))
+    return WEFT_EDEADLK;
+  int guest;
+  int rc = weft_pool_guest_enter(g->pool, false, &guest);
+  if (rc)
+    return rc;
+  wait_sleeping(g, g->pool, NULL, false);
+  rc = wait_done(g, NULL);
   if (guest)
     weft_pool_guest_leave(g->pool, guest);
   return rc;

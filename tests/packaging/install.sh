@@ -7,13 +7,15 @@
 #   cc prog.c $(pkg-config --cflags --libs weft)
 # against the shared library, and with pkg-config --static against the
 # static one (so weft.pc's Requires.private/Libs.private must name all that
-# libweft.a needs), and runs both.
+# libweft.a needs), and runs both; with a C++ compiler, a program on the
+# installed weft.hpp too (shared).
 #
 # usage: install.sh <meson> <build root> <source root> <includedir> <libdir> <version>
 #                   <default_library> <cmake|no-cmake>
 #   includedir, libdir: absolute (prefix / get_option(...)); cmake: whether
 #   the CMake package is installed (meson found cmake).
-# environment: CC, WEFT_TEST_SANITIZE (meson's b_sanitize, or "none").
+# environment: CC, CXX (empty: no C++ compiler, the weft.hpp program is left
+# out), WEFT_TEST_SANITIZE (meson's b_sanitize, or "none").
 # Exit 77 (skipped) only when meson, pkg-config or the C compiler is missing.
 set -u
 
@@ -26,6 +28,7 @@ version=${6:?version}
 libkind=${7:?default_library}
 cmake_package=${8:?cmake or no-cmake}
 cc=${CC:-cc}
+cxx=${CXX:-}
 san=
 case ${WEFT_TEST_SANITIZE:-none} in
   none | '') ;;
@@ -58,7 +61,7 @@ major=${version%%.*}
 mpi=
 ls "$build"/src/mpi/libweft_mpi.* >/dev/null 2>&1 && mpi=1
 {
-  for h in "$src"/include/weft/*.h; do
+  for h in "$src"/include/weft/*.h "$src"/include/weft/*.hpp; do
     echo "$includedir/weft/${h##*/}"
   done
   case $libkind in
@@ -139,6 +142,29 @@ if [ "$libkind" != static ]; then
         step "the staged libweft.so is the one loaded" sh -c \
           'LD_LIBRARY_PATH="$1" ldd "$2" | grep -F "libweft.so.$3 => $1/"' sh \
           "$dest$libdir" "$tmp/shared" "$major"
+      fi
+    fi
+    # The C++ header, installed beside weft.h, on the same flags.
+    if [ -n "$cxx" ]; then
+      cat >"$tmp/hpp.cpp" <<'EOF_CPP'
+#include <weft/weft.hpp>
+int main()
+{
+  weft::pool pool;
+  long n = 0;
+  weft::status s = pool.parallel_for(0, 100, [&n](std::size_t b, std::size_t e) {
+    if (b == 0 && e == 100)
+      n = 100;
+  }, 100);
+  return pool.ok() && s.ok() && n == 100 ? 0 : 1;
+}
+EOF_CPP
+      # shellcheck disable=SC2086 # word lists
+      step "a C++17 program builds against the installed weft.hpp" \
+        $cxx -std=c++17 -pedantic -Wall -Wextra -Werror -O2 $san "$tmp/hpp.cpp" -o "$tmp/hpp" $flags
+      if [ -x "$tmp/hpp" ]; then
+        step "the weft.hpp program runs against the installed shared library" \
+          env LD_LIBRARY_PATH="$dest$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/hpp"
       fi
     fi
   else

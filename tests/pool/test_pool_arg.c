@@ -278,3 +278,105 @@ Test(pool_arg, larger_arguments_allocate_once_each, .init = setup, .timeout = TU
                 calls, per_round, WEFT_TASK_ARG_INLINE + 1);
   cr_assert_leq(calls, per_round + 16, "%ld allocations a round of %ld spawns", calls, per_round);
 }
+
+/* Every size up to the inline room and a little past it: the task sees
+ * exactly the bytes given (the copy moves words that may overlap). */
+typedef struct sized {
+  unsigned char len;
+  unsigned char bytes[WEFT_TASK_ARG_INLINE + 8];
+} sized;
+
+static atomic_long sized_ok;
+
+static int sized_task(void *arg)
+{
+  const unsigned char *b = arg;
+  /* the first byte is the length; the rest a pattern of it */
+  size_t len = b[0];
+  for (size_t i = 1; i < len; i++)
+    if (b[i] != (unsigned char)(len * 17 + i)) {
+      TU_CHECK(0, "size %zu: byte %zu is %u", len, i, b[i]);
+      return 1;
+    }
+  atomic_fetch_add(&sized_ok, 1);
+  return 0;
+}
+
+Test(pool_arg, every_small_size_arrives_intact, .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  weft_pool *p = tu_pool(2, -1);
+  atomic_store(&sized_ok, 0);
+  unsigned char buf[WEFT_TASK_ARG_INLINE + 9];
+  long n = 0;
+  weft_group g;
+  weft_group_init(&g, p);
+  for (int round = 0; round < 50; round++)
+    for (size_t len = 1; len <= WEFT_TASK_ARG_INLINE + 8; len++) {
+      memset(buf, 0xa5, sizeof buf); /* what lies past len must not matter */
+      buf[0] = (unsigned char)len;
+      for (size_t i = 1; i < len; i++)
+        buf[i] = (unsigned char)(len * 17 + i);
+      cr_assert_eq(weft_group_spawn_arg(&g, sized_task, buf, len), 0);
+      n++;
+    }
+  cr_assert_eq(weft_group_wait(&g), 0);
+  tu_assert_no_errors();
+  cr_assert_eq(atomic_load(&sized_ok), n, "%ld of %ld arrived intact", atomic_load(&sized_ok), n);
+  tu_destroy(p);
+}
+
+/* A thread outside the pools keeps a cache of task records per store
+ * (common/objstore.h): it spawns into one pool, then another, then the
+ * first again after it was destroyed and a new one made, and exits; every
+ * task runs once, and the sanitizer builds see no record lost or used
+ * after its pool is gone. */
+typedef struct alternate_arg {
+  atomic_long *ran;
+  int rounds;
+} alternate_arg;
+
+static int count_run(void *arg)
+{
+  atomic_fetch_add((atomic_long *)arg, 1);
+  return 0;
+}
+
+static void *alternate_pools(void *arg)
+{
+  alternate_arg *a = arg;
+  for (int r = 0; r < a->rounds; r++) {
+    weft_pool *p1 = NULL, *p2 = NULL;
+    weft_pool_config c;
+    weft_pool_config_default(&c);
+    c.num_threads = 1;
+    TU_CHECK(weft_pool_create(&p1, &c) == 0, "create");
+    c.num_threads = 2;
+    TU_CHECK(weft_pool_create(&p2, &c) == 0, "create");
+    if (!p1 || !p2)
+      return NULL;
+    for (int k = 0; k < 3; k++) {
+      weft_pool *p = k == 1 ? p2 : p1;
+      weft_group g;
+      weft_group_init(&g, p);
+      for (int i = 0; i < 1000; i++)
+        TU_CHECK(weft_group_spawn(&g, count_run, a->ran) == 0, "spawn");
+      TU_CHECK(weft_group_wait(&g) == 0, "wait");
+    }
+    TU_CHECK(weft_pool_destroy(p2) == 0, "destroy");
+    TU_CHECK(weft_pool_destroy(p1) == 0, "destroy"); /* this thread's cache may hold its records */
+  }
+  return NULL;
+}
+
+Test(pool_arg, outside_threads_alternate_pools_and_exit, .init = setup, .timeout = TU_TIMEOUT(120))
+{
+  atomic_long ran = 0;
+  alternate_arg a = {&ran, 5};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(pthread_create(&th[i], NULL, alternate_pools, &a), 0);
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
+  tu_assert_no_errors();
+  cr_assert_eq(atomic_load(&ran), 2L * 5 * 3 * 1000);
+}
