@@ -91,6 +91,7 @@ pthreadpool_t pthreadpool_create(size_t threads_count)
   atomic_init(&tp->gen, 0);
   atomic_init(&tp->linger_off, false);
   atomic_init(&tp->caller_cpu, -1);
+  atomic_init(&tp->moved_ns, INT64_MIN / 2);
   tp->threads = (size_t)n;
   cpu_set_t cpus;
   tp->oversubscribed =

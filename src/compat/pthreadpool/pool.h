@@ -52,8 +52,10 @@ struct pthreadpool {
   /* atomic, relaxed: lingering members leave at once (YIELD_WORKERS, destroy). */
   _Atomic bool linger_off;
   /* atomic, relaxed: the CPU the caller ran on at the last open (-1 before
-   * any); a lingering member on that CPU yields now and then (run.c). */
+   * any); a member on that CPU moves off it, or yields (run.c). */
   _Atomic int caller_cpu;
+  /* atomic, relaxed: when a member last moved off the caller's CPU (run.c). */
+  _Atomic int64_t moved_ns;
 };
 
 /* The flags this library knows (abi.h); others are reported once. */

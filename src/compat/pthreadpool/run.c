@@ -90,6 +90,36 @@ static void run_member(const ptp_call *c, size_t id)
   tls_inside = prev;
 }
 
+/* Whether this thread runs on the CPU the caller last opened a call from.
+ * A worker woken for a call is often put on the waker's CPU (the caller's,
+ * busy with the call), and a busy machine can put the two together at any
+ * time: they then share one CPU, and the call's halves run one after the
+ * other, until the scheduler balances them, milliseconds later. */
+static bool on_caller_cpu(struct pthreadpool *tp)
+{
+  int cpu = sched_getcpu();
+  /* relaxed: a hint (run_segment). */
+  return cpu >= 0 && cpu == atomic_load_explicit(&tp->caller_cpu, memory_order_relaxed);
+}
+
+/* On the caller's CPU: moves this member off it (ptp_move_off_cpu), at most
+ * once every PTP_MOVE_GAP_NS a pool (three system calls; where the
+ * scheduler keeps putting the two together, the member yields in between,
+ * in linger). Returns whether it moved. */
+static bool move_off_callers_cpu(struct pthreadpool *tp)
+{
+  if (tp->oversubscribed || !on_caller_cpu(tp))
+    return false;
+  int64_t now = ptp_now_ns();
+  /* relaxed: a rate limit among the members. */
+  int64_t prev = atomic_load_explicit(&tp->moved_ns, memory_order_relaxed);
+  if (now - prev < PTP_MOVE_GAP_NS ||
+      !atomic_compare_exchange_strong_explicit(&tp->moved_ns, &prev, now, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return false;
+  return ptp_move_off_cpu(sched_getcpu());
+}
+
 /* After serving a call, a member lingers a while for the next one, as
  * pthreadpool's workers do: a new call then finds it joining within
  * nanoseconds, where a task submitted anew waits for an idle worker's next
@@ -126,13 +156,13 @@ static bool linger(struct pthreadpool *tp, uint32_t served)
       last = now;
       if (d < PTP_LINGER_GAP_NS && ((open ? (open_left -= d) : (left -= d)) <= 0))
         break;
-      /* Yield when the spin may be keeping the caller (or another member)
-       * off the CPU: the pool has more threads than the process's CPUs, or
-       * the caller was last seen on this CPU (a machine busy with other work
-       * can put the two on one). Not otherwise: there a yield can cost the
-       * member a whole scheduler tick, and the next call its help. */
-      if (tp->oversubscribed ||
-          sched_getcpu() == atomic_load_explicit(&tp->caller_cpu, memory_order_relaxed))
+      /* The pool has more threads than the process's CPUs: yield, lest the
+       * spin keep the caller (or another member) off its CPU. Else, on the
+       * CPU the caller last opened a call from (see on_caller_cpu): move
+       * off it, or yield. Not otherwise: on a machine busy with other work
+       * a yield can cost the member a whole scheduler tick, and the next
+       * call its help. */
+      if (tp->oversubscribed || (on_caller_cpu(tp) && !move_off_callers_cpu(tp)))
         sched_yield();
     }
   }
@@ -149,6 +179,9 @@ static int member_task(void *arg)
   atomic_fetch_sub_explicit(&tp->queued, 1, memory_order_relaxed); /* relaxed: a count */
   uint32_t served = UINT32_MAX;
   do {
+    /* About to take part on the caller's CPU (where a worker woken for the
+     * call is often put): to another first. */
+    (void)move_off_callers_cpu(tp);
     unsigned id = ptp_crew_join(tp);
     if (!id)
       continue;
