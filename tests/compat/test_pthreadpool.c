@@ -805,6 +805,75 @@ COMPAT_TEST(a_worker_lingers_while_its_call_is_open_then_parks)
   pthreadpool_destroy(tp);
 }
 
+typedef struct cpu_check {
+  pthread_t caller;
+  int avoid;                 /* the caller's CPU */
+  atomic_long worker_items;  /* items a pool thread ran */
+  atomic_long worker_elsewhere; /* of which on a CPU other than the caller's */
+} cpu_check;
+
+/* 20 us of work, on the CPU (no sleep: a wake-up would let the scheduler
+ * place the thread anew). */
+static void cpu_item(void *arg, size_t i)
+{
+  (void)i;
+  cpu_check *c = arg;
+  if (!pthread_equal(pthread_self(), c->caller)) {
+    atomic_fetch_add(&c->worker_items, 1);
+    if (sched_getcpu() != c->avoid)
+      atomic_fetch_add(&c->worker_elsewhere, 1);
+  }
+  double end = tu_now() + 20e-6;
+  while (tu_now() < end)
+    ;
+}
+
+/* A worker on the CPU its caller runs on (the scheduler often puts a worker
+ * woken for a call there, and a busy machine can put the two together at
+ * any time) moves to another before it takes part: the call's items do not
+ * run one after the other on one CPU until the scheduler balances the two.
+ * Here the caller is pinned to one CPU and the lingering worker put on it
+ * (its affinity that CPU alone for a moment, then all again: it stays
+ * there); the next call's items on the worker run elsewhere (the worker
+ * moved while it lingered, or as it joined). */
+COMPAT_TEST(a_worker_on_the_callers_cpu_moves_off_it)
+{
+  cpu_set_t all, one;
+  cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2)
+    cr_skip_test("one CPU: nowhere to move to");
+  int a = 0;
+  while (!CPU_ISSET(a, &all))
+    a++;
+  CPU_ZERO(&one);
+  CPU_SET(a, &one);
+  pthreadpool_t tp = pthreadpool_create(2);
+  cr_assert(tp);
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+  /* Three calls the worker takes part in (on a machine busy with other work
+   * it may miss one: it then ran nowhere). */
+  int rounds = 0;
+  for (int attempt = 0; attempt < 20 && rounds < 3; attempt++) {
+    pid_t w = call_with_worker(tp, 0); /* the worker lingers after it */
+    cr_assert_eq(sched_setaffinity(w, sizeof one, &one), 0);
+    cr_assert_eq(sched_setaffinity(w, sizeof all, &all), 0);
+    /* A pool's members move at most once a millisecond (the first call may
+     * have moved this one): the next call after that. */
+    tu_sleep_us(2000);
+    cpu_check c = {.caller = pthread_self(), .avoid = a};
+    pthreadpool_parallelize_1d(tp, cpu_item, &c, 400, 0);
+    if (atomic_load(&c.worker_items) == 0)
+      continue;
+    rounds++;
+    cr_assert_gt(atomic_load(&c.worker_elsewhere), 0,
+                 "attempt %d: the worker ran its %ld items on the caller's CPU %d", attempt,
+                 atomic_load(&c.worker_items), a);
+  }
+  cr_assert_eq(rounds, 3, "the worker took part in %d of 20 calls", rounds);
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof all, &all), 0);
+  pthreadpool_destroy(tp);
+}
+
 COMPAT_TEST(unknown_flags_are_reported_once_and_ignored)
 {
   pthreadpool_t tp = pthreadpool_create(2);
