@@ -8,8 +8,9 @@
  * serial; again over ranges that tiles do not divide (or that are smaller
  * than a tile, or 1) at 1, 2 and 3 threads with each flag, a stalled tile
  * making the others steal; the caller taking part; thread counts; both
- * flags; nested calls; calls from two threads serialized; destroy during a
- * call; bad input.
+ * flags; a worker lingering while its call is open, and moving off the
+ * caller's CPU; nested calls; calls from two threads serialized; destroy
+ * during a call; bad input.
  */
 #include "../common/testutil.h"
 
