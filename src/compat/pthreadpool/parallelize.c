@@ -11,8 +11,9 @@ typedef void (*ptp_fn)(void);
 /* Describes the call's grid and runs it: range[d] and tile[d] for the
  * kind's dimensions (tile NULL: none tiled); uarch, passed first by the
  * *_with_uarch kinds. */
-static void go(pthreadpool_t tp, const char *who, ptp_fn fn, void *ctx, ptp_kind_id kind,
-               uint32_t uarch, const size_t *range, const size_t *tile, uint32_t flags)
+__attribute__((noinline)) static void go(pthreadpool_t tp, const char *who, ptp_fn fn, void *ctx,
+                                         ptp_kind_id kind, uint32_t uarch, const size_t *range,
+                                         const size_t *tile, uint32_t flags)
 {
   ptp_grid g = {.fn = fn, .ctx = ctx, .kind = &ptp_kinds[kind], .uarch = uarch, .flags = flags};
   for (int d = 0; d < g.kind->nd; d++) {
@@ -28,15 +29,20 @@ void pthreadpool_parallelize_1d(pthreadpool_t threadpool, pthreadpool_task_1d_t 
   /* The serial case straight away (one item, or no pool to share with):
    * frequent in XNNPACK (with DISABLE_DENORMALS), and a few nanoseconds
    * matter there. Anything else, an unknown flag included, takes the
-   * general path. */
-  if (function && (flags & ~(uint32_t)PTP_KNOWN_FLAGS) == 0 &&
-      (range <= 1 || !threadpool || threadpool->threads <= 1)) {
-    int flush = (flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
-    ptp_fpu_state fpu = ptp_fpu_enter(flush);
-    for (size_t i = 0; i < range; i++)
-      function(context, i);
-    ptp_fpu_leave(flush, fpu);
-    return;
+   * general path (go: out of line, so that this one saves few registers). */
+  if (function && (range <= 1 || !threadpool || threadpool->threads <= 1)) {
+    if ((flags & ~(uint32_t)PTHREADPOOL_FLAG_YIELD_WORKERS) == 0) {
+      for (size_t i = 0; i < range; i++)
+        function(context, i);
+      return;
+    }
+    if ((flags & ~(uint32_t)PTP_KNOWN_FLAGS) == 0) {
+      ptp_fpu_state fpu = ptp_fpu_enter(1);
+      for (size_t i = 0; i < range; i++)
+        function(context, i);
+      ptp_fpu_leave(1, fpu);
+      return;
+    }
   }
   const size_t rg[1] = {range};
   go(threadpool, "pthreadpool_parallelize_1d", (ptp_fn)function, context, PTP_K_1d, 0, rg, NULL,
