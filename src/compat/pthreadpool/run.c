@@ -170,6 +170,19 @@ static bool linger(struct pthreadpool *tp, uint32_t served)
   return found;
 }
 
+/* Whether some slot still holds an unclaimed item: a hint (the slots of
+ * the call the caller last opened, or of one that just closed). */
+static bool slots_have_items(const struct pthreadpool *tp)
+{
+  for (size_t m = 0; m < tp->threads; m++) {
+    /* relaxed: a hint; the join's CAS (acquire) is what counts. */
+    uint64_t r = atomic_load_explicit(&tp->slots[m].range, memory_order_relaxed);
+    if ((uint32_t)r < (uint32_t)(r >> 32))
+      return true;
+  }
+  return false;
+}
+
 /* A weft task: joins the pool's call under way, if any, as a member, then
  * lingers for the next. A member beyond the pool's slots (late tasks of an
  * earlier call may join too) has nothing to add and leaves at once. */
@@ -179,6 +192,18 @@ static int member_task(void *arg)
   atomic_fetch_sub_explicit(&tp->queued, 1, memory_order_relaxed); /* relaxed: a count */
   uint32_t served = UINT32_MAX;
   do {
+    /* A call whose items are all claimed already (a short one, that the
+     * caller and the others ran before this member came): not joined, for
+     * the caller would wait for this member to leave it, for nothing. gen
+     * read first: a call opened since is found by the linger. */
+    /* acquire: the slots the caller filled before the open seen (x86 loads
+     * are so anyway). */
+    atomic_thread_fence(memory_order_acquire);
+    uint32_t gen = atomic_load_explicit(&tp->gen, memory_order_relaxed);
+    if (!slots_have_items(tp)) {
+      served = gen;
+      continue;
+    }
     /* About to take part on the caller's CPU (where a worker woken for the
      * call is often put): to another first. */
     (void)move_off_callers_cpu(tp);
