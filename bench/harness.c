@@ -123,7 +123,11 @@ uint64_t bench_fib_serial(int n) {
   return bench_fib_serial(n - 1) + bench_fib_serial(n - 2);
 }
 
-__attribute__((aligned(64))) uint64_t bench_imb_range(size_t begin, size_t end) {
+/* The chunk kernels below are noinline as well as aligned: the build links
+ * with LTO, which otherwise copies them into each caller (a runtime's chunk
+ * function, a C++ lambda's trampoline), wherever that lands, and each
+ * executable then runs its own placement of the loop. */
+__attribute__((noinline, aligned(64))) uint64_t bench_imb_range(size_t begin, size_t end) {
   uint64_t s = 0;
   for (size_t i = begin; i < end; i++)
     s += bench_imb_iter(i);
@@ -131,12 +135,22 @@ __attribute__((aligned(64))) uint64_t bench_imb_range(size_t begin, size_t end) 
 }
 
 /* Aligned: this tight loop's speed depends on where it lands in the binary
- * (2x between two links of one bench_weft: 2.8 vs 5.5 ms for pfor_fine);
- * at a 64-byte boundary it lands the same way in every executable. */
-__attribute__((aligned(64))) void bench_fine_range(uint32_t *out, size_t begin, size_t end,
-                                                   uint32_t seed) {
+ * (2x between two links of one bench_weft: 2.8 vs 5.5 ms for pfor_fine;
+ * 2x between bench_weft and bench_weftxx while LTO inlined it into their
+ * chunk functions); at a 64-byte boundary it lands the same way in every
+ * executable. */
+__attribute__((noinline, aligned(64))) void bench_fine_range(uint32_t *out, size_t begin,
+                                                             size_t end, uint32_t seed) {
   for (size_t i = begin; i < end; i++)
     out[i] = bench_fine_f(i, seed);
+}
+
+__attribute__((noinline, aligned(64))) double bench_reduce_range(const double *x, size_t begin,
+                                                                 size_t end) {
+  double s = 0;
+  for (size_t i = begin; i < end; i++)
+    s += x[i];
+  return s;
 }
 
 uint64_t bench_imb_expected(void) {

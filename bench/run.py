@@ -19,8 +19,9 @@ Options:
                        (several user threads pushing into one engine, weft
                        only)
     --threads N[,N]    thread counts (repeatable; default 1 and 2)
-    --rt RT[,RT...]    runtimes: weft, tbb, gomp, omp_clang, starpu (default:
-                       all built)
+    --rt RT[,RT...]    runtimes: weft, weft++ (weft's C++ API), tbb, gomp,
+                       omp_clang, starpu (default: all built); e.g. --rt
+                       weft,weft++ for the C API against the C++ one alone
     --reps R           repetitions for every workload (overrides the defaults)
     --json FILE        every record (all samples) and the table rows, as JSON
     --csv FILE         one row per runtime, metric and thread count
@@ -29,9 +30,14 @@ Options:
                        <builddir>/bench.png
     --builddir DIR     the meson build directory (executables in DIR/bench/);
                        default: build-bench, then build
+    --cxx-rounds K     weft's and weft++'s cells run K times each (default 1),
+                       alternating which goes first, their samples pooled;
+                       weft++/weft's [min-max] is then over the K rounds (the
+                       ratio of each round's two medians)
 
-Executables (bench/meson.build): bench_weft, bench_tbb, bench_gomp,
-bench_omp_clang, bench_starpu (op lists only), bench_serial, all taking
+Executables (bench/meson.build): bench_weft, bench_weftxx (weft++), bench_tbb,
+bench_gomp, bench_omp_clang, bench_starpu (op lists only), bench_serial, all
+taking
     --workload W --threads N --reps R [--quick]
 and printing one JSON object per line and metric (bench/harness.h):
     {"rt":"weft","workload":"fib","threads":2,"unit":"ms","samples":[...],"check":"ok"}
@@ -80,6 +86,19 @@ engine, each pusher over its own vars (<w>_p<P>) or all over the same vars
 pusher (its throughput: the 1-pusher ns/op / this row's) is taken round by
 round, side by side: median [min-max] over the rounds, in the notes.
 
+weft++ (bench_weftxx.cpp; fib, pfor_imb, pfor_fine and the op lists with
+their replay): the same workloads written on weft's C++ API,
+include/weft/weft.hpp, as a user writes them (lambdas, weft::group,
+pool.parallel_for, engine.push(lambda, weft::reads{...}, weft::writes{...}),
+engine.capture + launch), mirroring bench_weft.c (pool setup, warm-ups,
+kernels, checks, timing). It is not a peer: each of its cells runs right
+after weft's, and its columns are weft++ (next to weft), weft++/weft (C++ /
+C repetition by repetition, sample k of each: the median [min-max] of those
+ratios) and its target, within 1.1x of the C row. With --cxx-rounds K both
+cells run K times in alternation (the processes vary more than the
+repetitions within one), and the ratios are round by round, of each round's
+two medians.
+
 Targets are for information: speed is measured, never asserted. A run during
 which other processes kept the machine busy (from /proc/stat: before the run
 and during it) is marked NOISY in the notes, with a warning under the table.
@@ -103,12 +122,13 @@ import time
 from peers import Config, Trials, omp_configs, shell, starpu_sched_configs
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
-WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "idle", "wake"] + DEP_WORKLOADS + ["pipeline",
-                                                                                 "pushers"]
+WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "reduce", "idle", "wake"] + DEP_WORKLOADS + [
+    "pipeline", "pushers"]
 METRICS = {
     "fib": ["fib"],
     "pfor_imb": ["pfor_imb"],
     "pfor_fine": ["pfor_fine"],
+    "reduce": ["reduce"],
     "idle": ["idle_s1", "idle_s2"],
     "wake": ["wake_block", "wake_busy", "wake_hot"],
 }
@@ -116,7 +136,7 @@ METRICS = {
 # (weft: a captured graph launched from main; oneTBB: the flow graph built
 # once and reused), printed only by the runtimes in REPLAY_RTS
 REPLAY_METRICS = {_w + "_replay": _w for _w in DEP_WORKLOADS}
-REPLAY_RTS = {"weft", "tbb"}
+REPLAY_RTS = {"weft", "weft++", "tbb"}
 for _w in DEP_WORKLOADS:
     METRICS[_w] = [_w, _w + "_replay"]
 METRICS["pipeline"] = ["pipeline", "pipe_alloc", "pipe_alloc_mem", "pipe_bp", "pipe_bp_mem"]
@@ -143,10 +163,11 @@ SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline
 # the ratio column is best peer / weft, so < 1 still means weft is ahead
 HIGHER_BETTER = {"pipeline", "pipe_alloc", "pipe_bp"}
 PIPE_TARGET_VS_PEER = 1.3  # pipeline at 2 threads, against the best peer
-RUNTIMES = ["weft", "tbb", "gomp", "omp_clang", "starpu"]
+RUNTIMES = ["weft", "weft++", "tbb", "gomp", "omp_clang", "starpu"]
 PEERS = ["tbb", "gomp", "omp_clang", "starpu"]
 EXE = {
     "weft": "bench_weft",
+    "weft++": "bench_weftxx",
     "tbb": "bench_tbb",
     "gomp": "bench_gomp",
     "omp_clang": "bench_omp_clang",
@@ -154,9 +175,11 @@ EXE = {
     "serial": "bench_serial",
 }
 # the workloads a runtime implements (absent: all)
-SUPPORTS = {"starpu": DEP_WORKLOADS + ["pipeline"]}
+SUPPORTS = {"starpu": DEP_WORKLOADS + ["pipeline"],
+            "weft++": ["fib", "pfor_imb", "pfor_fine", "reduce"] + DEP_WORKLOADS}
 ENABLE = {
     "weft": "bench_weft is always built: rebuild (does libweft link?)",
+    "weft++": "weft's C++ API (bench_weftxx): a C++ compiler, apt install g++, then reconfigure",
     "tbb": "oneTBB: apt install libtbb-dev g++, then reconfigure",
     "gomp": "gcc OpenMP (libgomp): build with gcc as the C compiler",
     "omp_clang": "clang + LLVM libomp: apt install clang libomp-dev, then reconfigure",
@@ -169,6 +192,8 @@ ENABLE = {
 # defaults (WEFT_AFFINITY unset: workers not pinned; WEFT_SPIN_COUNT built in).
 PEER_NOTES = {
     "weft": "its defaults: WEFT_AFFINITY unset (workers not pinned), one configuration",
+    "weft++": "bench_weftxx, weft's C++ API (include/weft/weft.hpp) on weft's workloads, "
+              "pool setup and defaults; one configuration, run right after weft's cell",
     "tbb": "task_arena(N) (one slot for main; wake: task_arena(N, 0), N workers) and "
            "global_control: the arena sized to the threads, one configuration (oneTBB "
            "pins nothing, as weft here)",
@@ -208,7 +233,7 @@ PIPE_TOKENS = 4
 PIPE_ITEM_MIB = 384 / 1024
 
 # repetitions: full run / --quick
-REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "idle": 5, "wake": 10,
+REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "reduce": 31, "idle": 5, "wake": 10,
              "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7, "pushers": 7}
 REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
 REPS_QUICK["pushers"] = 5  # rounds: each one every P, both ways (~0.1 s a round)
@@ -217,7 +242,7 @@ REPS_QUICK["pushers"] = 5  # rounds: each one every P, both ways (~0.1 s a round
 # whole suite under 2 min).
 REPS_FULL_RT = {("starpu", w): 3 for w in DEP_WORKLOADS}
 REPS_QUICK_RT = {("starpu", w): 2 for w in DEP_WORKLOADS}
-TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "idle": 300, "wake": 300,
+TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "reduce": 120, "idle": 300, "wake": 300,
              "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300,
              "pushers": 300}
 
@@ -244,6 +269,11 @@ DEP_TARGET_NS_1T = 30.0
 # run, "fresh_samples"), at every thread count.
 REPLAY_TARGET_NS_1T = 15.0
 REPLAY_TARGET_VS_FRESH = 3.0
+# weft's C++ API (weft++, bench_weftxx: the same workloads written on
+# include/weft/weft.hpp) against the C API (weft): every row's median within
+# this factor of the C row's (information only, as every target).
+CXX_TARGET_VS_C = 1.1
+CXX = "weft++"
 
 
 def dash():
@@ -493,6 +523,26 @@ class Runner:
         self.run(rt, workload, threads, cfg)
         self.trials.set_rerun(rt, row, shell(cfg.env, self.cmd(rt, workload, threads)))
 
+    def pool_rounds(self, rts, workload, threads):
+        """Several runs of one cell (--cxx-rounds) made one record per
+        runtime and metric: the samples pooled in order (other_samples and
+        fresh_samples too), each run's own in "rounds"."""
+        for rt in rts:
+            recs = [x for x in self.records if x["rt"] == rt and x["bench_workload"] == workload
+                    and x["threads_arg"] == threads]
+            for m in {x.get("workload") for x in recs}:
+                same = [x for x in recs if x.get("workload") == m]
+                first = same[0]
+                first["rounds"] = [x.get("samples") or [] for x in same]
+                for key in ("samples", "other_samples", "fresh_samples"):
+                    if any(key in x for x in same):
+                        first[key] = [v for x in same for v in (x.get(key) or [])]
+                loads = [x["foreign_load"] for x in same if x.get("foreign_load") is not None]
+                first["foreign_load"] = max(loads) if loads else None
+                if any(x.get("check") != "ok" for x in same):
+                    first["check"] = next(x.get("check") for x in same if x.get("check") != "ok")
+                self.records = [x for x in self.records if not any(x is y for y in same[1:])]
+
     def stat(self, rt, metric, threads):
         for rec in self.records:
             if rec["rt"] == rt and rec.get("workload") == metric and \
@@ -548,6 +598,54 @@ def pushers_note(r, row, metric, t, ncpu):
             row["target"] = ">=%gx 1 pusher on %d+ CPUs: n/a here" % (tg[0], tg[1])
 
 
+def cxx_vs_c(r, row, metric, t, w):
+    """weft++ (the C++ API) against weft (the C API) on one row: C++ / C
+    (items/s: C / C++) repetition by repetition (sample k of each, in the
+    order they ran), or with --cxx-rounds round by round (the ratio of each
+    round's two medians): their median [min-max], and the target on that
+    median (within CXX_TARGET_VS_C). Without pairs, the ratio of the
+    medians."""
+    weft, cxx = row["stats"].get("weft"), row["stats"].get(CXX)
+    if not weft or not cxx or weft["median"] <= 0 or cxx["median"] <= 0:
+        return
+    hb = metric in HIGHER_BETTER
+    q = weft["median"] / cxx["median"] if hb else cxx["median"] / weft["median"]
+    crec, wrec = r.record(CXX, metric, t) or {}, r.record("weft", metric, t) or {}
+    cr, wr = crec.get("rounds") or [], wrec.get("rounds") or []
+    if len(cr) > 1 and len(cr) == len(wr) and all(cr) and all(wr):
+        # --cxx-rounds: round by round, the ratio of the two runs' medians
+        cs = [statistics.median(x) for x in cr]
+        ws = [statistics.median(x) for x in wr]
+        row["cxx_rounds"] = len(cr)
+    else:
+        cs, ws = crec.get("samples") or [], wrec.get("samples") or []
+    per = [(b / a if hb else a / b) for a, b in zip(cs, ws) if a > 0 and b > 0]
+    if per:  # the median of the same ratios as the [min-max]
+        q = statistics.median(per)
+    row["cxx_vs_c"] = {"median": q, "min": min(per) if per else None,
+                       "max": max(per) if per else None, "ratios": per,
+                       "of_medians": cxx["median"] / weft["median"] if not hb
+                       else weft["median"] / cxx["median"]}
+    row["cxx_target"] = "within %gx: %s" % (CXX_TARGET_VS_C, yes_no(q <= CXX_TARGET_VS_C))
+    if metric == w and w in DEP_WORKLOADS:
+        # the driver mode (other_samples) of both, for the notes
+        co = (r.record(CXX, metric, t) or {}).get("other_samples") or []
+        wo = (r.record("weft", metric, t) or {}).get("other_samples") or []
+        if co and wo:
+            cm, wm = statistics.median(co), statistics.median(wo)
+            if wm > 0:
+                row["notes"].append("%s from driver: %s (C++/C %.2f)" % (CXX, fmt_num(cm),
+                                                                        cm / wm))
+
+
+def fmt_cxx_ratio(st):
+    if not st:
+        return dash()
+    if st.get("min") is None:
+        return "%.2f" % st["median"]
+    return "%.2f [%.2f-%.2f]" % (st["median"], st["min"], st["max"])
+
+
 def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
     rows = []
     peers = [p for p in PEERS if p in rts]
@@ -592,6 +690,8 @@ def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
                 else:
                     row["ratio"] = (weft["median"] / best[1]["median"]
                                     if weft and best and best[1]["median"] > 0 else None)
+                if CXX in rts:
+                    cxx_vs_c(r, row, metric, t, w)
                 ser = row["stats"].get("serial")
                 if metric == "fib" and weft:
                     ns = weft["median"] * 1e6 / FIB_SPAWNS
@@ -749,8 +849,10 @@ def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
 
 
 def print_table(rows, rts, any_serial):
+    cxx = CXX in rts
     cols = ["metric", "thr", "unit"] + rts + (["serial"] if any_serial else []) + \
-        ["weft/best", "notes", "weft target"]
+        ["weft/best"] + (["%s/weft" % CXX, "%s target" % CXX] if cxx else []) + \
+        ["notes", "weft target"]
     table = []
     for row in rows:
         line = [row["metric"], str(row["threads"]), row["unit"]]
@@ -765,6 +867,9 @@ def print_table(rows, rts, any_serial):
             line.append("%.2f (%s)" % (row["ratio"], row["best_peer"]))
         else:
             line.append(dash())
+        if cxx:
+            line.append(fmt_cxx_ratio(row.get("cxx_vs_c")))
+            line.append(row.get("cxx_target", ""))
         notes = list(row["notes"])
         if row.get("busy_machine"):
             notes.append("NOISY, other load: " + ", ".join(row["busy_machine"]))
@@ -883,6 +988,7 @@ def main():
     ap.add_argument("--csv")
     ap.add_argument("--builddir")
     ap.add_argument("--plot")
+    ap.add_argument("--cxx-rounds", type=int, default=1)
     a = ap.parse_args()
 
     workloads = split_list(a.only) or list(WORKLOADS)
@@ -899,10 +1005,14 @@ def main():
     for rt in rts:
         if rt not in RUNTIMES:
             ap.error("unknown runtime %r (one of %s)" % (rt, ", ".join(RUNTIMES)))
-    if "weft" in rts:
-        rts = ["weft"] + [x for x in rts if x != "weft"]
+    # weft first, weft++ (its C++ API) right after it: the two run side by
+    # side, cell by cell, and stand next to each other in the table
+    front = [x for x in ("weft", CXX) if x in rts]
+    rts = front + [x for x in rts if x not in front]
     if a.reps is not None and a.reps < 1:
         ap.error("--reps must be >= 1")
+    if a.cxx_rounds < 1:
+        ap.error("--cxx-rounds must be >= 1")
 
     bindir = find_bindir(a.builddir, here)
     if not bindir:
@@ -948,6 +1058,14 @@ def main():
                             r.run(rt, w, t, oplist=ol)
                     else:
                         r.run_best(rt, w, t)
+                if rt == CXX and a.cxx_rounds > 1 and supports(CXX, w) and r.exe(CXX) \
+                        and r.exe("weft") and "weft" in rts:
+                    # more rounds of the two, alternating who goes first,
+                    # right after the first: their samples pooled
+                    for k in range(1, a.cxx_rounds):
+                        for x in ([CXX, "weft"] if k % 2 else ["weft", CXX]):
+                            r.run(x, w, t)
+                    r.pool_rounds(["weft", CXX], w, t)
     elapsed = (datetime.datetime.now() - started).total_seconds()
 
     any_serial = any(w in SERIAL_WORKLOADS for w in workloads)
@@ -997,6 +1115,18 @@ def main():
         print("      'weft fresh push (main)' is the main-mode figure of the same run; "
               "fresh/replay = that / weft replay.")
 
+    if CXX in rts and r.exe(CXX) and any(supports(CXX, w) for w in workloads):
+        print("%s: bench_weftxx, weft's workloads written on its C++ API (include/weft/weft.hpp: "
+              "lambdas, weft::group, pool.parallel_for," % CXX)
+        print("      engine.push with weft::reads / weft::writes, engine.capture + launch); the "
+              "same pool setup, kernels, checks and timing as bench_weft,")
+        print("      each cell run right after weft's%s. %s/weft = %s / weft %s: the ratios' "
+              "median [min-max]; target:"
+              % (" (%d rounds each, alternating, samples pooled)" % a.cxx_rounds
+                 if a.cxx_rounds > 1 else "", CXX, CXX,
+                 "round by round (the two runs' medians)" if a.cxx_rounds > 1
+                 else "repetition by repetition"))
+        print("      within %gx of the C API's row." % CXX_TARGET_VS_C)
     if "pushers" in workloads:
         print("pushers (weft only): <list>_p<P>: the list split into P segments, pushed by P "
               "user threads (main + P-1) into one engine on N workers,")

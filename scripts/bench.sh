@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bench suite: installs what is missing (weft's build and the peers),
 # configures, builds and runs bench/run.py with the given arguments
-# (--quick for the quick mode; see bench/run.py for the others), then
+# (--quick for the quick mode; see bench/run.py for the others: weft, its
+# C++ API beside it as weft++ with the ratio C++ / C, and the peers), then
 # bench/run_pthreadpool.py (weft's libpthreadpool.so.0 against the stock one
 # under XNNPACK), bench/run_cholesky.py (tiled Cholesky against StarPU,
 # OpenMP tasks and LAPACK) and bench/run_mpi.py (the Cholesky across MPI

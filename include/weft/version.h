@@ -6,7 +6,7 @@
 #define WEFT_VERSION_H
 
 #define WEFT_VERSION_MAJOR 0
-#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_MINOR 2
 #define WEFT_VERSION_PATCH 0
 
 #define WEFT_VERSION_STRING_(a, b, c) #a "." #b "." #c

@@ -536,6 +536,23 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * weft_graph_launch then runs the recorded operators again, any number of
  * times, without registering them on their vars one by one.
  *
+ * Graphs with explicit edges (Taskflow's a.precede(b), oneTBB's
+ * make_edge): weft_graph_create makes an empty graph, weft_graph_add adds
+ * operators to it as nodes (0, 1, ... in the order of adding), and
+ * weft_graph_edge(g, a, b) makes node a run before node b. The nodes' vars
+ * give dependencies among them as a capture's pushes would, in the order
+ * of adding, and the edges add to those; a launch is ordered with the rest
+ * of the engine as a captured graph's (below). Nodes and edges may be
+ * added to any graph, captured ones included (the i-th push a capture
+ * recorded is node i), between launches: the graph is resolved again at
+ * the next launch, then replayed as a captured graph is. Failures pass
+ * along explicit edges as along vars: a node after a failed (or skipped)
+ * one by an edge is skipped with its status, unless it has WEFT_OP_NOSKIP.
+ * A graph built so and launched once costs about what pushing its
+ * operators costs, or less (the resolve at that launch does only what that
+ * launch needs: see "Where they run"); relaunched, what a captured graph's
+ * replay costs.
+ *
  * Ordering: a launch is ordered with everything else on the engine as if it
  * were one operator that writes every var the graph writes and reads every
  * var it only reads: it starts after every operator pushed before it on
@@ -553,6 +570,11 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * the launch. A recorded descriptor's arg and name are used at every
  * launch: they must outlive the graph.
  *
+ * "Capture order" below is, for a graph with explicit edges, the order the
+ * launch resolved: the order of adding where the edges allow it (of the
+ * nodes ready to run, the one added first goes first), a topological
+ * order either way; the naive engine runs the nodes in it, one at a time.
+ *
  * Where they run: a graph whose operators are all CPU fns of
  * WEFT_PROP_NORMAL runs in capture order, on one worker or, on a pool of
  * several, split into lanes at capture (one per worker at most, each in
@@ -562,7 +584,12 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * both in turn (2 each, then again every 256 launches) and the others run
  * the faster; the first of them also times each operator, and the lanes
  * are planned again with those costs. Any other graph's operators are
- * released along its edges. A GPU operator whose predecessor is a GPU
+ * released along its edges; so are those of a graph resolved at a launch
+ * (one made with weft_graph_add, or changed since its last launch) on a
+ * pool of several workers, at that launch: the lanes' plan pays only over
+ * launches, and the graph's next launch resolves it again to plan them
+ * (on one worker the first resolve is the only one). A GPU operator whose
+ * predecessor is a GPU
  * operator of the same device waits for it on the device: it is launched
  * as soon as its predecessor was (as pushed ones are).
  *
@@ -610,6 +637,47 @@ WEFT_API int weft_graph_begin_capture(weft_engine *eng);
  * WEFT_ESHUTDOWN once eng's destroy began (the capture ends all the same,
  * *out NULL). */
 WEFT_API int weft_graph_end_capture(weft_engine *eng, weft_graph **out);
+/* An empty graph of eng (its launch does nothing), to be filled with
+ * weft_graph_add and weft_graph_edge. WEFT_EINVAL (NULL eng or out),
+ * WEFT_ENOMEM, WEFT_ESHUTDOWN once eng's destroy began; *out NULL on an
+ * error. Destroy it with weft_graph_destroy, before eng (as a captured
+ * graph: see above). */
+WEFT_API int weft_graph_create(weft_engine *eng, weft_graph **out);
+/* Adds a node to graph: any operator a push takes (CPU fns, async_fn, GPU
+ * operators and copies, priorities, flags, a name; vars to read and
+ * write), and *node (unless node is NULL) gets its index: 0, 1, ... in the
+ * order of adding (a captured graph's nodes come first). desc is checked
+ * as weft_push checks it (WEFT_EINVAL, WEFT_ENODEV; its vars must be live)
+ * and copied with its arrays; desc->arg and desc->name are used at every
+ * launch and must outlive the graph. Its vars order it with the graph's
+ * other nodes as a push would: after the nodes added before it that write
+ * a var it uses or read a var it writes; and the launch is ordered with
+ * the engine's other operators on them. WEFT_EBUSY while a launch of the
+ * graph runs (nothing is added: wait for it); WEFT_EINVAL for NULL graph
+ * or desc; WEFT_ENOMEM; WEFT_ESHUTDOWN once the engine's destroy began.
+ * On an error nothing is added. */
+WEFT_API int weft_graph_add(weft_graph *graph, const weft_op_desc *desc, size_t *node);
+/* weft_graph_add with its argument stored with the node, as weft_push_arg
+ * stores it: desc->arg NULL (WEFT_EINVAL otherwise, as for NULL data with
+ * size > 0); size bytes copied from data into the graph (data may be
+ * reused at once), and every launch's fn receives that copy (aligned to
+ * WEFT_ARG_ALIGN; size 0: NULL). drop (NULL: none) runs once with it when
+ * the graph is destroyed, or its engine first. On an error nothing is
+ * copied and drop is not called. */
+WEFT_API int weft_graph_add_arg(weft_graph *graph, const weft_op_desc *desc, const void *data,
+                                size_t size, weft_arg_drop_fn drop, size_t *node);
+/* Node before runs before node after, at every launch: after waits for
+ * before to finish (a failure of before skips after, unless after has
+ * WEFT_OP_NOSKIP, as a failed var would; GPU nodes of one device wait on
+ * the device, as pushed ones do). Edges may be added in any order and
+ * between nodes added in any order; a duplicate edge (or one that a var
+ * already makes) is merged. A cycle, through edges or vars or both, is
+ * found by the next launch, which returns WEFT_EINVAL with one message
+ * naming a node on it (its index and name) and runs nothing. WEFT_EINVAL
+ * for NULL graph, before == after or a node not added yet; WEFT_EBUSY
+ * while a launch of the graph runs; WEFT_ENOMEM; WEFT_ESHUTDOWN once the
+ * engine's destroy began. On an error nothing is added. */
+WEFT_API int weft_graph_edge(weft_graph *graph, size_t before, size_t after);
 /* Runs the graph's operators once more (see above) and returns without
  * waiting for them (an earlier launch whose last operator has finished but
  * whose end is still being recorded, a few dozen instructions on another
@@ -617,9 +685,13 @@ WEFT_API int weft_graph_end_capture(weft_engine *eng, weft_graph **out);
  * still runs
  * (nothing happens: wait for it, e.g. with weft_var_wait on a var it
  * writes, or weft_wait_all); WEFT_EINVAL if a var it uses has been deleted
- * (nothing runs; a message names the operator and the var); WEFT_ESHUTDOWN
- * once its engine's destroy began. With max_inflight, a launch takes one
- * place. May be called from inside operators, as weft_push. */
+ * (nothing runs; a message names the operator and the var), or if its
+ * edges and vars form a cycle (nothing runs; a message names a node on
+ * it); WEFT_ENOMEM when the graph changed since its last launch and could
+ * not be resolved again (nothing runs; a later launch tries again);
+ * WEFT_ESHUTDOWN once its engine's destroy began. With max_inflight, a
+ * launch takes one place. May be called from inside operators, as
+ * weft_push. */
 WEFT_API int weft_graph_launch(weft_graph *graph);
 /* Frees the graph. WEFT_EBUSY while a launch of it runs (nothing happens);
  * NULL: WEFT_EINVAL; WEFT_ESHUTDOWN in a fork child for a graph it

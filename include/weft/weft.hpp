@@ -858,6 +858,30 @@ public:
   /* Runs the recorded operators once more, without waiting for them
    * (weft_graph_launch: WEFT_EBUSY while the previous launch runs). */
   weft::status launch() noexcept { return weft::status(weft_graph_launch(g_)); }
+
+  /* Task graphs with explicit edges (weft_graph_add_arg, weft_graph_edge):
+   * add a node, any operator a push takes, its index (0, 1, ... in the
+   * order of adding; a captured graph's i-th push is node i) in *node;
+   * then edge(before, after) in any order. The next launch resolves the
+   * graph (a cycle: WEFT_EINVAL there, nothing run). The callable is
+   * stored with the graph and called at every launch. */
+  template <class F>
+  weft::status add(F &&f, const reads &r = {}, const writes &w = {}, const op_options &o = {},
+                   std::size_t *node = nullptr)
+  {
+    return add_impl<false>(std::forward<F>(f), r, w, o, node);
+  }
+  template <class F>
+  weft::status add_async(F &&f, const reads &r = {}, const writes &w = {},
+                         const op_options &o = {}, std::size_t *node = nullptr)
+  {
+    return add_impl<true>(std::forward<F>(f), r, w, o, node);
+  }
+  /* before runs before after at every launch (duplicates merged). */
+  weft::status edge(std::size_t before, std::size_t after) noexcept
+  {
+    return weft::status(weft_graph_edge(g_, before, after));
+  }
   /* weft_graph_destroy now, without waiting: the handle is given up,
    * except on WEFT_EBUSY (a launch of it still runs: nothing happened). */
   weft::status destroy() noexcept
@@ -873,6 +897,22 @@ public:
 private:
   friend class engine;
   graph(weft_graph *g, int st) noexcept : g_(g), st_(st) {}
+
+  template <bool Async, class F>
+  weft::status add_impl(F &&f, const reads &r, const writes &w, const op_options &o,
+                        std::size_t *node)
+  {
+    if (r.failed() || w.failed())
+      return weft::status(WEFT_ENOMEM);
+    weft_op_desc d = detail::make_desc(r, w, o);
+    weft_graph *g = g_;
+    return weft::status(detail::store_op<Async>(
+        d, std::forward<F>(f),
+        [g, node](const weft_op_desc &desc, const void *data, std::size_t size,
+                  weft_arg_drop_fn drop) {
+          return weft_graph_add_arg(g, &desc, data, size, drop, node);
+        }));
+  }
 
   /* Destroys the graph, retrying while a launch of it runs (the launch
    * finishes on its own; the retries back off from yields to 1 ms sleeps). */
@@ -1014,6 +1054,15 @@ public:
    * partial graph destroyed. An exception from body (exceptions on) is
    * rethrown once the capture is ended and its partial graph destroyed.
    * The graph's init_status() is the capture's status. */
+  /* An empty graph to fill with graph::add and graph::edge
+   * (weft_graph_create); its init_status() says whether it was made. */
+  weft::graph make_graph() noexcept
+  {
+    weft_graph *g = nullptr;
+    int rc = weft_graph_create(e_, &g);
+    return weft::graph(g, rc);
+  }
+
   template <class F>
   weft::graph capture(F &&body)
   {

@@ -107,6 +107,13 @@ static inline void weft_guard_leave(weft_guard *g, int ticket)
 
 /* Refuses entrants that ask to be refused, from now on. */
 void weft_guard_close(weft_guard *g);
+/* Whether g was closed, for a caller that needs no entry (what it touches
+ * is kept alive otherwise) and only refuses work once a closer began: a
+ * hint (relaxed: a close under way may be seen a moment late). */
+static inline bool weft_guard_closed(const weft_guard *g)
+{
+  return atomic_load_explicit(&((weft_guard *)g)->closed, memory_order_relaxed) != 0;
+}
 /* Waits until no thread is inside g: every entry that was not refused has
  * left (the caller is not inside g). */
 void weft_guard_wait_empty(weft_guard *g);

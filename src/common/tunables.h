@@ -29,6 +29,10 @@
  * one back, behind that work: what waits on a busy worker waits for at
  * most about twice this many operators. Operators. */
 #define WEFT_KEEP_RUN_MAX 1024
+/* A graph's build that orders its nodes (src/graph/build.c, an explicit
+ * edge backward in the order of adding) gathers its records in that order,
+ * prefetching this many ahead, records. */
+#define WEFT_GRAPH_GATHER_AHEAD 16
 /* A swept graph's sweeper (src/graph/graph.h) walks this many nodes between
  * its looks for other work waiting on its worker (weft_pool_yield_due),
  * nodes: a look costs a few loads, and what waits waits for at most this
@@ -147,6 +151,12 @@
 /* Recycled objects (task records, operator blocks) are carved from slabs of
  * this size, bytes. */
 #define WEFT_OBJ_SLAB_BYTES (64 * 1024)
+/* With jemalloc, allocations of at least this many bytes (a large graph's
+ * node blocks and arrays, an engine's grown tables) come from an arena of
+ * the library's own that keeps their freed pages for reuse as it keeps
+ * smaller ones' (its dirty decay), where jemalloc's default hands pages of
+ * 8 MiB and more back to the system at once (common/alloc.c), bytes. */
+#define WEFT_BULK_ALLOC_BYTES (4u << 20)
 /* Bytes of the next free object that an allocation prefetches for writing:
  * an operator block's lines that a push fills (its header, its queue line
  * when it is ready at once, its inline requests; not the device fields). */

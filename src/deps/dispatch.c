@@ -173,9 +173,15 @@ int weft_opr_skip_status(const weft_opr *op)
 {
   if (op->flags & WEFT_OP_NOSKIP)
     return 0;
-  /* relaxed: see nfailed_vars (engine.h): no failed var, nothing to read. */
+  /* relaxed: see nfailed_vars (engine.h): no failed var and no failure held
+   * for a held operator, nothing to read. */
   if (atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) == 0)
     return 0;
+  if (op->internal == WEFT_OPR_HELD && op->eng->ext->inherited) { /* its layer's (ext.h) */
+    int inherited = op->eng->ext->inherited(op);
+    if (inherited)
+      return inherited;
+  }
   int status = 0;
   for (int k = 0; k < op->nvars && !status; k++)
     status = weft_var_failed(op->var[k]); /* no lock: see weft_var_impl.failed */

@@ -40,7 +40,8 @@ int weft_opr_task(void *arg);
  * finish's hook argument: see weft_engine_count_done_op). */
 struct weft_task;
 void weft_engine_between(struct weft_task *next);
-/* The status of a failed var op uses (0: run it), unless WEFT_OP_NOSKIP. */
+/* The status of a failed var op uses, or (a held operator) the one its
+ * layer says it inherits (ext.h); 0: run it. Always 0 for WEFT_OP_NOSKIP. */
 int weft_opr_skip_status(const weft_opr *op);
 
 #endif /* WEFT_DEPS_DISPATCH_H */

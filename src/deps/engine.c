@@ -3,6 +3,7 @@
  * (the shutdown gate is in push.c, with the pushes it guards). The
  * engine's life (create, wait_all, destroy) is in lifecycle.c.
  */
+#include "common/assert.h"
 #include "common/fork.h"
 #include "deps/engine.h"
 #include "deps/executor.h"
@@ -30,6 +31,17 @@ void weft_engine_record_failure(weft_engine *eng, int status, const char *name)
     eng->first_failure = status;
     eng->first_failure_name = name;
   }
+  pthread_mutex_unlock(&eng->fail_lock);
+}
+
+void weft_engine_count_held_failures(weft_engine *eng, int delta)
+{
+  pthread_mutex_lock(&eng->fail_lock);
+  /* relaxed: see nfailed_vars (engine.h): written under fail_lock; the
+   * caller's release of the inheriting operator orders it before its run. */
+  int n = atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) + delta;
+  WEFT_ASSERT(n >= 0); /* a layer lets go only of what it counted */
+  atomic_store_explicit(&eng->nfailed_vars, n, memory_order_relaxed);
   pthread_mutex_unlock(&eng->fail_lock);
 }
 

@@ -64,9 +64,12 @@ struct weft_engine {
   const struct weft_opr_ext_ops *ext;
   unsigned long fork_gen; /* immutable: the fork generation at create (common/fork.h) */
   /* atomic, relaxed, written under fail_lock: how many vars are on
-   * failed_vars. Zero means no var of the engine is failed (a failed var is
-   * always listed), so a skip check (weft_opr_skip_status) or a finish need
-   * not read its vars' failed states. A failure set by an operator before
+   * failed_vars, and how many failures a layer above holds for its held
+   * operators (ext.h, inherited: weft_engine_count_held_failures). Zero
+   * means no var of the engine is failed (a failed var is always listed)
+   * and no held operator inherits one, so a skip check
+   * (weft_opr_skip_status) or a finish need not read its vars' failed
+   * states, nor ask the layer. A failure set by an operator before
    * one that uses its var is counted before that operator runs (the count
    * is raised before the var is released, and the release/grant chain
    * orders it); a clearing running meanwhile may be seen or not, as the
@@ -138,6 +141,13 @@ extern _Thread_local bool weft_tls_executor __attribute__((tls_model("initial-ex
 void weft_engine_record_failure(weft_engine *eng, int status, const char *name);
 /* Takes the kept failure (0 if none) and clears it. */
 int weft_engine_take_failure(weft_engine *eng);
+/* A layer above stores delta more (or, negative, lets go of as many)
+ * failures that its held operators inherit (ext.h: inherited): counted
+ * with the failed vars (nfailed_vars), so that every path that skips the
+ * skip check while none is failed takes it meanwhile. A store is counted
+ * before it can be read: before the release of the operator that
+ * inherits it. */
+void weft_engine_count_held_failures(weft_engine *eng, int delta);
 
 /* Whether no var of eng is failed: an operator about to run has nothing to
  * skip for (read after the release that made it ready). */

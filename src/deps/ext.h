@@ -99,6 +99,16 @@ typedef struct weft_opr_ext_ops {
   /* op starts: on this thread before its fn or async_fn (run_op), or it
    * goes to its device, or it is ended without running (no memory). */
   void (*start)(weft_opr *op);
+  /* The status held op inherits from its layer (a graph node's
+   * predecessor along an explicit edge failed, or was skipped), which
+   * skips op as a failed var would; 0: none. Asked by the skip check
+   * (weft_opr_skip_status) as op starts, unless op has WEFT_OP_NOSKIP, and
+   * only while some failure is counted: the layer counts each one it holds
+   * (weft_engine_count_held_failures, engine.h) from before the release of
+   * the operator that inherits it until it lets go of it, so that no fast
+   * path of the layer's or the engine's runs op without this check. NULL:
+   * never. */
+  int (*inherited)(const weft_opr *op);
   /* Finishes op with status, as weft_opr_finish_vars finishes an
    * operator (the same arguments and result): from run_op, a
    * weft_done_signal, the executor's completion or failure. */

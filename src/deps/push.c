@@ -380,10 +380,15 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
 
 /* ------------------------------------------------------------- naive */
 
-/* Runs one push synchronously: the reference engine. */
+/* Runs one push synchronously: the reference engine. skip: a status to
+ * skip it with, as a failed var's (unless WEFT_OP_NOSKIP; 0: none);
+ * *ended (if not NULL): the status it ended with, its own or the one it
+ * was skipped with (0 when the push itself failed). */
 static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                      weft_op_impl *tmpl)
+                      weft_op_impl *tmpl, int skip, int *ended)
 {
+  if (ended)
+    *ended = 0;
   weft_var_impl *vars[64], **var = n <= 64 ? vars : weft_malloc(sizeof *var * (size_t)n);
   if (!var)
     return WEFT_ENOMEM;
@@ -396,9 +401,11 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
   }
   if (!rc) {
     int status = 0;
-    if (!(d->flags & WEFT_OP_NOSKIP))
+    if (!(d->flags & WEFT_OP_NOSKIP)) {
+      status = skip;
       for (int k = 0; k < n && !status; k++)
         status = weft_var_failed(var[k]);
+    }
     if (!status) {
       weft_opr op = {0};
       op.eng = eng;
@@ -440,6 +447,8 @@ static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_us
       }
     if (status)
       weft_engine_record_failure(eng, status, d->name);
+    if (ended)
+      *ended = status;
   }
   pthread_mutex_unlock(&eng->naive_lock);
   if (var != vars)
@@ -560,7 +569,7 @@ int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *
                    weft_op_impl *tmpl, bool out)
 {
   if (eng->naive)
-    return naive_push(eng, d, uses, n, tmpl);
+    return naive_push(eng, d, uses, n, tmpl, 0, NULL);
   return push_uses(eng, d, uses, n, tmpl, out, NULL);
 }
 
@@ -583,7 +592,7 @@ int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_u
       memcpy(copy.bytes, data, size);
       dc.arg = size ? copy.bytes : NULL;
     }
-    rc = naive_push(eng, &dc, uses, n, NULL);
+    rc = naive_push(eng, &dc, uses, n, NULL, 0, NULL);
     if (!rc) { /* it ran, or was skipped: done with its argument */
       if (ain.box)
         weft_arg_box_unref(ain.box);
@@ -597,6 +606,13 @@ int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_u
   if (rc && ain.box)
     weft_arg_box_discard(ain.box);
   return rc;
+}
+
+int weft_push_naive(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                    int skip, int *ended)
+{
+  WEFT_ASSERT(eng->naive);
+  return naive_push(eng, d, uses, n, NULL, skip, ended);
 }
 
 void weft_push_unadmit(weft_engine *eng)

@@ -42,6 +42,14 @@ void weft_push_unadmit(weft_engine *eng);
  * the caller has entered the engine (out: from outside its work). */
 int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
                    weft_op_impl *tmpl, bool out);
+/* The naive engine's push of normalised uses (weft_push_uses on a naive
+ * engine: run here and now), for a replay that passes failures on by
+ * itself (a graph's explicit edges): skip is a status to skip it with, as
+ * a failed var's (unless WEFT_OP_NOSKIP; 0: none), and *ended receives the
+ * status it ended with, its own or the one it was skipped with (0 if the
+ * push failed: the return value). */
+int weft_push_naive(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
+                    int skip, int *ended);
 /* weft_push_uses for weft_push_arg (d->arg NULL): the operator's argument
  * is a copy of data[0..size), in its block up to WEFT_OP_ARG_INLINE bytes,
  * else in a box (arg.h); drop runs once it finished. On an error nothing

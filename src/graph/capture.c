@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "deps/arg.h"
 #include "graph/capture.h"
+#include "graph/def.h"
 #include "deps/push.h"
 #include "graph/registry.h"
 
@@ -122,42 +123,17 @@ size_t weft_capture_count_open(void)
   return n;
 }
 
-/* Makes room for n more elements of size elem in *arr (count *len, room
- * *cap); false without memory. */
-static bool grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem)
-{
-  if (len + n <= *cap)
-    return true;
-  size_t want = *cap ? *cap : 64;
-  while (want < len + n)
-    want *= 2;
-  void *p = weft_malloc(want * elem);
-  if (!p)
-    return false;
-  if (len)
-    memcpy(p, *arr, len * elem);
-  weft_free(*arr);
-  *arr = p;
-  *cap = want;
-  return true;
-}
-
 int weft_capture_push(weft_push_sink *sink, const weft_op_desc *d, const weft_var_use *uses,
                       int n, struct weft_arg_box *box)
 {
   weft_capture *c = capture_of(sink);
-  if (!grow((void **)&c->recs, &c->caprecs, c->nrecs, 1, sizeof *c->recs) ||
-      !grow((void **)&c->uses, &c->capuses, c->nuses, (size_t)n, sizeof *c->uses) ||
-      (box && !grow((void **)&c->boxes, &c->capboxes, c->nboxes, 1, sizeof *c->boxes)))
+  if (!weft_graph_grow((void **)&c->recs, &c->caprecs, c->nrecs, 1, sizeof *c->recs) ||
+      !weft_graph_grow((void **)&c->uses, &c->capuses, c->nuses, (size_t)n, sizeof *c->uses) ||
+      (box && !weft_graph_grow((void **)&c->boxes, &c->capboxes, c->nboxes, 1, sizeof *c->boxes)))
     return WEFT_ENOMEM;
   if (box)
     c->boxes[c->nboxes++] = box;
-  weft_capture_rec *r = &c->recs[c->nrecs++];
-  r->desc = *d;
-  r->desc.reads = r->desc.writes = NULL;
-  r->desc.num_reads = r->desc.num_writes = 0;
-  r->use0 = c->nuses;
-  r->nuses = n;
+  weft_rec_set(&c->recs[c->nrecs++], d, c->nuses, n);
   memcpy(&c->uses[c->nuses], uses, sizeof *uses * (size_t)n);
   c->nuses += (size_t)n;
   return 0;
@@ -182,13 +158,30 @@ int weft_capture_end(weft_engine *eng, struct weft_graph **out)
     capture_free(c);
     return rc;
   }
-  weft_recording rec = {c->sink.eng, c->recs, c->nrecs, c->uses, c->nuses};
-  struct weft_graph *g = weft_graph_build(&rec);
-  if (g) { /* the recorded arguments are the graph's now */
+  weft_recording rec = {c->sink.eng, c->recs, c->nrecs, c->uses, c->nuses, NULL, 0, NULL, false};
+  struct weft_graph *g = weft_graph_new(c->sink.eng);
+  if (g && weft_graph_build(g, &rec, NULL)) {
+    weft_graph_free(g); /* nothing built: out of memory */
+    g = NULL;
+  }
+  if (g) {
+    /* The recorded arguments are the graph's now, and the recording its
+     * definition (def.h): the i-th recorded push is node i, to which
+     * weft_graph_add and weft_graph_edge may add. */
     g->boxes = c->boxes;
     g->nboxes = c->nboxes;
+    g->capboxes = c->capboxes;
     c->boxes = NULL;
     c->nboxes = 0;
+    weft_gdef *def = g->def;
+    def->recs = c->recs;
+    def->nrecs = c->nrecs;
+    def->caprecs = c->caprecs;
+    def->uses = c->uses;
+    def->nuses = c->nuses;
+    def->capuses = c->capuses;
+    c->recs = NULL;
+    c->uses = NULL;
   }
   capture_free(c);
   if (g)

@@ -11,9 +11,8 @@
 /* Whether capture record r may be in a run, and on which device. */
 static bool runnable(const weft_capture_rec *r)
 {
-  const weft_op_desc *d = &r->desc;
-  return (d->flags & WEFT_OP_GPU_GRAPH) && d->fn && d->ctx.type == WEFT_DEV_GPU &&
-         d->prop == WEFT_PROP_NORMAL;
+  return (r->flags & WEFT_OP_GPU_GRAPH) && r->fn && r->ctx.type == WEFT_DEV_GPU &&
+         r->prop == WEFT_PROP_NORMAL;
 }
 
 int weft_devruns_find(struct weft_graph *g, const weft_recording *c, const int (*edge)[2],
@@ -24,11 +23,11 @@ int weft_devruns_find(struct weft_graph *g, const weft_recording *c, const int (
     run_at[i] = -1;
   bool any = false;
   for (int i = 0; i < n && !any; i++)
-    any = runnable(&c->recs[i]);
+    any = runnable(weft_rec(c, (size_t)i));
   if (!any)
     return 0;
-  /* Each node's earliest predecessor (capture order is topological: all
-   * are earlier). */
+  /* Each node's earliest predecessor (the build's order is topological:
+   * all are earlier). */
   int *minpred = weft_malloc(sizeof(int) * (size_t)n);
   if (!minpred)
     return WEFT_ENOMEM;
@@ -41,8 +40,8 @@ int weft_devruns_find(struct weft_graph *g, const weft_recording *c, const int (
    * may open one; a run of one node is none. */
   int nruns = 0, lo = -1;
   for (int i = 0; i <= n; i++) {
-    const weft_capture_rec *r = i < n ? &c->recs[i] : NULL;
-    bool joins = r && lo >= 0 && runnable(r) && r->desc.ctx.id == c->recs[lo].desc.ctx.id &&
+    const weft_capture_rec *r = i < n ? weft_rec(c, (size_t)i) : NULL;
+    bool joins = r && lo >= 0 && runnable(r) && r->ctx.id == weft_rec(c, (size_t)lo)->ctx.id &&
                  npred[i] > 0 && minpred[i] >= lo;
     if (joins) {
       run_at[i] = nruns;

@@ -1,14 +1,16 @@
 /*
- * A captured graph's storage (graph.h): its gates (one per launch in
- * progress, kept on the graph's free list between launches) and its nodes'
- * arrays.
+ * A graph's storage (graph.h): the graph itself, its gates (one per launch
+ * in progress, kept on the graph's free list between launches) and its
+ * nodes' arrays.
  */
 #include <stddef.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/tunables.h"
 #include "deps/arg.h"
+#include "graph/def.h"
 #include "graph/graph.h"
 
 weft_gate *weft_gate_get(struct weft_graph *g)
@@ -47,13 +49,67 @@ void weft_gate_put(weft_opr *gate_op)
   atomic_fetch_sub_explicit(&g->gates_out, 1, memory_order_release);
 }
 
+struct weft_graph *weft_graph_new(weft_engine *eng)
+{
+  struct weft_graph *g = weft_calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  g->def = weft_calloc(1, sizeof *g->def);
+  if (!g->def || pthread_mutex_init(&g->gate_lock, NULL)) {
+    weft_free(g->def);
+    weft_free(g);
+    return NULL;
+  }
+  atomic_init(&g->eng, eng);
+  atomic_init(&g->entering, 0);
+  atomic_init(&g->running, WEFT_GRAPH_IDLE);
+  atomic_init(&g->gates_out, 0);
+  return g;
+}
+
+void weft_graph_free(struct weft_graph *g)
+{
+  for (weft_gate *gate = g->free_gates; gate;) {
+    weft_gate *next = gate->next;
+    weft_free(gate);
+    gate = next;
+  }
+  weft_gdef_free(g->def);
+  pthread_mutex_destroy(&g->gate_lock);
+  weft_free(g);
+}
+
+bool weft_graph_grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem)
+{
+  if (len + n <= *cap)
+    return true;
+  size_t want = *cap ? *cap : 64;
+  while (want < len + n)
+    want *= 2;
+  void *p = weft_malloc(want * elem);
+  if (!p)
+    return false;
+  if (len)
+    memcpy(p, *arr, len * elem);
+  weft_free(*arr);
+  *arr = p;
+  *cap = want;
+  return true;
+}
+
 void weft_graph_release_nodes(struct weft_graph *g)
 {
   for (size_t i = 0; i < g->nboxes; i++) /* no launch can run a node any more */
     weft_arg_box_unref(g->boxes[i]);
   weft_free(g->boxes);
   g->boxes = NULL;
-  g->nboxes = 0;
+  g->nboxes = g->capboxes = 0;
+  weft_graph_release_built(g);
+}
+
+void weft_graph_release_built(struct weft_graph *g)
+{
+  WEFT_ASSERT(!g->runs); /* weft_devruns_free first: the executor's records */
   weft_free(g->nodes);
   weft_free((void *)g->pending);
   weft_free(g->roots);
@@ -66,6 +122,10 @@ void weft_graph_release_nodes(struct weft_graph *g)
   weft_free(g->lane_store);
   weft_free(g->plan_edge);
   weft_free(g->node_ns);
+  weft_free(g->order);
+  weft_free((void *)g->inherit);
+  weft_free(g->xoff);
+  weft_free(g->xadj);
   g->nodes = NULL;
   g->pending = NULL;
   g->roots = NULL;
@@ -81,6 +141,23 @@ void weft_graph_release_nodes(struct weft_graph *g)
   g->waits = NULL;
   g->nlanes = 0;
   g->plan_edge = NULL;
+  g->plan_nedges = 0;
   g->node_ns = NULL;
+  g->order = NULL;
+  g->inherit = NULL;
+  g->xoff = NULL;
+  g->xadj = NULL;
   g->nnodes = g->nroots = g->nvars = g->ncounters = 0;
+  /* What a build sets and a launch learns: back to a new graph's (the
+   * tests' lane_force stays, as the definition and the boxes do). */
+  g->stride = 0;
+  g->sweep = g->in_order = g->lean = g->stale = false;
+  g->sweep_epoch = 0;
+  g->cursor = 0;
+  g->lane_launches = 0;
+  g->lane_measure = g->lane_now = g->lane_pick = false;
+  g->replan_gap = g->replan_wait = 0;
+  g->lane_base = g->lane_t0 = 0;
+  g->lane_best[0] = g->lane_best[1] = 0;
+  g->cur = NULL;
 }

@@ -1,7 +1,12 @@
 /*
- * A captured graph (weft_graph_*): its operators, resolved once at the end
- * of the capture (capture.c), and what a launch uses to replay them
- * (replay.c runs them; graph_api.c launches).
+ * A graph (weft_graph_*): its operators, resolved from its definition
+ * (def.h: what a capture recorded, or what weft_graph_add and
+ * weft_graph_edge gave) at the end of the capture (capture.c) or at the
+ * first launch after a change (graph_api.c), and what a launch uses to
+ * replay them (replay.c runs them; graph_api.c launches). "Capture order"
+ * below is the order the graph was built in (build.c): the records'
+ * order, or a topological one where an explicit edge goes backward in it;
+ * every predecessor comes first either way.
  *
  * Nodes are op blocks of their own (struct weft_opr, internal kind
  * WEFT_OPR_GNODE: the engine's WEFT_OPR_HELD, deps/ext.h; their place in
@@ -247,12 +252,32 @@ struct weft_graph {
   /* [nnodes], dense, a node's count of predecessors still to finish this
    * launch (atomic: a predecessor's finish takes one off; the node puts it
    * back to npred when it finishes). Apart from the blocks, so that a
-   * finish touches its successors' blocks only when it releases them. */
+   * finish touches its successors' blocks only when it releases them.
+   * NULL for a graph run in order (below): nobody counts its nodes. */
   _Atomic int32_t *pending;
   int32_t *succs;          /* every node's successors (weft_gnode.succ0), node indices
                             * | WEFT_GRAPH_SOLE; in g->store */
+  /* A graph with explicit edges (def.h; NULL for one without): each
+   * node's failure inherited along them this launch, by node index
+   * (atomic: the launch's number << 32 | the status, or 0; stored by a
+   * failing predecessor's finish, read by the node as it starts: replay.h,
+   * weft_gnode_inherited; cleared at the launch's end), how many are set
+   * (xheld: atomic, counted in the engine's nfailed_vars meanwhile, so that
+   * no bare path runs a node that inherits one), and each node's successors along them
+   * (immutable: xadj[xoff[i] .. xoff[i + 1]), node indices), which a
+   * failure or a skip passes its status to, as a failed var would. A
+   * graph whose every edge is explicit (no var dependency) and that has
+   * successor lists (not run in order) has no xadj: its successor lists
+   * are those (weft_graph_xsuccs). */
+  _Atomic uint64_t *inherit;
+  _Atomic int xheld;
+  uint32_t *xoff;
+  int32_t *xadj;
+  /* The launch in progress's number, for inherit's tags: written by the
+   * launcher before the gate registers, read by the nodes it runs. */
+  uint32_t launch_no;
   weft_var_use **node_uses; /* [nnodes], by node index: its vars as pushed (in g->store) */
-  weft_opr **roots;        /* [nroots], in capture order */
+  weft_opr **roots;        /* [nroots], in capture order (NULL for a swept graph) */
   int *place;              /* [nnodes]: the node index of each capture index (build.c) */
   weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */
   weft_var_use *uses;      /* [nvars]: each var's handle (its liveness at launch), its
@@ -260,9 +285,11 @@ struct weft_graph {
   weft_gcounter *counters; /* [ncounters]; the last is the top */
   void *store;             /* the nodes' var arrays, successor lists, uses (one block) */
   /* The recorded pushes' argument boxes (deps/arg.h: weft_push_arg,
-   * weft_op_new_arg), a reference each, let go of with the nodes. */
+   * weft_op_new_arg) and the added nodes' (weft_graph_add_arg), a
+   * reference each, let go of with the nodes (not when they are built
+   * again: they are the definition's). Room for capboxes. */
   struct weft_arg_box **boxes;
-  size_t nboxes;
+  size_t nboxes, capboxes;
   /* immutable: the graph is swept (above): every node has a count, one
    * more than its predecessors, and no node is a root of the heap */
   bool sweep;
@@ -270,6 +297,11 @@ struct weft_graph {
    * worker, and every node a CPU fn of WEFT_PROP_NORMAL, which the sweeper
    * runs where it takes it, to its end; its blocks have no queue line */
   bool in_order;
+  /* immutable: built for one launch (build.c, at a launch after a change):
+   * a graph that would run in order on several workers runs released by
+   * its edges instead, without the lanes' plan, which pays only over
+   * launches; its next launch builds it again the full way (graph_api.c). */
+  bool lean;
   /* The launch in progress of a swept graph: its epoch, and the next chunk
    * the sweeper takes. Written by the gate's start (the launch before has
    * ended, its sweeper too) before it queues the sweeper, which publishes
@@ -319,6 +351,14 @@ struct weft_graph {
   /* immutable: two of its handles name one var slot (one of them was
    * deleted and the slot reused during the capture): every launch fails. */
   bool stale;
+  /* immutable: the record (def.h) of each capture index when the build
+   * reordered the records (build.c), for the messages; NULL: the same. */
+  int32_t *order;
+  /* The graph's definition (def.h), from which the fields above are
+   * built. Changed only by the thread that holds running at EDITING (a
+   * weft_graph_add or weft_graph_edge), read by one that holds it at
+   * RUNNING (a launch that builds again) or by the destroy. */
+  struct weft_gdef *def;
   /* The launch in progress: its gate (the nodes read its epoch when they
    * are released). Written by the launcher before the gate registers;
    * published to the nodes by the gate's grants. */
@@ -330,7 +370,8 @@ struct weft_graph {
   weft_gate *kept;
   /* atomic: WEFT_GRAPH_RUNNING from a launch until its last node has
    * finished, WEFT_GRAPH_ENDING while that node's thread ends the launch
-   * (replay.c), then WEFT_GRAPH_IDLE. */
+   * (replay.c), then WEFT_GRAPH_IDLE; WEFT_GRAPH_EDITING while a
+   * weft_graph_add or weft_graph_edge changes the definition. */
   _Atomic int running;
   /* atomic: gates taken and not yet given back (a gate finishing after
    * running went to 0 still reads the graph). */
@@ -354,17 +395,22 @@ extern void (*weft_graph_window_hook)(struct weft_graph *g);
  * IDLE (weft_graph_wait_ended) instead of answering WEFT_EBUSY: weft.h
  * promises that a wait on a var the graph writes is a wait for the
  * launch. */
-enum { WEFT_GRAPH_IDLE = 0, WEFT_GRAPH_RUNNING = 1, WEFT_GRAPH_ENDING = 2 };
+/* EDITING: a weft_graph_add or weft_graph_edge (graph_api.c) changes the
+ * graph's definition, a copy and an append or two; launches, destroys
+ * and other changes wait it out, as ENDING's. */
+enum { WEFT_GRAPH_IDLE = 0, WEFT_GRAPH_RUNNING = 1, WEFT_GRAPH_ENDING = 2, WEFT_GRAPH_EDITING = 3 };
 
-/* Waits while g's launch is ENDING; returns running's value then
- * (acquire: pairs with the end's release store of IDLE). */
+/* Waits while g's launch is ENDING (or a change EDITING); returns
+ * running's value then (acquire: pairs with the end's release store of
+ * IDLE, or the change's). */
 static inline int weft_graph_wait_ended(struct weft_graph *g)
 {
   for (unsigned spins = 0;;) {
     /* acquire: pairs with the release store of IDLE at the launch's end
-     * (replay.c): its resets and its nodes' writes. */
+     * (replay.c): its resets and its nodes' writes; or at a change's end
+     * (graph_api.c): the definition it changed. */
     int r = atomic_load_explicit(&g->running, memory_order_acquire);
-    if (r != WEFT_GRAPH_ENDING)
+    if (r != WEFT_GRAPH_ENDING && r != WEFT_GRAPH_EDITING)
       return r;
     weft_spin_step(&spins, WEFT_GRAPH_END_SPINS); /* then yields to the ending thread */
   }
@@ -376,15 +422,47 @@ static inline weft_opr *weft_graph_node(const struct weft_graph *g, int i)
   return (weft_opr *)(g->nodes + (size_t)i * g->stride);
 }
 
+/* Node i's successors along g's explicit edges (g->inherit set): *n node
+ * indices from the returned list, each masked with *mask (xadj's, or the
+ * successor lists' with their flags off). */
+static inline const int32_t *weft_graph_xsuccs(const struct weft_graph *g, int i, int *n,
+                                               int32_t *mask)
+{
+  if (g->xoff) {
+    *n = (int)(g->xoff[i + 1] - g->xoff[i]);
+    *mask = -1;
+    return g->xadj + g->xoff[i];
+  }
+  const weft_gnode *m = weft_gnode_of(weft_graph_node(g, i));
+  *n = m->nsucc;
+  *mask = WEFT_GRAPH_DEVICE - 1;
+  return g->succs + m->succ0;
+}
+
 /* A gate for one launch (from the graph's free list, or new); NULL
  * without memory. */
 weft_gate *weft_gate_get(struct weft_graph *g);
 /* Gives a finished gate back: its last touch of the graph. */
 void weft_gate_put(weft_opr *gate_op);
 
+/* A graph of eng with nothing built and an empty definition (def.h);
+ * NULL without memory. */
+struct weft_graph *weft_graph_new(weft_engine *eng);
+/* Frees g's own memory: its definition, free gates and lock (what it holds
+ * of its engine is let go of already: weft_graph_release_nodes). */
+void weft_graph_free(struct weft_graph *g);
+
 /* Frees what a graph holds of its engine: its nodes and arrays, its lanes
- * and their plan's input. */
+ * and their plan's input, its argument boxes. */
 void weft_graph_release_nodes(struct weft_graph *g);
+/* The same but the argument boxes (the definition's, which a graph built
+ * again keeps): g is left with nothing built, as weft_graph_new makes it
+ * (its runs freed first: weft_devruns_free; no gate kept or out). */
+void weft_graph_release_built(struct weft_graph *g);
+
+/* Makes room for n more elements of size elem in *arr (count len, room
+ * *cap, doubling); false without memory (*arr unchanged). */
+bool weft_graph_grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem);
 
 /* Whether g's launches choose between lanes and one lane (lanes.h): a
  * graph run in order on a pool of several workers, the one kind that keeps

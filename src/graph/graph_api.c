@@ -1,6 +1,7 @@
 /*
- * The public calls on captured graphs (weft_graph_*): capture, launch,
- * destroy. What a graph is and how a launch runs: graph.h.
+ * The public calls on graphs (weft_graph_*): capture, creation, adding
+ * nodes and edges, launch, destroy. What a graph is and how a launch runs:
+ * graph.h; its definition, what the adds change: def.h.
  */
 #include <sched.h>
 
@@ -8,7 +9,10 @@
 #include "common/assert.h"
 #include "common/error.h"
 #include "common/fork.h"
+#include "common/guard.h"
+#include "deps/arg.h"
 #include "graph/capture.h"
+#include "graph/def.h"
 #include "graph/devrun_plan.h"
 #include "graph/hooks.h"
 #include "deps/inflight.h"
@@ -16,14 +20,22 @@
 #include "deps/push.h"
 #include "graph/registry.h"
 
+/* Whether eng has the graph layer (weft_engine_create_with may make one
+ * without: tests only); call names the call for the message. */
+static bool has_graphs(const weft_engine *eng, const char *call)
+{
+  if (eng->ext == &weft_graph_ext_ops)
+    return true;
+  weft_log("%s: the engine was created without graphs", call);
+  return false;
+}
+
 int weft_graph_begin_capture(weft_engine *eng)
 {
   if (!eng)
     return WEFT_EINVAL;
-  if (eng->ext != &weft_graph_ext_ops) { /* weft_engine_create_with without this layer */
-    weft_log("weft_graph_begin_capture: the engine was created without graphs");
+  if (!has_graphs(eng, "weft_graph_begin_capture")) /* weft_engine_create_with without it */
     return WEFT_EINVAL;
-  }
   if (weft_engine_inside_op(eng) || weft_pool_worker_index(eng->pool) >= 0) {
     /* A worker runs others' tasks while it waits or helps: their pushes
      * would be recorded into this thread's capture. */
@@ -42,6 +54,138 @@ int weft_graph_end_capture(weft_engine *eng, weft_graph **out)
   return weft_capture_end(eng, out); /* orphaned or not, a capture on eng ends here */
 }
 
+static int graph_create(weft_engine *eng, weft_graph **out)
+{
+  weft_graph *g = weft_graph_new(eng);
+  if (!g)
+    return WEFT_ENOMEM;
+  weft_graph_track(g); /* inside the engine: its destroy waits for us */
+  *out = g;
+  return 0;
+}
+
+int weft_graph_create(weft_engine *eng, weft_graph **out)
+{
+  if (!out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  if (!eng || !has_graphs(eng, "weft_graph_create"))
+    return WEFT_EINVAL;
+  WEFT_GUARDED(guest, graph_create(eng, out));
+}
+
+/* Takes g's running word for a change of its definition (IDLE ->
+ * EDITING), waiting out a launch that is ending, another change or the
+ * orphaning (registry.c): 0 and *eng its engine; or WEFT_EBUSY while a
+ * launch runs, WEFT_ESHUTDOWN once the engine's destroy began (or let go
+ * of g, or g was inherited through fork), and then nothing is held. A
+ * change enters no count on g and no guard of the engine (launches and
+ * destroys do: graph_enter): the orphaning takes the running word before
+ * it lets go of g and clears g->eng, and the engine's free comes after
+ * it, so while a change holds the word its engine is alive, and one that
+ * finds g->eng cleared has nothing to do. One read-modify-write a change
+ * (an add or an edge costs about what a push costs to check and copy its
+ * descriptor). */
+static int edit_begin(weft_graph *g, weft_engine **eng)
+{
+  int idle = WEFT_GRAPH_IDLE;
+  /* acquire: pairs with the release store of IDLE that ended the last
+   * launch, change or orphaning: the definition, the built graph and
+   * g->eng as they left them. */
+  while (!atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_EDITING,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+    if (idle == WEFT_GRAPH_RUNNING)
+      return WEFT_EBUSY;
+    weft_graph_wait_ended(g);
+    idle = WEFT_GRAPH_IDLE;
+  }
+  /* relaxed: written by the orphaning while it held the running word,
+   * which the acquire above took after it. */
+  weft_engine *e = atomic_load_explicit(&g->eng, memory_order_relaxed);
+  /* Refused from outside the engine's work once its destroy began, as an
+   * entry of its guard would be (the engine's own operators, which the
+   * destroy drains, may still add). */
+  if (!e || weft_fork_stale(e->fork_gen) ||
+      (weft_guard_closed(&e->guard) && !weft_engine_inside_op(e))) {
+    /* release: as edit_end (nothing changed). */
+    atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+    return WEFT_ESHUTDOWN;
+  }
+  *eng = e;
+  return 0;
+}
+
+/* Ends a change (edit_begin's 0). */
+static void edit_end(weft_graph *g)
+{
+  /* release: the change comes before the next launch's (or change's)
+   * acquire of IDLE. */
+  atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+}
+
+/* weft_graph_add and weft_graph_add_arg (box: the latter's argument, or
+ * NULL: desc->arg). */
+static int graph_add(weft_graph *g, const weft_op_desc *desc, weft_arg_box *box, size_t *node)
+{
+  weft_engine *eng;
+  int rc = edit_begin(g, &eng);
+  if (rc)
+    return rc;
+  if ((rc = weft_push_check_desc(eng, desc)) == 0) {
+    if (box && !weft_graph_grow((void **)&g->boxes, &g->capboxes, g->nboxes, 1, sizeof *g->boxes))
+      rc = WEFT_ENOMEM;
+    else
+      rc = weft_gdef_add(g->def, eng, desc, box ? weft_arg_box_arg(box) : desc->arg, node);
+  }
+  if (!rc && box) /* the graph's now: its destroy lets go of it */
+    g->boxes[g->nboxes++] = box;
+  edit_end(g);
+  return rc;
+}
+
+int weft_graph_add(weft_graph *g, const weft_op_desc *desc, size_t *node)
+{
+  if (!g || !desc)
+    return WEFT_EINVAL;
+  size_t at = 0;
+  int rc = graph_add(g, desc, NULL, &at);
+  if (!rc && node)
+    *node = at;
+  return rc;
+}
+
+int weft_graph_add_arg(weft_graph *g, const weft_op_desc *desc, const void *data, size_t size,
+                       weft_arg_drop_fn drop, size_t *node)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  int rc = weft_arg_check(desc, data, size);
+  if (rc)
+    return rc;
+  weft_arg_box *box = weft_arg_box_new(data, size, drop);
+  if (!box)
+    return WEFT_ENOMEM;
+  size_t at = 0;
+  if ((rc = graph_add(g, desc, box, &at)))
+    weft_arg_box_discard(box); /* never used: no drop, as weft.h promises */
+  else if (node)
+    *node = at;
+  return rc;
+}
+
+int weft_graph_edge(weft_graph *g, size_t before, size_t after)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  weft_engine *eng;
+  int rc = edit_begin(g, &eng);
+  if (rc)
+    return rc;
+  rc = weft_gdef_edge(g->def, before, after);
+  edit_end(g);
+  return rc;
+}
+
 static void log_dead_var(const weft_graph *g, int k);
 
 /* The naive engine replays each operator as its push would run, once
@@ -57,9 +201,17 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
       pthread_mutex_unlock(&eng->naive_lock);
       return WEFT_EINVAL;
     }
+  /* A graph with explicit edges: each node's failure inherited along them
+   * (by node index), passed on here as the threaded replay passes it. */
+  int *pass = g->inherit ? weft_calloc((size_t)g->nnodes, sizeof *pass) : NULL;
+  if (g->inherit && !pass) {
+    pthread_mutex_unlock(&eng->naive_lock);
+    return WEFT_ENOMEM;
+  }
   int rc = 0;
   for (int i = 0; i < g->nnodes && !rc; i++) { /* in capture order */
-    const weft_opr *op = weft_graph_node(g, g->place[i]);
+    int at = g->place[i];
+    const weft_opr *op = weft_graph_node(g, at);
     weft_op_desc d = {0};
     d.fn = op->fn;
     d.async_fn = op->fn ? NULL : op->async_fn; /* not in a plain node's block (build.c) */
@@ -69,9 +221,21 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
     d.priority = d.prop == WEFT_PROP_PRIORITIZED ? op->priority : 0;
     d.flags = op->flags;
     d.name = op->name;
-    rc = weft_push_uses(eng, &d, g->node_uses[g->place[i]], op->nvars, NULL, out);
+    if (!pass) {
+      rc = weft_push_uses(eng, &d, g->node_uses[at], op->nvars, NULL, out);
+      continue;
+    }
+    int ended = 0;
+    rc = weft_push_naive(eng, &d, g->node_uses[at], op->nvars, pass[at], &ended);
+    int nx;
+    int32_t mask;
+    const int32_t *x = weft_graph_xsuccs(g, at, &nx, &mask);
+    for (int k = 0; ended && k < nx; k++)
+      if (!pass[x[k] & mask])
+        pass[x[k] & mask] = ended;
   }
   pthread_mutex_unlock(&eng->naive_lock);
+  weft_free(pass);
   return rc;
 }
 
@@ -83,7 +247,7 @@ static void log_dead_var(const weft_graph *g, int k)
     for (int j = 0; j < op->nvars; j++)
       if (g->node_uses[g->place[i]][j].handle == g->uses[k].handle) {
         weft_log("weft_graph_launch: var %d of the graph's operator %d (\"%s\") was deleted "
-                 "(handle %#llx)", j, i, op->name ? op->name : "op",
+                 "(handle %#llx)", j, g->order ? (int)g->order[i] : i, op->name ? op->name : "op",
                  (unsigned long long)g->uses[k].handle);
         return;
       }
@@ -108,23 +272,70 @@ static void gate_fill(weft_engine *eng, weft_graph *g, weft_gate *gate)
   op->nvars = g->nvars;
 }
 
+/* Builds g again from its definition (def.h), which changed since its
+ * last build (at_launch: maybe for this launch alone, build.h), or for
+ * more launches than the one it was built for (lean); the caller holds
+ * running (a launch). What the last build
+ * made goes first: the vars its gate kept, its gates (sized for its vars),
+ * its runs and its nodes (the argument boxes stay: the definition's).
+ * 0, WEFT_ENOMEM, or WEFT_EINVAL for a cycle (one message names a node on
+ * it); on an error g has nothing built, and counts as changed (the next
+ * launch tries again). */
+static int rebuild(weft_engine *eng, weft_graph *g, bool at_launch)
+{
+  weft_keep_drop(g);
+  /* acquire: pairs with weft_gate_put's release (as in the destroy): a
+   * gate that finished the last launch is done with the graph. */
+  while (atomic_load_explicit(&g->gates_out, memory_order_acquire))
+    sched_yield(); /* a few var releases at most */
+  pthread_mutex_lock(&g->gate_lock);
+  weft_gate *gate = g->free_gates;
+  g->free_gates = NULL;
+  pthread_mutex_unlock(&g->gate_lock);
+  while (gate) {
+    weft_gate *next = gate->next;
+    weft_free(gate);
+    gate = next;
+  }
+  weft_devruns_free(g);
+  weft_graph_release_built(g);
+  weft_recording rec = weft_gdef_recording(g->def, eng);
+  rec.at_launch = at_launch;
+  size_t cycle = 0;
+  int rc = weft_graph_build(g, &rec, &cycle);
+  if (rc == WEFT_EINVAL) {
+    const char *name = g->def->recs[cycle].name;
+    weft_log("weft_graph_launch: the graph's edges and var dependencies form a cycle through "
+             "node %zu (\"%s\"); nothing ran", cycle, name ? name : "op");
+  }
+  /* On an error nothing is built: the next launch builds again. */
+  g->def->dirty = rc != 0;
+  return rc;
+}
+
 static int launch(weft_engine *eng, weft_graph *g, bool out)
 {
-  if (g->nnodes == 0)
-    return 0;
   int idle = WEFT_GRAPH_IDLE;
   /* acquire: pairs with the release store of the last node's finish
-   * (replay.c): every counter of the previous launch is reset. */
+   * (replay.c): every counter of the previous launch is reset; or with a
+   * change's end (graph_add): the definition as it left it. */
   while (!atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_RUNNING,
                                                   memory_order_acquire, memory_order_relaxed)) {
-    if (idle != WEFT_GRAPH_ENDING)
+    if (idle != WEFT_GRAPH_ENDING && idle != WEFT_GRAPH_EDITING)
       return WEFT_EBUSY;
-    weft_graph_wait_ended(g); /* its nodes are done: no longer busy */
+    weft_graph_wait_ended(g); /* its nodes are done, or its change: no longer busy */
     idle = WEFT_GRAPH_IDLE;
   }
-  int rc = 0;
-  if (g->stale) {
-    weft_log("weft_graph_launch: a var of the graph was deleted during its capture");
+  /* Changed since its last build (weft_graph_add, weft_graph_edge): built
+   * again first, for this launch (at_launch); or built for one launch and
+   * launched again: built the full way (graph.h, lean). */
+  int rc = g->def->dirty ? rebuild(eng, g, true) : g->lean ? rebuild(eng, g, false) : 0;
+  g->launch_no++; /* the tags of the failures it passes on (graph.h, inherit) */
+  if (rc || g->nnodes == 0) {
+    /* not built (nothing runs), or empty: a launch that does nothing */
+  } else if (g->stale) {
+    weft_log("weft_graph_launch: a var of the graph was deleted, and its slot reused, while "
+             "the graph was captured or added to");
     rc = WEFT_EINVAL;
   } else if (eng->naive) {
     rc = launch_naive(eng, g, out);
@@ -267,12 +478,6 @@ int weft_graph_destroy(weft_graph *g)
   if (eng)
     weft_engine_leave(eng, guest);
   weft_graph_release_nodes(g);
-  for (weft_gate *gate = g->free_gates; gate;) {
-    weft_gate *next = gate->next;
-    weft_free(gate);
-    gate = next;
-  }
-  pthread_mutex_destroy(&g->gate_lock);
-  weft_free(g);
+  weft_graph_free(g);
   return 0;
 }

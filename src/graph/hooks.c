@@ -25,6 +25,7 @@ static void engine_closing(weft_engine *eng)
 const weft_opr_ext_ops weft_graph_ext_ops = {
   .run = weft_gnode_run,
   .start = weft_gnode_start,
+  .inherited = weft_gnode_inherited,
   .finish = weft_devrun_finish, /* a node's, or a whole run's */
   .launched = weft_gnode_launched,
   .run_of = weft_devrun_of,

@@ -249,10 +249,16 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
     one += cost_of(w, i);
   int rc = 0;
   if (ends[pick] * 100 <= one * WEFT_GRAPH_LANES_GAIN_PCT) {
-    simulate(n, edge, nedges, ks[pick], w, NULL, keep, fin);
+    /* The last count simulated left its plan in lane (the only one, on a
+     * pool of 2 or 3): planned again only for another. */
+    int32_t *plan = lane;
+    if (pick != nk - 1) {
+      simulate(n, edge, nedges, ks[pick], w, NULL, keep, fin);
+      plan = keep;
+    }
     if (end)
       *end = ends[pick];
-    rc = lay_out(g, n, edge, nedges, ks[pick], keep);
+    rc = lay_out(g, n, edge, nedges, ks[pick], plan);
   }
   weft_free(lane);
   weft_free(keep);

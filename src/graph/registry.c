@@ -58,6 +58,15 @@ void weft_graph_orphan_all(weft_engine *eng)
     if (atomic_load_explicit(&g->eng, memory_order_relaxed) != eng)
       continue;
     weft_dlist_remove(&graphs, n);
+    /* No launch runs (the engine is drained), but a change may (graph_api.c,
+     * edit_begin: it counts itself nowhere else): it goes first, and the
+     * ones after it wait until eng is NULL, then find it so. acquire:
+     * pairs with its release of IDLE (what it added). */
+    for (int idle = WEFT_GRAPH_IDLE;
+         !atomic_compare_exchange_weak_explicit(&g->running, &idle, WEFT_GRAPH_EDITING,
+                                                memory_order_acquire, memory_order_relaxed);
+         idle = WEFT_GRAPH_IDLE)
+      sched_yield(); /* a copy and an append or two */
     weft_keep_drop(g); /* its vars go with the engine; its gate is put back */
     weft_devruns_free(g); /* before the executor closes */
     weft_graph_release_nodes(g);
@@ -68,6 +77,8 @@ void weft_graph_orphan_all(weft_engine *eng)
     atomic_store_explicit(&g->eng, NULL, memory_order_seq_cst);
     while (atomic_load_explicit(&g->entering, memory_order_seq_cst))
       sched_yield(); /* a few instructions: an entry the closed guard refuses */
+    /* release: a change after this one sees eng NULL (edit_begin). */
+    atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
   }
   pthread_mutex_unlock(&graphs_lock);
 }

@@ -109,6 +109,66 @@ static bool count_off(struct weft_graph *g, int c)
   }
 }
 
+int weft_gnode_inherited(const weft_opr *op)
+{
+  const weft_gnode *n = weft_gnode_of(op);
+  struct weft_graph *g = n->graph;
+  if (!g->inherit)
+    return 0;
+  /* relaxed: what this launch's predecessors stored came before their
+   * releases of op, which op's start follows (their acq_rel counts, the
+   * queue that handed op over, a lane's done); the tag tells an earlier
+   * launch's from this one's (none is left at a launch's end:
+   * weft_graph_inherit_clear). */
+  uint64_t v = atomic_load_explicit(&g->inherit[n->index], memory_order_relaxed);
+  return (uint32_t)(v >> 32) == g->launch_no ? (int)(int32_t)(uint32_t)v : 0;
+}
+
+void weft_graph_inherit_clear(struct weft_graph *g)
+{
+  /* relaxed: counted by the nodes of the launch that ends here, which
+   * count_off's acq_rel decrements gathered. */
+  int held = atomic_load_explicit(&g->xheld, memory_order_relaxed);
+  if (!held)
+    return;
+  for (int i = 0; i < g->nnodes; i++) /* relaxed: nobody reads them before the next launch */
+    if (atomic_load_explicit(&g->inherit[i], memory_order_relaxed))
+      atomic_store_explicit(&g->inherit[i], 0, memory_order_relaxed);
+  atomic_store_explicit(&g->xheld, 0, memory_order_relaxed);
+  weft_engine_count_held_failures(g->cur->op.eng, -held);
+}
+
+/* Node i of g ended with status (a failure, or a skip): its successors
+ * along explicit edges inherit it (graph.h, inherit), before it releases
+ * them. Each slot set in this launch is counted with the engine's failed
+ * vars (weft_engine_count_held_failures) until the launch ends. */
+static void pass_failure(struct weft_graph *g, weft_engine *eng, int i, int status)
+{
+  uint32_t tag = g->launch_no;
+  uint64_t v = (uint64_t)tag << 32 | (uint32_t)status;
+  int nx, added = 0;
+  int32_t mask;
+  const int32_t *x = weft_graph_xsuccs(g, i, &nx, &mask);
+  for (int k = 0; k < nx; k++) {
+    _Atomic uint64_t *slot = &g->inherit[x[k] & mask];
+    /* relaxed: published by this node's release of the successor (or the
+     * last predecessor's, which follows it). A second failing predecessor
+     * leaves the first's status; of two at once, the CAS takes one. */
+    uint64_t old = atomic_load_explicit(slot, memory_order_relaxed);
+    while ((uint32_t)(old >> 32) != tag || old == 0)
+      if (atomic_compare_exchange_weak_explicit(slot, &old, v, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        added++;
+        break;
+      }
+  }
+  if (!added)
+    return;
+  /* relaxed: the launch's end reads it after every node's count-off. */
+  atomic_fetch_add_explicit(&g->xheld, added, memory_order_relaxed);
+  weft_engine_count_held_failures(eng, added); /* before the releases that follow */
+}
+
 void weft_gnode_finish_failed(weft_opr *op, int status)
 {
   const weft_gnode *n = weft_gnode_of(op);
@@ -116,6 +176,8 @@ void weft_gnode_finish_failed(weft_opr *op, int status)
   weft_engine *eng = op->eng;
   if (status)
     weft_engine_record_failure(eng, status, op->name);
+  if (status && g->inherit)
+    pass_failure(g, eng, n->index, status);
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */
@@ -136,6 +198,8 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
   if (!count_off(g, counter))
     return NULL; /* not the last: the launch may be over already */
   /* The launch's last node. */
+  if (g->inherit) /* the failures passed along explicit edges: none left */
+    weft_graph_inherit_clear(g);
   if (weft_lanes_able(g)) { /* its time, for the choice of lanes (lanes.h) */
     int64_t t = weft_now_ns() - g->lane_t0;
     int64_t *best = &g->lane_best[g->lane_now];

@@ -201,6 +201,20 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
   return weft_gnode_release(op, keep_one, ready, hook);
 }
 
+/* The failure node op inherits this launch along its graph's explicit
+ * edges (graph.h, inherit); 0: none. The engine's skip check asks it (its
+ * inherited, deps/ext.h) as op starts, while some failure is counted: a
+ * failure passed along an explicit edge is counted with the engine's
+ * failed vars until its launch ends, so the replay's bare paths (which run
+ * only while none is: weft_engine_no_failed_var) never run a node that
+ * inherits one. */
+int weft_gnode_inherited(const weft_opr *op);
+
+/* The end of a launch of g (its last node finished, nothing of it runs or
+ * passes a failure on): its inherited failures are cleared, and the
+ * engine's count of them let go of. */
+void weft_graph_inherit_clear(struct weft_graph *g);
+
 /* A graph node's fn, as every replay path runs it (run.c's weft_gnode_run,
  * its sweeper of a graph run in order, lanes.c's): the caller checked
  * gnode_plain_now (run.c). No var
@@ -208,7 +222,8 @@ static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool ke
  * release, which follows every earlier failure on its vars), and none
  * fails while it runs (every other writer of its vars is ordered with it:
  * by the graph's edges, or behind the launch's gate): only its own failure
- * gives its vars a status. */
+ * gives its vars a status. Nor did op inherit a failure along an explicit
+ * edge (one would have been counted in nfailed_vars). */
 static inline void weft_gnode_call(weft_opr *op, weft_run_ctx *rc)
 {
   WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);

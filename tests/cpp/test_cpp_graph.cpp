@@ -6,7 +6,9 @@
 #include "counting_new.hpp"
 #include "cpp_test.hpp"
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -295,3 +297,78 @@ CT_TEST(cpp_graph, a_throwing_body_ends_the_capture, 60)
   }
 }
 #endif
+
+// A graph made with explicit edges (make_graph, add, edge): edges given in
+// reverse order are respected at every launch, a node's index comes back,
+// a cycle is refused at the launch with nothing run, and a non-trivial
+// callable stored with a node is destroyed once, with the graph.
+CT_TEST(cpp_graph, explicit_edges, 60)
+{
+  ct::clear_env();
+  fixture f;
+  weft::engine &eng = f.eng;
+  enum { N = 64 };
+  std::vector<int> order;
+  order.reserve(N * 3);
+  std::mutex m;
+  auto token = std::make_shared<int>(7);
+  {
+    weft::graph g = eng.make_graph();
+    cr_assert(g.ok(), "make_graph: %s", g.init_status().message());
+    std::size_t idx[N];
+    for (int i = 0; i < N; i++) {
+      // a chain N-1 -> N-2 -> ... -> 0, declared below in reverse
+      CT_EXPECT(g.add(
+                    [i, &order, &m, token] {
+                      std::lock_guard<std::mutex> l(m);
+                      order.push_back(i);
+                    },
+                    {}, {}, weft::op_options{}, &idx[i]),
+                0);
+      cr_assert_eq(idx[i], (std::size_t)i, "node %d got index %zu", i, idx[i]);
+    }
+    cr_assert_eq(token.use_count(), 1 + N, "each node holds its own copy of the callable");
+    for (int i = 0; i + 1 < N; i++)
+      CT_EXPECT(g.edge(idx[i + 1], idx[i]), 0);
+    CT_EXPECT(g.edge(idx[1], idx[0]), 0); // a duplicate: merged
+    CT_EXPECT(g.edge(idx[0], idx[0]), WEFT_EINVAL);
+    CT_EXPECT(g.edge(idx[0], N + 5), WEFT_EINVAL);
+    for (int l = 0; l < 3; l++) {
+      CT_EXPECT(g.launch(), 0);
+      CT_EXPECT(eng.wait_all(), 0);
+    }
+    cr_assert_eq(order.size(), (std::size_t)(3 * N));
+    for (int l = 0; l < 3; l++)
+      for (int k = 0; k < N; k++)
+        cr_assert_eq(order[(std::size_t)(l * N + k)], N - 1 - k, "launch %d, step %d ran %d", l,
+                     k, order[(std::size_t)(l * N + k)]);
+    // Close a loop: 0 before N-1. The launch refuses it and runs nothing.
+    CT_EXPECT(g.edge(idx[0], idx[N - 1]), 0);
+    order.clear();
+    CT_EXPECT(g.launch(), WEFT_EINVAL);
+    CT_EXPECT(eng.wait_all(), 0);
+    cr_assert(order.empty(), "a graph with a cycle runs nothing");
+  }
+  cr_assert_eq(token.use_count(), 1, "the graph's callables went with it");
+
+  // Async nodes: completed through their done handle.
+  std::atomic<int> ran{0};
+  weft::graph g2 = eng.make_graph();
+  std::size_t a = 0, b = 0;
+  CT_EXPECT(g2.add_async(
+                [&ran](weft::done d) {
+                  ran++;
+                  d.signal(0);
+                },
+                {}, {}, weft::op_options{}, &a),
+            0);
+  CT_EXPECT(g2.add([&ran] { ran += 10; }, {}, {}, weft::op_options{}, &b), 0);
+  CT_EXPECT(g2.edge(a, b), 0);
+  CT_EXPECT(g2.launch(), 0);
+  CT_EXPECT(eng.wait_all(), 0);
+  cr_assert_eq(ran.load(), 11);
+  // A moved-from or empty graph refuses.
+  weft::graph none;
+  CT_EXPECT(none.add([] {}), WEFT_EINVAL);
+  CT_EXPECT(none.edge(0, 1), WEFT_EINVAL);
+}
