@@ -11,9 +11,8 @@ typedef void (*ptp_fn)(void);
 /* Describes the call's grid and runs it: range[d] and tile[d] for the
  * kind's dimensions (tile NULL: none tiled); uarch, passed first by the
  * *_with_uarch kinds. */
-__attribute__((noinline)) static void go(pthreadpool_t tp, const char *who, ptp_fn fn, void *ctx,
-                                         ptp_kind_id kind, uint32_t uarch, const size_t *range,
-                                         const size_t *tile, uint32_t flags)
+static void go(pthreadpool_t tp, const char *who, ptp_fn fn, void *ctx, ptp_kind_id kind,
+               uint32_t uarch, const size_t *range, const size_t *tile, uint32_t flags)
 {
   ptp_grid g = {.fn = fn, .ctx = ctx, .kind = &ptp_kinds[kind], .uarch = uarch, .flags = flags};
   for (int d = 0; d < g.kind->nd; d++) {
@@ -23,13 +22,22 @@ __attribute__((noinline)) static void go(pthreadpool_t tp, const char *who, ptp_
   ptp_run(tp, &g, who);
 }
 
+/* go out of line, for parallelize_1d: its serial shortcut then saves few
+ * registers. */
+__attribute__((noinline)) static void go_1d(pthreadpool_t tp, pthreadpool_task_1d_t fn, void *ctx,
+                                            size_t range, uint32_t flags)
+{
+  const size_t rg[1] = {range};
+  go(tp, "pthreadpool_parallelize_1d", (ptp_fn)fn, ctx, PTP_K_1d, 0, rg, NULL, flags);
+}
+
 void pthreadpool_parallelize_1d(pthreadpool_t threadpool, pthreadpool_task_1d_t function,
                                 void *context, size_t range, uint32_t flags)
 {
   /* The serial case straight away (one item, or no pool to share with):
    * frequent in XNNPACK (with DISABLE_DENORMALS), and a few nanoseconds
    * matter there. Anything else, an unknown flag included, takes the
-   * general path (go: out of line, so that this one saves few registers). */
+   * general path (go_1d). */
   if (function && (range <= 1 || !threadpool || threadpool->threads <= 1)) {
     if ((flags & ~(uint32_t)PTHREADPOOL_FLAG_YIELD_WORKERS) == 0) {
       for (size_t i = 0; i < range; i++)
@@ -44,9 +52,7 @@ void pthreadpool_parallelize_1d(pthreadpool_t threadpool, pthreadpool_task_1d_t 
       return;
     }
   }
-  const size_t rg[1] = {range};
-  go(threadpool, "pthreadpool_parallelize_1d", (ptp_fn)function, context, PTP_K_1d, 0, rg, NULL,
-     flags);
+  go_1d(threadpool, function, context, range, flags);
 }
 
 void pthreadpool_parallelize_1d_with_uarch(pthreadpool_t threadpool,
