@@ -16,10 +16,35 @@
 /* The thread's push sink (ext.h): set by the layer that records pushes. */
 _Thread_local weft_push_sink *weft_tls_sink __attribute__((tls_model("initial-exec")));
 
-int weft_push(weft_engine *eng, const weft_op_desc *desc)
+/* A push's own argument (weft_push_arg), or none (weft_push: NULL). */
+typedef struct push_arg_in {
+  const void *data;
+  size_t size;
+  weft_arg_drop_fn drop;
+} push_arg_in;
+
+/* A recorded push with its own argument: the graph keeps a box of it. */
+static int record_arg(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses,
+                      int n, const void *data, size_t size, weft_arg_drop_fn drop)
 {
-  if (!eng)
-    return WEFT_EINVAL;
+  weft_arg_box *box = weft_arg_box_new(data, size, drop);
+  if (!box)
+    return WEFT_ENOMEM;
+  weft_op_desc d = *desc;
+  d.arg = weft_arg_box_arg(box);
+  int rc = eng->ext->record(weft_tls_sink, &d, uses, n, box);
+  if (rc)
+    weft_arg_box_discard(box);
+  return rc;
+}
+
+/* weft_push and weft_push_arg: the checked descriptor's vars normalised
+ * (on the stack for ordinary operators), then recorded or pushed. Inline
+ * in both, so that each keeps its one call frame. */
+static inline __attribute__((always_inline)) int push_desc(weft_engine *eng,
+                                                           const weft_op_desc *desc,
+                                                           const push_arg_in *a)
+{
   int rc = weft_push_check_desc(eng, desc);
   if (rc)
     return rc;
@@ -37,9 +62,11 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
     if (n < 0)
       rc = n;
     else if (weft_capturing(eng))
-      rc = eng->ext->record(weft_tls_sink, desc, uses, n, NULL);
+      rc = a ? record_arg(eng, desc, uses, n, a->data, a->size, a->drop)
+             : eng->ext->record(weft_tls_sink, desc, uses, n, NULL);
     else
-      rc = weft_push_uses(eng, desc, uses, n, NULL, out);
+      rc = a ? weft_push_uses_arg(eng, desc, uses, n, out, a->data, a->size, a->drop)
+             : weft_push_uses(eng, desc, uses, n, NULL, out);
     if (uses != local)
       weft_free(uses);
   }
@@ -47,19 +74,11 @@ int weft_push(weft_engine *eng, const weft_op_desc *desc)
   return rc;
 }
 
-/* A recorded push with its own argument: the graph keeps a box of it. */
-static int record_arg(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses,
-                      int n, const void *data, size_t size, weft_arg_drop_fn drop)
+int weft_push(weft_engine *eng, const weft_op_desc *desc)
 {
-  weft_arg_box *box = weft_arg_box_new(data, size, drop);
-  if (!box)
-    return WEFT_ENOMEM;
-  weft_op_desc d = *desc;
-  d.arg = weft_arg_box_arg(box);
-  int rc = eng->ext->record(weft_tls_sink, &d, uses, n, box);
-  if (rc)
-    weft_arg_box_discard(box);
-  return rc;
+  if (!eng)
+    return WEFT_EINVAL;
+  return push_desc(eng, desc, NULL);
 }
 
 int weft_push_arg(weft_engine *eng, const weft_op_desc *desc, const void *data, size_t size,
@@ -70,31 +89,8 @@ int weft_push_arg(weft_engine *eng, const weft_op_desc *desc, const void *data, 
   int rc = weft_arg_check(desc, data, size);
   if (rc)
     return rc;
-  rc = weft_push_check_desc(eng, desc);
-  if (rc)
-    return rc;
-  int out;
-  rc = weft_engine_enter(eng, &out);
-  if (rc)
-    return rc;
-  size_t cap = desc->num_reads + desc->num_writes;
-  weft_var_use local[2 * WEFT_OPR_BIG_VARS];
-  weft_var_use *uses = cap <= 2 * WEFT_OPR_BIG_VARS ? local : weft_malloc(sizeof *uses * cap);
-  if (!uses) {
-    rc = WEFT_ENOMEM;
-  } else {
-    int n = weft_push_normalize(eng, desc, uses);
-    if (n < 0)
-      rc = n;
-    else if (weft_capturing(eng))
-      rc = record_arg(eng, desc, uses, n, data, size, drop);
-    else
-      rc = weft_push_uses_arg(eng, desc, uses, n, out, data, size, drop);
-    if (uses != local)
-      weft_free(uses);
-  }
-  weft_engine_leave(eng, out);
-  return rc;
+  push_arg_in a = {data, size, drop};
+  return push_desc(eng, desc, &a);
 }
 
 static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)

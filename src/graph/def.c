@@ -6,12 +6,11 @@
 #include "common/alloc.h"
 #include "deps/push.h"
 #include "graph/def.h"
-#include "graph/graph.h"
 
 int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, void *arg,
                   size_t *node)
 {
-  if (def->nrecs >= WEFT_GRAPH_DEVICE - 1)
+  if (def->nrecs >= WEFT_GRAPH_NODES_MAX)
     return WEFT_ENOMEM; /* beyond what a graph's counters hold: as its build (build.c) */
   size_t cap = d->num_reads + d->num_writes;
   if (!weft_graph_grow((void **)&def->recs, &def->caprecs, def->nrecs, 1, sizeof *def->recs) ||
@@ -52,4 +51,22 @@ void weft_gdef_free(weft_gdef *def)
   weft_free(def->uses);
   weft_free(def->edge);
   weft_free(def);
+}
+
+bool weft_graph_grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem)
+{
+  if (len + n <= *cap)
+    return true;
+  size_t want = *cap ? *cap : 64;
+  while (want < len + n)
+    want *= 2;
+  void *p = weft_malloc(want * elem);
+  if (!p)
+    return false;
+  if (len)
+    memcpy(p, *arr, len * elem);
+  weft_free(*arr);
+  *arr = p;
+  *cap = want;
+  return true;
 }

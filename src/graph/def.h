@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph/build.h"
+#include "graph/record.h"
 
 typedef struct weft_gdef {
   weft_capture_rec *recs; /* [nrecs] (room for caprecs): the nodes, by index */
@@ -56,6 +56,11 @@ static inline weft_recording weft_gdef_recording(const weft_gdef *def, weft_engi
                       true};
   return r;
 }
+
+/* Makes room for n more elements of size elem in *arr (count len, room
+ * *cap, doubling); false without memory (*arr unchanged). For the
+ * definition's arrays and a capture's. */
+bool weft_graph_grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem);
 
 /* Frees def and its arrays (NULL: nothing). */
 void weft_gdef_free(weft_gdef *def);

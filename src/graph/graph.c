@@ -79,24 +79,6 @@ void weft_graph_free(struct weft_graph *g)
   weft_free(g);
 }
 
-bool weft_graph_grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem)
-{
-  if (len + n <= *cap)
-    return true;
-  size_t want = *cap ? *cap : 64;
-  while (want < len + n)
-    want *= 2;
-  void *p = weft_malloc(want * elem);
-  if (!p)
-    return false;
-  if (len)
-    memcpy(p, *arr, len * elem);
-  weft_free(*arr);
-  *arr = p;
-  *cap = want;
-  return true;
-}
-
 void weft_graph_release_nodes(struct weft_graph *g)
 {
   for (size_t i = 0; i < g->nboxes; i++) /* no launch can run a node any more */

@@ -87,6 +87,7 @@
 #include "deps/ext.h"
 #include "deps/opr.h"
 #include "deps/var.h"
+#include "graph/record.h"
 
 /* The graph's operator kinds, as the engine knows them (deps/ext.h): a
  * node is a held operator, a launch's gate the holder of its vars. */
@@ -157,6 +158,8 @@ static inline const weft_gnode *weft_gnode_of(const weft_opr *op)
 #define WEFT_GRAPH_DEVICE ((int32_t)0x10000000)
 /* A successor list entry's node index (a graph has fewer nodes). */
 #define WEFT_GRAPH_INDEX(e) ((e) & (WEFT_GRAPH_DEVICE - 1))
+_Static_assert(WEFT_GRAPH_DEVICE - 1 == WEFT_GRAPH_NODES_MAX,
+               "a graph's node indices stay below the successor lists' flags (record.h)");
 
 
 /* A counter of the sink tree, on a line of its own. */
@@ -460,9 +463,6 @@ void weft_graph_release_nodes(struct weft_graph *g);
  * (its runs freed first: weft_devruns_free; no gate kept or out). */
 void weft_graph_release_built(struct weft_graph *g);
 
-/* Makes room for n more elements of size elem in *arr (count len, room
- * *cap, doubling); false without memory (*arr unchanged). */
-bool weft_graph_grow(void **arr, size_t *cap, size_t len, size_t n, size_t elem);
 
 /* Whether g's launches choose between lanes and one lane (lanes.h): a
  * graph run in order on a pool of several workers, the one kind that keeps
