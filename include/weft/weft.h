@@ -152,8 +152,8 @@ WEFT_API int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg);
  * weft_pool_submit_arg and weft_group_spawn_arg copy size bytes from data,
  * and fn receives a pointer to that copy (aligned to WEFT_ARG_ALIGN) instead
  * of a pointer of the caller's. Up to WEFT_TASK_ARG_INLINE bytes the copy
- * lives in the task's own record, which comes from the worker's cache: no
- * allocation. Larger, the copy is one allocation, freed after fn returned.
+ * travels in the task's own record, which comes from the worker's cache
+ * (no allocation), and fn gets it in the running thread's frame. Larger, the copy is one allocation, freed after fn returned.
  * The copy is valid until fn returns; fn may change it. data may be reused
  * as soon as the call returns. size 0: fn receives NULL (data ignored).
  * Errors as weft_pool_submit / weft_group_spawn, and WEFT_EINVAL for NULL

@@ -61,6 +61,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -214,6 +215,39 @@ template <class D, std::size_t Limit>
 constexpr bool stored_inline = std::is_trivially_copyable_v<D> && sizeof(D) <= Limit &&
                                alignof(D) <= WEFT_ARG_ALIGN;
 
+/* Whether a callable of type D travels in the C argument word itself (no
+ * copy stored anywhere: weft_push, weft_group_spawn): trivially copyable,
+ * at most a pointer's size and alignment, and callable as const (Call:
+ * whether const D & can be called the way the trampoline calls D &), so
+ * that running a fresh copy each time is the same as running a stored one
+ * (a replayed or reusable operator included). */
+template <class D, bool Call>
+constexpr bool in_word = std::is_trivially_copyable_v<D> && sizeof(D) <= sizeof(void *) &&
+                         alignof(D) <= alignof(void *) && Call;
+
+/* The argument word that carries f (in_word), and f back from it: a copy
+ * in the trampoline's frame. */
+template <class D>
+inline void *to_word(const D &f) noexcept
+{
+  void *w = nullptr;
+  if constexpr (!std::is_empty_v<D>) /* an empty one's byte holds nothing */
+    std::memcpy(static_cast<void *>(&w), static_cast<const void *>(std::addressof(f)), sizeof(D));
+  return w;
+}
+template <class D>
+struct word_copy {
+  explicit word_copy(void *w) noexcept
+  {
+    if constexpr (!std::is_empty_v<D>)
+      std::memcpy(static_cast<void *>(b), static_cast<const void *>(&w), sizeof(D));
+    else
+      (void)w;
+  }
+  D &get() noexcept { return *std::launder(reinterpret_cast<D *>(b)); }
+  alignas(D) unsigned char b[sizeof(D)];
+};
+
 /* The callable a trampoline receives: the copy itself (inline), or the
  * copy of the pointer to the heap object (operators' heap path). */
 template <class D, bool Inline>
@@ -242,6 +276,12 @@ template <class D>
 struct entry {
   /* A task or group task copied inline: arg is the copy. */
   static int task_inline(void *arg) noexcept { return guarded_code(stored<D, true>(arg)); }
+  /* One carried in the argument word (in_word). */
+  static int task_word(void *arg) noexcept
+  {
+    word_copy<D> c(arg);
+    return guarded_code(c.get());
+  }
   /* A task on the heap: arg is the object, deleted once it ran. */
   static int task_heap(void *arg) noexcept
   {
@@ -261,7 +301,15 @@ struct entry {
   template <bool Inline>
   static int op(const weft_run_ctx *rc, void *arg) noexcept
   {
-    D &f = stored<D, Inline>(arg);
+    return op_call(rc, stored<D, Inline>(arg));
+  }
+  static int op_word(const weft_run_ctx *rc, void *arg) noexcept
+  {
+    word_copy<D> c(arg);
+    return op_call(rc, c.get());
+  }
+  static int op_call(const weft_run_ctx *rc, D &f) noexcept
+  {
     if constexpr (op_takes_ctx<D>)
       return guarded_code(f, *rc);
     else
@@ -273,7 +321,15 @@ struct entry {
   template <bool Inline>
   static void async(const weft_run_ctx *rc, void *arg, weft_done *token) noexcept
   {
-    D &f = stored<D, Inline>(arg);
+    async_call(rc, stored<D, Inline>(arg), token);
+  }
+  static void async_word(const weft_run_ctx *rc, void *arg, weft_done *token) noexcept
+  {
+    word_copy<D> c(arg);
+    async_call(rc, c.get(), token);
+  }
+  static void async_call(const weft_run_ctx *rc, D &f, weft_done *token) noexcept
+  {
 #if defined(__cpp_exceptions)
     try {
 #endif
@@ -355,7 +411,9 @@ inline int run_task(F &&f, CArg c_arg, CPtr c_ptr)
 {
   using D = std::decay_t<F>;
   static_assert(std::is_invocable_v<D &>, "weft: a task is called with no arguments");
-  if constexpr (stored_inline<D, WEFT_TASK_ARG_INLINE>) {
+  if constexpr (in_word<D, std::is_invocable_v<const D &>>) {
+    return c_ptr(&entry<D>::task_word, to_word<D>(f));
+  } else if constexpr (stored_inline<D, WEFT_TASK_ARG_INLINE>) {
     if constexpr (std::is_same_v<remove_cvref_t<F>, D>) {
       return c_arg(&entry<D>::task_inline, static_cast<const void *>(std::addressof(f)), sizeof(D));
     } else {
@@ -373,11 +431,22 @@ inline int run_task(F &&f, CArg c_arg, CPtr c_ptr)
   }
 }
 
+/* Whether const D & is called as the trampolines call D & (in_word). */
+template <class D>
+constexpr bool op_const_callable = op_takes_ctx<D> ? std::is_invocable_v<const D &, const run_ctx &>
+                                                   : std::is_invocable_v<const D &>;
+template <class D>
+constexpr bool async_const_callable = async_takes_ctx<D>
+                                          ? std::is_invocable_v<const D &, const run_ctx &, done>
+                                          : std::is_invocable_v<const D &, done>;
+
 /* Pushes (or makes) an operator whose callable is f, through c_call(desc,
- * data, size, drop): weft_push_arg or weft_op_new_arg with the rest bound.
- * desc has everything but the function. */
-template <bool Async, class F, class CCall>
-inline int store_op(weft_op_desc &desc, F &&f, CCall c_call)
+ * data, size, drop) (weft_push_arg, weft_op_new_arg, weft_graph_add_arg
+ * with the rest bound), or c_plain(desc) (weft_push, weft_op_new,
+ * weft_graph_add) when f travels in desc.arg. desc has everything but the
+ * function and its argument. */
+template <bool Async, class F, class CCall, class CPlain>
+inline int store_op(weft_op_desc &desc, F &&f, CCall c_call, CPlain c_plain)
 {
   using D = std::decay_t<F>;
   if constexpr (Async)
@@ -386,6 +455,14 @@ inline int store_op(weft_op_desc &desc, F &&f, CCall c_call)
         "weft: an async operator takes (const weft::run_ctx &, weft::done) or (weft::done)");
   else
     static_assert(op_callable<D>, "weft: an operator takes (const weft::run_ctx &) or nothing");
+  if constexpr (in_word<D, Async ? async_const_callable<D> : op_const_callable<D>>) {
+    if constexpr (Async)
+      desc.async_fn = &entry<D>::async_word;
+    else
+      desc.fn = &entry<D>::op_word;
+    desc.arg = to_word<D>(f);
+    return c_plain(desc);
+  }
   constexpr bool in = stored_inline<D, WEFT_OP_ARG_INLINE>;
   if constexpr (Async)
     desc.async_fn = &entry<D>::template async<in>;
@@ -747,7 +824,7 @@ public:
   bool failed() const noexcept { return failed_; }
 
 private:
-  weft_var *buf_[inline_capacity] = {};
+  weft_var *buf_[inline_capacity]; /* the first n_ set when data_ points here */
   weft_var **heap_ = nullptr;
   weft_var *const *data_ = nullptr;
   std::size_t n_ = 0;
@@ -911,7 +988,8 @@ private:
         [g, node](const weft_op_desc &desc, const void *data, std::size_t size,
                   weft_arg_drop_fn drop) {
           return weft_graph_add_arg(g, &desc, data, size, drop, node);
-        }));
+        },
+        [g, node](const weft_op_desc &desc) { return weft_graph_add(g, &desc, node); }));
   }
 
   /* Destroys the graph, retrying while a launch of it runs (the launch
@@ -1113,7 +1191,8 @@ private:
         d, std::forward<F>(f),
         [e](const weft_op_desc &desc, const void *data, std::size_t size, weft_arg_drop_fn drop) {
           return weft_push_arg(e, &desc, data, size, drop);
-        }));
+        },
+        [e](const weft_op_desc &desc) { return weft_push(e, &desc); }));
   }
 
   template <bool Async, class F>
@@ -1128,6 +1207,9 @@ private:
                                      [e, &out](const weft_op_desc &desc, const void *data,
                                                std::size_t size, weft_arg_drop_fn drop) {
                                        return weft_op_new_arg(e, &desc, data, size, drop, &out);
+                                     },
+                                     [e, &out](const weft_op_desc &desc) {
+                                       return weft_op_new(e, &desc, &out);
                                      });
     return weft::op(e_, rc ? nullptr : out, rc);
   }

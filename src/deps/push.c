@@ -173,7 +173,8 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
     op->arg = weft_arg_box_arg(ain->box);
     op->argmode = WEFT_OPR_ARG_BOX;
   } else {
-    memcpy(op->argbytes, ain->data, ain->size);
+    if (ain->size) /* data may be NULL for size 0 */
+      memcpy(op->argbytes, ain->data, ain->size);
     op->arg = ain->size ? op->argbytes : NULL;
     op->arg_drop = ain->drop;
     /* Without a drop the bytes need nothing at the free: the common free
@@ -591,7 +592,8 @@ int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_u
     if (ain.box) {
       dc.arg = weft_arg_box_arg(ain.box);
     } else {
-      memcpy(copy.bytes, data, size);
+      if (size)
+        memcpy(copy.bytes, data, size);
       dc.arg = size ? copy.bytes : NULL;
     }
     rc = naive_push(eng, &dc, uses, n, NULL, 0, NULL);

@@ -484,8 +484,10 @@ static int add_edges(build *b, bool backward)
     int (*all)[2] = weft_malloc(sizeof *all * total);
     if (!all)
       return WEFT_ENOMEM;
-    memcpy(all, b->edge, sizeof *all * b->nedges);
-    memcpy(all + b->nedges, c->xedge, sizeof *all * c->nxedges);
+    if (b->nedges) /* either array may be NULL when empty */
+      memcpy(all, b->edge, sizeof *all * b->nedges);
+    if (c->nxedges)
+      memcpy(all + b->nedges, c->xedge, sizeof *all * c->nxedges);
     ok = sort_edges(b, (const int(*)[2])all, total);
     weft_free(all);
   }
@@ -787,7 +789,8 @@ static int make_nodes(struct weft_graph *g, build *b)
   g->node_uses = (weft_var_use **)(vstore + b->u);
   weft_var_use *ustore = (weft_var_use *)(g->node_uses + n);
   g->succs = (int32_t *)(ustore + b->u);
-  memcpy(ustore, c->uses, sizeof *ustore * b->u);
+  if (b->u) /* a graph of nodes without vars has no uses (c->uses may be NULL) */
+    memcpy(ustore, c->uses, sizeof *ustore * b->u);
   /* The blocks are filled in their order (each written once, a line after
    * the last), not in capture order (which scatters the writes of a graph
    * laid out in run order over all of them): who[p] is the capture index

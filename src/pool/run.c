@@ -1,10 +1,13 @@
 /*
  * Running one task record. The record is freed before its function runs, so
- * that what the function spawns reuses it hot, unless it holds the
- * function's argument (weft_*_arg): then after; an embedded record (the
- * engine's operators) belongs to its owner and is never freed here.
+ * that what the function spawns reuses it hot; an argument stored in it
+ * (weft_*_arg) is handed to the function from the running frame. An
+ * embedded record (the engine's operators) belongs to its owner and is
+ * never freed here.
  */
 #include "pool/run.h"
+
+#include <string.h>
 
 #include "common/alloc.h"
 #include "common/assert.h"
@@ -36,22 +39,11 @@ static __attribute__((noinline)) int run_profiled(weft_prof_track *pt, int (*fn)
   return rc;
 }
 
-/* A stored argument's record (and heap copy) once its fn returned. */
-static inline void release_stored(weft_pool *pool, weft_worker *w,
-                                                     weft_task *t, void *arg)
-{
-  if (t->argmode == WEFT_TASK_ARG_HEAP)
-    weft_free(arg);
-  weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
-}
-
-/* weft_run_task once the record's fields are read: runs fn (or the piece)
- * and counts it. kept: the record, still ours, when fn's argument lives in
- * it or is a heap copy (weft_*_arg), freed once fn returned; else NULL
- * (the record was freed already). */
+/* weft_run_task once the record's fields are read (and the record freed):
+ * runs fn (or the piece) and counts it. */
 static inline __attribute__((always_inline)) void
 run_body(weft_pool *pool, weft_worker *w, int (*fn)(void *), void *arg, size_t lo, size_t hi,
-         weft_group_impl *g, weft_task *kept)
+         weft_group_impl *g)
 {
   /* Profiling off: w->prof and pool->prof are NULL, one branch. */
   weft_prof_track *pt = w    ? w->prof
@@ -60,39 +52,63 @@ run_body(weft_pool *pool, weft_worker *w, int (*fn)(void *), void *arg, size_t l
   task_depth++;
   int rc = pt ? run_profiled(pt, fn, arg, lo, hi) : fn ? fn(arg) : weft_pfor_piece(arg, lo, hi);
   task_depth--;
-  if (kept) /* a stored argument: done with it now */
-    release_stored(pool, w, kept, arg);
   if (g)
     weft_group_task_done(g, w, rc);
   if (w)
     weft_stat_inc(&w->tasks_run);
 }
 
-/* A task whose argument is stored with it (weft_*_arg: never a piece,
- * never embedded): fn gets the bytes in the record, which is freed once fn
- * returned. Out of line: the common path reads one byte more. */
-static __attribute__((noinline)) void run_task_arg(weft_pool *pool, weft_worker *w, weft_task *t)
+/* A task whose argument is a heap copy of weft_*_arg's, freed once fn
+ * returned (before the group hears of it: its waiter may be the copy's
+ * last user). Out of line: rare, and the common path stays short. */
+static __attribute__((noinline)) void run_task_heap(weft_pool *pool, weft_worker *w,
+                                                    weft_task *t)
 {
-  WEFT_ASSERT(t->fn && !t->embedded);
-  void *arg = t->argmode == WEFT_TASK_ARG_BYTES ? (void *)t->argbytes : t->arg;
-  run_body(pool, w, t->fn, arg, 0, 0, t->group, t);
+  int (*fn)(void *) = t->fn;
+  void *heap = t->arg;
+  weft_group_impl *g = t->group;
+  WEFT_ASSERT(fn && !t->embedded);
+  weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
+  weft_prof_track *pt = w    ? w->prof
+                        : pool->prof ? weft_prof_thread_track(pool->prof, "weft caller")
+                                     : NULL;
+  task_depth++;
+  int rc = pt ? run_profiled(pt, fn, heap, 0, 0) : fn(heap);
+  task_depth--;
+  weft_free(heap);
+  if (g)
+    weft_group_task_done(g, w, rc);
+  if (w)
+    weft_stat_inc(&w->tasks_run);
 }
 
 void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
 {
-  if (__builtin_expect(t->argmode != WEFT_TASK_ARG_PTR, 0)) {
-    run_task_arg(pool, w, t);
-    return;
-  }
   int (*fn)(void *) = t->fn;
   void *arg = t->arg;
   size_t lo = t->lo, hi = t->hi;
   weft_group_impl *g = t->group;
+  /* A stored argument (weft_*_arg: never a piece, never embedded) in the
+   * record: its bytes are the words just read (argbytes overlays arg, lo
+   * and hi), and fn gets them in this frame, so that the record is free to
+   * go first like any other. */
+  size_t bytes[WEFT_TASK_ARG_INLINE / sizeof(size_t)];
+  _Static_assert(sizeof bytes == WEFT_TASK_ARG_INLINE && _Alignof(size_t) >= WEFT_ARG_ALIGN,
+                 "the frame's copy holds a record's inline argument, aligned as weft.h says");
+  if (__builtin_expect(t->argmode != WEFT_TASK_ARG_PTR, 0)) {
+    if (t->argmode != WEFT_TASK_ARG_BYTES) {
+      run_task_heap(pool, w, t);
+      return;
+    }
+    WEFT_ASSERT(fn && !t->embedded);
+    memcpy(bytes, t->argbytes, sizeof bytes);
+    arg = bytes;
+  }
   /* An embedded record is a plain submission (weft_pool_submit_embedded). */
   WEFT_ASSERT(!t->embedded || !g);
   /* Free first: the record is reused hot by whatever fn spawns. An
    * embedded record belongs to fn's argument, which fn may free. */
   if (!t->embedded)
     weft_task_free(&pool->tasks, weft_task_cache_of(pool, w), t);
-  run_body(pool, w, fn, arg, lo, hi, g, NULL);
+  run_body(pool, w, fn, arg, lo, hi, g);
 }

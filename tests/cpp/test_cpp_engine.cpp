@@ -7,6 +7,7 @@
 #include "counting_new.hpp"
 #include "cpp_test.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -676,3 +677,102 @@ CT_TEST(cpp_engine, throwing_operators, 60)
   cr_assert_eq(c.calls.load(), 1, "the second push was skipped: its var had failed");
 }
 #endif
+
+namespace {
+
+// One-word callables of several sizes, each checking the bytes it carries.
+std::atomic<long> word_hits{0}, word_bad{0};
+struct word8 {
+  std::uint64_t v;
+  int operator()() const
+  {
+    (v == 0x0102030405060708ull ? word_hits : word_bad)++;
+    return 0;
+  }
+};
+struct word4 {
+  std::uint32_t v;
+  void operator()(const weft::run_ctx &) const { (v == 0xa1b2c3d4u ? word_hits : word_bad)++; }
+};
+struct word1 {
+  char c;
+  void operator()() const { (c == 'w' ? word_hits : word_bad)++; }
+};
+std::atomic<long> mutable_seen{0};
+
+} // namespace
+
+CT_TEST(cpp_engine, one_word_callables, 120)
+{
+  // A trivially copyable callable of at most a pointer's size that can be
+  // called as const travels in the C argument word (no copy stored); each
+  // run gets its bytes intact, from a push, a spawn, a submit, a reusable
+  // operator, an async operator and a replayed capture. A mutable one is
+  // stored: what a run changes in it, the next run of the same operator
+  // sees.
+  ct::clear_env();
+  weft_pool_config pc = ct::pool_config(2);
+  weft::pool p(&pc);
+  weft::engine eng(p);
+  weft::var v(eng);
+  word_hits = 0;
+  word_bad = 0;
+  const long pushes = ct::scaled(2000, 50);
+  for (long i = 0; i < pushes; i++) {
+    CT_EXPECT(eng.push(word8{0x0102030405060708ull}, weft::writes{v}), 0);
+    CT_EXPECT(eng.push(word4{0xa1b2c3d4u}, weft::reads{v}), 0);
+    CT_EXPECT(eng.push(word1{'w'}), 0);
+  }
+  CT_EXPECT(eng.wait_all(), 0);
+  cr_assert_eq(word_bad.load(), 0, "%ld runs saw other bytes", word_bad.load());
+  cr_assert_eq(word_hits.load(), 3 * pushes);
+
+  weft::group g(p);
+  CT_EXPECT(g.spawn(word8{0x0102030405060708ull}), 0);
+  CT_EXPECT(g.spawn(word1{'w'}), 0);
+  CT_EXPECT(p.submit(word8{0x0102030405060708ull}), 0);
+  CT_EXPECT(g.wait(), 0);
+  cr_assert(ct::wait_until([&] { return word_hits.load() == 3 * pushes + 3; }), "%ld of %ld ran",
+            word_hits.load(), 3 * pushes + 3);
+
+  // Each slot is one pointer: a replayed capture runs them all, every launch.
+  std::vector<std::atomic<long>> slots(64);
+  weft::graph gr = eng.capture([&] {
+    for (auto &s : slots)
+      CT_EXPECT(eng.push([sp = &s] { sp->fetch_add(1); }, weft::writes{v}), 0);
+  });
+  cr_assert(gr.ok(), "capture: %s", gr.init_status().message());
+  for (int l = 0; l < 5; l++) {
+    CT_EXPECT(gr.launch(), 0);
+    CT_EXPECT(eng.var_wait(v), 0);
+  }
+  for (auto &s : slots)
+    cr_assert_eq(s.load(), 5);
+
+  // An async operator carried in the word, reusable.
+  std::atomic<long> done_runs{0};
+  weft::op a = eng.make_async_op(
+      [dp = &done_runs](weft::done d) {
+        dp->fetch_add(1);
+        d.signal();
+      },
+      weft::writes{v});
+  cr_assert(a.ok());
+  for (int i = 0; i < 10; i++)
+    CT_EXPECT(a.push(), 0);
+  CT_EXPECT(eng.var_wait(v), 0);
+  cr_assert_eq(done_runs.load(), 10);
+
+  // A mutable one-word callable keeps its state between runs of one operator.
+  mutable_seen = 0;
+  auto counter = [k = 0L]() mutable { mutable_seen = ++k; };
+  static_assert(sizeof counter <= sizeof(void *));
+  weft::op m = eng.make_op(counter, weft::writes{v});
+  cr_assert(m.ok());
+  for (int i = 0; i < 7; i++)
+    CT_EXPECT(m.push(), 0);
+  CT_EXPECT(eng.var_wait(v), 0);
+  cr_assert_eq(mutable_seen.load(), 7, "the 7th run saw k = %ld", mutable_seen.load());
+  CT_EXPECT(eng.wait_all(), 0);
+  ct_assert_no_leaks();
+}

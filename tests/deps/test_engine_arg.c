@@ -96,8 +96,10 @@ static int push_a(weft_engine *e, long tag, size_t size, weft_var *const *r, siz
 static const size_t sizes[] = {2 * sizeof(long), WEFT_OP_ARG_INLINE, WEFT_OP_ARG_INLINE + 1,
                                MAXARG};
 
-static void each_copy_runs_and_drops_once(const char *kind, int threads)
+/* Returns the drops seen, over every size. */
+static long each_copy_runs_and_drops_once(const char *kind, int threads)
 {
+  long total = 0;
   for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
     reset_counts();
     te t = te_new(kind, threads, 0);
@@ -120,22 +122,28 @@ static void each_copy_runs_and_drops_once(const char *kind, int threads)
     cr_assert_eq(atomic_load(&drop_tags), want, "%s, %zu bytes: each copy dropped once", kind,
                  sizes[s]);
     cr_assert_eq(atomic_load(&run_tags), want);
+    total += atomic_load(&drops);
   }
+  return total;
 }
 
 Test(engine_arg, threaded_each_copy_runs_and_drops_once, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  each_copy_runs_and_drops_once("threaded", 2);
+  long drops_seen = each_copy_runs_and_drops_once("threaded", 2);
+  cr_assert_eq(drops_seen, (long)(sizeof sizes / sizeof *sizes) * tu_scaled(4000, 400), "one drop per push, every size");
 }
 
 Test(engine_arg, naive_each_copy_runs_and_drops_once, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  each_copy_runs_and_drops_once("naive", 1);
+  long drops_seen = each_copy_runs_and_drops_once("naive", 1);
+  cr_assert_eq(drops_seen, (long)(sizeof sizes / sizeof *sizes) * tu_scaled(4000, 400), "one drop per push, every size");
 }
 
 /* A failed writer skips its readers: their copies are dropped unrun. */
-static void skipped_operators_drop(const char *kind)
+/* Returns the drops seen, over every size. */
+static long skipped_operators_drop(const char *kind)
 {
+  long total = 0;
   for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
     reset_counts();
     te t = te_new(kind, 2, 0);
@@ -152,17 +160,19 @@ static void skipped_operators_drop(const char *kind)
     cr_assert_eq(atomic_load(&drops), 12, "%s, %zu bytes: %ld drops of 12", kind, sizes[s],
                  atomic_load(&drops));
     cr_assert_eq(atomic_load(&drop_tags), -5 + 100 * 55 + 1);
+    total += atomic_load(&drops);
   }
+  return total;
 }
 
 Test(engine_arg, threaded_skipped_operators_drop, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  skipped_operators_drop("threaded");
+  cr_assert_eq(skipped_operators_drop("threaded"), 12 * (long)(sizeof sizes / sizeof *sizes), "12 drops a size, run or skipped");
 }
 
 Test(engine_arg, naive_skipped_operators_drop, .init = setup, .timeout = TU_TIMEOUT(60))
 {
-  skipped_operators_drop("naive");
+  cr_assert_eq(skipped_operators_drop("naive"), 12 * (long)(sizeof sizes / sizeof *sizes), "12 drops a size, run or skipped");
 }
 
 /* An async operator: the drop waits for both its signal and its return. */

@@ -409,6 +409,14 @@ Test(graph_edges, edges_in_any_order, .init = cpu_setup, .timeout = TU_TIMEOUT(1
   for (int ranked = 0; ranked <= 1; ranked++)
     for (int mode = 0; mode < 3; mode++) {
       net *m = random_dag(500, mode, ranked, 1000u + (unsigned)(3 * ranked + mode));
+      int backward = 0; /* edges against the order of adding: what a sort must fix */
+      for (int e = 0; e < m->nedges; e++)
+        backward += m->edge[e][0] > m->edge[e][1];
+      cr_assert_gt(m->nedges, 500, "mode %d: a net of 1-3 edges a node", mode);
+      if (ranked) /* a ranked net's order of adding is not its topological order */
+        cr_assert_gt(backward, 0, "mode %d: no edge goes backward", mode);
+      else
+        cr_assert_eq(backward, 0, "mode %d: an unranked net is added in its order", mode);
       net_run(m, "naive", 1, 2, NULL);
       for (int threads = 1; threads <= 4; threads *= 2)
         net_run(m, "threaded", threads, 3, NULL);
