@@ -5,12 +5,14 @@
  * replacement: build once, run once with each library (LD_LIBRARY_PATH),
  * on the same machine.
  *
- *   bench_xnnpack --threads N [--reps R] [--quick]
+ *   bench_xnnpack --threads N [--reps R] [--quick] [--case NAME[,NAME]]
  *
  *   --threads N   pthreadpool_create(N), N >= 1
  *   --reps R      timed samples per case; default 100 for the network, 200
  *                 for the others, or with --quick 20 and 50
  *   --quick       the smaller defaults and fewer warm-up runs
+ *   --case NAMES  only the cases named (comma-separated; repeatable), e.g.
+ *                 for a profiler; default all
  *
  * Cases, each after warm-up runs:
  *   mobilenet_v1     one inference of MobileNet v1 (tests/compat/
@@ -54,6 +56,8 @@ typedef struct {
   size_t threads;
   size_t reps; /* 0: the per-case default */
   int quick;
+  const char *cases[16]; /* --case: the names to run; none: all */
+  size_t ncases;
 } options;
 
 /* Environment every case reports. */
@@ -68,7 +72,9 @@ typedef struct {
 
 static void usage(void)
 {
-  fprintf(stderr, "usage: bench_xnnpack --threads N [--reps R] [--quick]\n");
+  fprintf(stderr, "usage: bench_xnnpack --threads N [--reps R] [--quick] [--case NAME[,NAME]]\n"
+                  "cases: mobilenet_v1 conv1x1 dwconv3x3 fc pfor_empty_1 pfor_empty_100 "
+                  "pfor_empty_10000\n");
   exit(2);
 }
 
@@ -77,9 +83,27 @@ static size_t parse_count(const char *s)
   return xm_parse_count(s, 10000000, usage);
 }
 
+static const char *const case_names[] = {"mobilenet_v1", "conv1x1",      "dwconv3x3",
+                                         "fc",           "pfor_empty_1", "pfor_empty_100",
+                                         "pfor_empty_10000"};
+
+/* Adds the comma-separated case names in s (each one of case_names). */
+static void add_cases(options *o, char *s)
+{
+  const size_t known = sizeof case_names / sizeof *case_names;
+  for (char *name = strtok(s, ","); name; name = strtok(NULL, ",")) {
+    size_t k = 0;
+    while (k < known && strcmp(name, case_names[k]) != 0)
+      k++;
+    if (k == known || o->ncases == sizeof o->cases / sizeof *o->cases)
+      usage();
+    o->cases[o->ncases++] = case_names[k];
+  }
+}
+
 static options parse_args(int argc, char **argv)
 {
-  options o = {0, 0, 0};
+  options o = {0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0)
       o.quick = 1;
@@ -89,12 +113,23 @@ static options parse_args(int argc, char **argv)
       o.threads = parse_count(argv[++i]);
     else if (strcmp(argv[i], "--reps") == 0)
       o.reps = parse_count(argv[++i]);
+    else if (strcmp(argv[i], "--case") == 0)
+      add_cases(&o, argv[++i]);
     else
       usage();
   }
   if (o.threads == 0)
     usage();
   return o;
+}
+
+/* Whether the case is to run (--case). */
+static int wanted(const options *o, const char *name)
+{
+  for (size_t k = 0; k < o->ncases; k++)
+    if (strcmp(o->cases[k], name) == 0)
+      return 1;
+  return o->ncases == 0;
 }
 
 /* Samples for a case: --reps, else the quick or full default. */
@@ -381,13 +416,21 @@ int main(int argc, char **argv)
     return 1;
   }
   env.threads = pthreadpool_get_threads_count(env.pool);
-  bench_mobilenet(&env);
-  bench_conv(&env, "conv1x1", 7, 1024, 1, 1);
-  bench_conv(&env, "dwconv3x3", 112, 32, 3, 32);
-  bench_fc(&env, 1024, 1000);
-  bench_pfor(&env, 1);
-  bench_pfor(&env, 100);
-  bench_pfor(&env, 10000);
+  const options *o = &env.opt;
+  if (wanted(o, "mobilenet_v1"))
+    bench_mobilenet(&env);
+  if (wanted(o, "conv1x1"))
+    bench_conv(&env, "conv1x1", 7, 1024, 1, 1);
+  if (wanted(o, "dwconv3x3"))
+    bench_conv(&env, "dwconv3x3", 112, 32, 3, 32);
+  if (wanted(o, "fc"))
+    bench_fc(&env, 1024, 1000);
+  if (wanted(o, "pfor_empty_1"))
+    bench_pfor(&env, 1);
+  if (wanted(o, "pfor_empty_100"))
+    bench_pfor(&env, 100);
+  if (wanted(o, "pfor_empty_10000"))
+    bench_pfor(&env, 10000);
   pthreadpool_destroy(env.pool);
   xm_check(xnn_deinitialize(), "xnn_deinitialize");
   return 0;

@@ -6,8 +6,12 @@
  * Every one of the 27 parallelize/compute functions, at 1, 2 and 4 threads
  * and on a NULL pool: each item covered exactly once, tiles where and as
  * large as the variant says, the uarch index passed; row-major order when
- * serial; the caller taking part; thread counts; both flags; nested calls;
- * calls from two threads serialized; destroy during a call; bad input.
+ * serial; again over ranges that tiles do not divide (or that are smaller
+ * than a tile, or 1) at 1, 2 and 3 threads with each flag, a stalled tile
+ * making the others steal; the caller taking part; thread counts; both
+ * flags; a worker lingering while its call is open, and moving off the
+ * caller's CPU; nested calls; calls from two threads serialized; destroy
+ * during a call; bad input.
  */
 #include "../common/testutil.h"
 
@@ -35,7 +39,11 @@ typedef struct grid_check {
   pthread_t caller;
   atomic_long on_caller; /* calls made on the calling thread */
   useconds_t sleep_us;   /* per call, to let every thread take part */
+  useconds_t stall_us;   /* the call on tile 0 only: the others steal from its thread */
+  bool want_flush;       /* every call must see denormals flushed */
 } grid_check;
+
+static bool flushes_denormals(void);
 
 static size_t linear(const grid_check *g, const size_t *idx)
 {
@@ -78,8 +86,13 @@ static void cover(void *arg, uint32_t uarch, const size_t *s, const size_t *z)
       idx[d] = s[d];
     }
   }
+  if (g->want_flush)
+    TU_CHECK(flushes_denormals(), "DISABLE_DENORMALS: a tile at %zu ran with denormals on",
+             linear(g, s));
   if (g->sleep_us)
     usleep(g->sleep_us);
+  if (g->stall_us && linear(g, s) == 0)
+    usleep(g->stall_us);
 }
 
 static void cb_1d(void *c, size_t s0)
@@ -291,20 +304,28 @@ static const size_t tiles[MAX_DIMS + 1][MAX_DIMS] = {
     {0}, {7}, {3, 5}, {2, 3, 4}, {2, 3, 2, 4}, {1, 2, 3, 2, 2}, {1, 2, 1, 2, 3, 2},
 };
 
-static void check_init(grid_check *g, const variant *v)
+/* The grid of variant v with the given ranges and tiles (a tile is used
+ * only along the dimensions the variant tiles). */
+static void check_init_shape(grid_check *g, const variant *v, const size_t *range,
+                             const size_t *tile)
 {
   memset(g, 0, sizeof *g);
   g->nd = v->nd;
   g->ntiled = v->ntiled;
   g->total = 1;
   for (int d = 0; d < v->nd; d++) {
-    g->range[d] = ranges[v->nd][d];
-    g->tile[d] = d >= v->nd - v->ntiled ? tiles[v->nd][d] : 1;
+    g->range[d] = range[d];
+    g->tile[d] = d >= v->nd - v->ntiled ? tile[d] : 1;
     g->total *= g->range[d];
   }
   g->hits = calloc(g->total, sizeof *g->hits);
   cr_assert(g->hits);
   g->caller = pthread_self();
+}
+
+static void check_init(grid_check *g, const variant *v)
+{
+  check_init_shape(g, v, ranges[v->nd], tiles[v->nd]);
 }
 
 static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags)
@@ -422,6 +443,24 @@ static void call_variant(pthreadpool_t tp, int i, grid_check *gp, uint32_t flags
 #undef g
 }
 
+/* Runs variant i on tp over g (check_init*); every item must be covered
+ * exactly once. */
+static void run_checked(pthreadpool_t tp, int i, uint32_t flags, grid_check *gp)
+{
+  grid_check g = *gp;
+  call_variant(tp, i, &g, flags);
+  tu_assert_no_errors();
+  for (size_t k = 0; k < g.total; k++)
+    cr_assert_eq(atomic_load(&g.hits[k]), 1,
+                 "%s on %zu threads, flags 0x%x, ranges %zu %zu %zu %zu %zu %zu, tiles %zu %zu "
+                 "%zu %zu %zu %zu: item %zu covered %d times",
+                 variants[i].name, pthreadpool_get_threads_count(tp), (unsigned)flags,
+                 g.range[0], g.range[1], g.range[2], g.range[3], g.range[4], g.range[5],
+                 g.tile[0], g.tile[1], g.tile[2], g.tile[3], g.tile[4], g.tile[5], k,
+                 (int)atomic_load(&g.hits[k]));
+  *gp = g;
+}
+
 /* Runs variant i on tp; every item must be covered exactly once. */
 static void run_variant(pthreadpool_t tp, int i, uint32_t flags, bool record_order)
 {
@@ -429,12 +468,7 @@ static void run_variant(pthreadpool_t tp, int i, uint32_t flags, bool record_ord
   check_init(&g, &variants[i]);
   if (record_order)
     g.order = calloc(g.total, sizeof *g.order);
-  call_variant(tp, i, &g, flags);
-  tu_assert_no_errors();
-  for (size_t k = 0; k < g.total; k++)
-    cr_assert_eq(atomic_load(&g.hits[k]), 1, "%s on %zu threads: item %zu covered %d times",
-                 variants[i].name, pthreadpool_get_threads_count(tp), k,
-                 (int)atomic_load(&g.hits[k]));
+  run_checked(tp, i, flags, &g);
   if (record_order) {
     size_t n = atomic_load(&g.norder);
     for (size_t k = 1; k < n; k++)
@@ -462,6 +496,54 @@ COMPAT_TEST(every_variant_covers_every_item_once)
     cr_assert_eq(pthreadpool_get_threads_count(tp), counts[c]);
     for (int i = 0; i < NVARIANTS; i++)
       run_variant(tp, i, 0, counts[c] == 1);
+    pthreadpool_destroy(tp);
+  }
+}
+
+/* Shapes whose ranges do not divide by their tiles, or are smaller than
+ * them, or are 1, per dimension count: each tiled dimension then ends on
+ * a short tile, and the tiles of a thread's share start mid-row. */
+static const size_t odd_ranges[][MAX_DIMS] = {
+    {37, 11, 5, 3, 3, 2}, {5, 1, 9, 2, 7, 3}, {3, 2, 1, 5, 2, 11}, {1, 3, 4, 1, 6, 7},
+};
+static const size_t odd_tiles[][MAX_DIMS] = {
+    {8, 4, 2, 2, 2, 4}, {9, 2, 4, 3, 2, 2}, {2, 3, 1, 2, 5, 4}, {1, 2, 4, 2, 4, 8},
+};
+
+/* Every variant over every odd shape at 1, 2 and 3 threads, with no flag,
+ * each flag and both: each item exactly once, each tile's start and size
+ * as the variant says, denormals flushed in every call that asked. On the
+ * pools, tile 0 stalls its thread once per call, so that the others finish
+ * their own shares and steal halves of its rest: runs of tiles that start
+ * anywhere in the grid. */
+COMPAT_TEST(every_variant_over_uneven_ranges_with_each_flag_and_steals)
+{
+  const uint32_t flag_sets[] = {0, PTHREADPOOL_FLAG_DISABLE_DENORMALS,
+                                PTHREADPOOL_FLAG_YIELD_WORKERS,
+                                PTHREADPOOL_FLAG_DISABLE_DENORMALS |
+                                    PTHREADPOOL_FLAG_YIELD_WORKERS};
+  const size_t counts[] = {1, 2, 3};
+  const int nshapes = (int)(sizeof odd_ranges / sizeof odd_ranges[0]);
+  for (int c = 0; c < 3; c++) {
+    pthreadpool_t tp = pthreadpool_create(counts[c]);
+    cr_assert(tp);
+    for (int i = 0; i < NVARIANTS; i++) {
+      for (int sh = 0; sh < nshapes; sh++) {
+        for (int f = 0; f < 4; f++) {
+          /* The legacy compute_* functions take no flags. */
+          if (f && strncmp(variants[i].name, "compute", 7) == 0)
+            continue;
+          grid_check g;
+          check_init_shape(&g, &variants[i], odd_ranges[sh], odd_tiles[sh]);
+          g.want_flush = (flag_sets[f] & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
+          g.stall_us = counts[c] > 1 && g.total > 2 ? 300 : 0;
+          run_checked(tp, i, flag_sets[f], &g);
+          free(g.hits);
+          cr_assert_not(flushes_denormals(), "%s: the caller's FPU state was not restored",
+                        variants[i].name);
+        }
+      }
+    }
     pthreadpool_destroy(tp);
   }
 }
@@ -664,6 +746,146 @@ COMPAT_TEST(yield_workers_parks_them_after_the_call)
               "round %d, with YIELD_WORKERS: the worker is still in state %c 300 ms after the "
               "call (it spins 400 ms)", round, thread_state(w));
   }
+  pthreadpool_destroy(tp);
+}
+
+typedef struct open_call {
+  pthread_t caller;
+  atomic_int worker_tid; /* the pool thread that ran items */
+  atomic_long done;
+  atomic_int caller_started;
+  long total;
+  char worker_state; /* the worker's, 1 ms into the caller's last item */
+  _Atomic double worker_done_s; /* when the worker finished its last item */
+  double state_s;               /* when worker_state was read */
+} open_call;
+
+/* The caller's first item waits until the worker has run every other item
+ * (stealing the rest of the caller's share), then sleeps 1 ms with the
+ * call still open and reads the worker's state. The worker's items take
+ * 100 us, so that the caller has claimed one before the worker gets to
+ * steal the caller's share. */
+static void open_call_item(void *arg, size_t i)
+{
+  (void)i;
+  open_call *oc = arg;
+  if (pthread_equal(pthread_self(), oc->caller) && !atomic_exchange(&oc->caller_started, 1)) {
+    TU_WAIT_UNTIL(atomic_load(&oc->done) == oc->total - 1, TU_DEADLINE_S);
+    tu_sleep_us(1000);
+    oc->worker_state = thread_state(atomic_load(&oc->worker_tid));
+    oc->state_s = tu_now();
+  } else if (!pthread_equal(pthread_self(), oc->caller)) {
+    atomic_store(&oc->worker_tid, (int)syscall(SYS_gettid));
+    usleep(100); /* the caller claims its first item before the worker runs short */
+    atomic_store(&oc->worker_done_s, tu_now());
+  }
+  atomic_fetch_add(&oc->done, 1);
+}
+
+/* A worker with nothing left of a call that is still open (its caller on a
+ * long last item, or preempted in one) keeps lingering for the next call,
+ * however long the call stays open (up to 5 ms of its spinning), and parks
+ * once no call came for its linger after the close. Idle weft workers park
+ * at once here (WEFT_SPIN_COUNT=0), so 'R' 1 ms into the open call is the
+ * linger's doing (a linger of 300 us on the clock had parked it). States,
+ * not timings (as above); a round where a busy machine kept the caller off
+ * its CPU so long that the call stayed open past the worker's 5 ms proves
+ * nothing, and is run again. */
+COMPAT_TEST(a_worker_lingers_while_its_call_is_open_then_parks)
+{
+  setenv("WEFT_SPIN_COUNT", "0", 1);
+  pthreadpool_t tp = pthreadpool_create(2);
+  cr_assert(tp);
+  int rounds = 0;
+  for (int attempt = 0; attempt < 20 && rounds < 2; attempt++) {
+    open_call oc = {.caller = pthread_self(), .total = 64};
+    pthreadpool_parallelize_1d(tp, open_call_item, &oc, 64, 0);
+    cr_assert_eq(atomic_load(&oc.done), 64);
+    pid_t w = atomic_load(&oc.worker_tid);
+    cr_assert_neq(w, 0, "no worker took part in the call");
+    double open_s = oc.state_s - atomic_load(&oc.worker_done_s);
+    if (oc.worker_state != 'R' && open_s > 4e-3)
+      continue; /* inconclusive: see above */
+    rounds++;
+    cr_assert_eq(oc.worker_state, 'R',
+                 "attempt %d: the worker is in state %c %.1f ms into its open call, not "
+                 "lingering",
+                 attempt, oc.worker_state ? oc.worker_state : '?', open_s * 1e3);
+    cr_assert(TU_WAIT_UNTIL(thread_state(w) == 'S', 5.0),
+              "attempt %d: the worker still in state %c 5 s after the call (it lingers "
+              "300 us)",
+              attempt, thread_state(w));
+  }
+  cr_assert_eq(rounds, 2, "only %d of 20 attempts conclusive", rounds);
+  pthreadpool_destroy(tp);
+}
+
+typedef struct cpu_check {
+  pthread_t caller;
+  int avoid;                 /* the caller's CPU */
+  atomic_long worker_items;  /* items a pool thread ran */
+  atomic_long worker_elsewhere; /* of which on a CPU other than the caller's */
+} cpu_check;
+
+/* 20 us of work, on the CPU (no sleep: a wake-up would let the scheduler
+ * place the thread anew). */
+static void cpu_item(void *arg, size_t i)
+{
+  (void)i;
+  cpu_check *c = arg;
+  if (!pthread_equal(pthread_self(), c->caller)) {
+    atomic_fetch_add(&c->worker_items, 1);
+    if (sched_getcpu() != c->avoid)
+      atomic_fetch_add(&c->worker_elsewhere, 1);
+  }
+  double end = tu_now() + 20e-6;
+  while (tu_now() < end)
+    ;
+}
+
+/* A worker on the CPU its caller runs on (the scheduler often puts a worker
+ * woken for a call there, and a busy machine can put the two together at
+ * any time) moves to another before it takes part: the call's items do not
+ * run one after the other on one CPU until the scheduler balances the two.
+ * Here the caller is pinned to one CPU and the lingering worker put on it
+ * (its affinity that CPU alone for a moment, then all again: it stays
+ * there); the next call's items on the worker run elsewhere (the worker
+ * moved while it lingered, or as it joined). */
+COMPAT_TEST(a_worker_on_the_callers_cpu_moves_off_it)
+{
+  cpu_set_t all, one;
+  cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2)
+    cr_skip_test("one CPU: nowhere to move to");
+  int a = 0;
+  while (!CPU_ISSET(a, &all))
+    a++;
+  CPU_ZERO(&one);
+  CPU_SET(a, &one);
+  pthreadpool_t tp = pthreadpool_create(2);
+  cr_assert(tp);
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+  /* Three calls the worker takes part in (on a machine busy with other work
+   * it may miss one: it then ran nowhere). */
+  int rounds = 0;
+  for (int attempt = 0; attempt < 20 && rounds < 3; attempt++) {
+    pid_t w = call_with_worker(tp, 0); /* the worker lingers after it */
+    cr_assert_eq(sched_setaffinity(w, sizeof one, &one), 0);
+    cr_assert_eq(sched_setaffinity(w, sizeof all, &all), 0);
+    /* A pool's members move at most once a millisecond (the first call may
+     * have moved this one): the next call after that. */
+    tu_sleep_us(2000);
+    cpu_check c = {.caller = pthread_self(), .avoid = a};
+    pthreadpool_parallelize_1d(tp, cpu_item, &c, 400, 0);
+    if (atomic_load(&c.worker_items) == 0)
+      continue;
+    rounds++;
+    cr_assert_gt(atomic_load(&c.worker_elsewhere), 0,
+                 "attempt %d: the worker ran its %ld items on the caller's CPU %d", attempt,
+                 atomic_load(&c.worker_items), a);
+  }
+  cr_assert_eq(rounds, 3, "the worker took part in %d of 20 calls", rounds);
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof all, &all), 0);
   pthreadpool_destroy(tp);
 }
 

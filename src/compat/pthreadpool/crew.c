@@ -8,6 +8,7 @@
 #include "compat/pthreadpool/crew.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,20 @@ int64_t ptp_now_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool ptp_move_off_cpu(int cpu)
+{
+  cpu_set_t set, other;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof set, &set) != 0 ||
+      !CPU_ISSET(cpu, &set) || CPU_COUNT(&set) < 2)
+    return false;
+  other = set;
+  CPU_CLR(cpu, &other);
+  if (sched_setaffinity(0, sizeof other, &other) != 0)
+    return false;
+  (void)sched_setaffinity(0, sizeof set, &set); /* a subset set a moment ago: cannot fail */
+  return true;
 }
 
 void ptp_crew_open(struct pthreadpool *tp)

@@ -15,6 +15,7 @@
 #define PTP_CREW_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PTP_CREW_CLOSED 0x80000000u
@@ -29,12 +30,29 @@
  * weft's idle workers spin before they park (WEFT_SPIN_COUNT's default is
  * 300 rounds of 1 us). */
 #define PTP_LINGER_NS 300000
+/* Of which only the time spent spinning counts: two looks at the clock
+ * (256 pauses apart, a few us) further apart than this mean the member was
+ * not running in between (run.c). */
+#define PTP_LINGER_GAP_NS 50000
+/* Nor the time the call it served is still open (its caller still running
+ * items, or preempted in one), up to this much. */
+#define PTP_LINGER_OPEN_NS 5000000
+/* A member on the caller's CPU moves off it at most this often a pool
+ * (run.c): where the scheduler keeps putting the two together, it yields. */
+#define PTP_MOVE_GAP_NS 1000000
 
 struct pthreadpool;
 
 /* A spin-wait hint (pause), and CLOCK_MONOTONIC in ns. */
 void ptp_cpu_relax(void);
 int64_t ptp_now_ns(void);
+
+/* Moves the calling thread off CPU `cpu`, to another of the CPUs it may run
+ * on: its affinity without that CPU for a moment, then as it was (the
+ * thread stays where the first change put it). Returns false, with nothing
+ * changed, when it may run on no other CPU or its affinity cannot be read
+ * or set. */
+bool ptp_move_off_cpu(int cpu);
 
 /* The crew is closed at create. Open: the call (tp->call, the slots) was
  * written before; every joiner sees it. Caller only, under call_lock. */

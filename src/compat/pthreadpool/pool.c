@@ -12,6 +12,7 @@
 #include "compat/pthreadpool/pool.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,12 @@ pthreadpool_t pthreadpool_create(size_t threads_count)
   atomic_init(&tp->lingering, 0);
   atomic_init(&tp->gen, 0);
   atomic_init(&tp->linger_off, false);
+  atomic_init(&tp->caller_cpu, -1);
+  atomic_init(&tp->moved_ns, INT64_MIN / 2);
   tp->threads = (size_t)n;
+  cpu_set_t cpus;
+  tp->oversubscribed =
+      sched_getaffinity(0, sizeof cpus, &cpus) == 0 && (size_t)CPU_COUNT(&cpus) < tp->threads;
   if (n > 1) {
     tp->slots = aligned_alloc(_Alignof(ptp_slot), sizeof(ptp_slot) * (size_t)n);
     if (!tp->slots) {

@@ -7,12 +7,13 @@
  * are serialized, as pthreadpool documents; a call from inside a call's
  * function on the same pool runs serially on that thread.
  *
- * A call splits its items into T slots, one per member: the caller is
- * member 0, and the workers that run the call's member tasks join it as
- * members 1..T-1 (crew.h). A member takes its own slot's items from the
- * front, one at a time, then halves of the other slots' from the back. Items are claimed one by one, so an item that
- * blocks until the others are done (pthreadpool's tests have one) holds
- * only itself: every other item stays free for whoever is running.
+ * A call splits its items into T slots (grid.h), one per member: the
+ * caller is member 0, and the workers that run the call's member tasks
+ * join it as members 1..T-1 (crew.h). A member takes its own slot's items
+ * from the front, one at a time, then halves of the other slots' from the
+ * back. Items are claimed one by one, so an item that blocks until the
+ * others are done (pthreadpool's tests have one) holds only itself: every
+ * other item stays free for whoever is running.
  */
 #ifndef PTP_POOL_H
 #define PTP_POOL_H
@@ -26,18 +27,12 @@
 #include "compat/pthreadpool/grid.h"
 #include "weft/weft.h"
 
-/* One member's share of a call's items, on a line of its own. */
-typedef struct ptp_slot {
-  /* atomic, relaxed: the unclaimed items [lo, hi) of the call's segment,
-   * packed hi << 32 | lo. The owner claims lo with a fetch_add; a thief
-   * takes the upper half with a CAS of hi, then refills its own (empty)
-   * slot with what it took (run.c). */
-  _Alignas(64) _Atomic uint64_t range;
-} ptp_slot;
-
 struct pthreadpool {
   weft_pool *workers;         /* immutable; NULL when threads is 1 */
   size_t threads;             /* immutable: the caller included */
+  /* immutable: more threads than CPUs this process may use at create; a
+   * spinning thread then yields its CPU now and then (run.c). */
+  bool oversubscribed;
   pthread_mutex_t call_lock;  /* held by the thread whose parallel call runs */
   /* atomic: parallel calls under way (or waiting for call_lock) << 1, plus
    * bit 0 once pthreadpool_destroy was called; whoever brings it to exactly
@@ -57,7 +52,15 @@ struct pthreadpool {
   _Atomic uint32_t gen;
   /* atomic, relaxed: lingering members leave at once (YIELD_WORKERS, destroy). */
   _Atomic bool linger_off;
+  /* atomic, relaxed: the CPU the caller ran on at the last open (-1 before
+   * any); a member on that CPU moves off it, or yields (run.c). */
+  _Atomic int caller_cpu;
+  /* atomic, relaxed: when a member last moved off the caller's CPU (run.c). */
+  _Atomic int64_t moved_ns;
 };
+
+/* The flags this library knows (abi.h); others are reported once. */
+#define PTP_KNOWN_FLAGS (PTHREADPOOL_FLAG_DISABLE_DENORMALS | PTHREADPOOL_FLAG_YIELD_WORKERS)
 
 /* A parallel call's registration: destroy waits for it (by deferring the
  * free to ptp_leave). */

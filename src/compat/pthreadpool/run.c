@@ -14,8 +14,6 @@
 #include "compat/pthreadpool/crew.h"
 #include "compat/pthreadpool/fpu.h"
 
-#define PTP_KNOWN_FLAGS (PTHREADPOOL_FLAG_DISABLE_DENORMALS | PTHREADPOOL_FLAG_YIELD_WORKERS)
-
 /* The pool whose call's tiles the calling thread runs (caller and workers
  * alike); a call on that same pool from inside them runs serially. */
 static _Thread_local const struct pthreadpool *tls_inside;
@@ -37,35 +35,11 @@ static uint64_t pack(uint32_t lo, uint32_t hi)
   return (uint64_t)hi << 32 | lo;
 }
 
-/* Runs the items of the member's own slot, one claim at a time: a
- * fetch_add of lo, the item claimed when lo was below hi (one locked RMW,
- * half the cost of a CAS here). Past hi the increments are harmless: lo
- * stays far below 2^32 (PTP_SEGMENT), and only the owner refills. */
-static void run_own(const ptp_call *c, ptp_slot *own)
-{
-  const ptp_grid *g = c->grid;
-  /* A plain 1d call's function is called here directly, the others' through
-   * the grid (decided once, not per item). */
-  pthreadpool_task_1d_t f1 = ptp_grid_is_1d(g) ? (pthreadpool_task_1d_t)g->fn : NULL;
-  for (;;) {
-    /* relaxed: the claim needs only atomicity; the items' effects reach the
-     * caller through the crew (leave, release). */
-    uint64_t r = atomic_fetch_add_explicit(&own->range, 1, memory_order_relaxed);
-    uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
-    if (lo >= hi)
-      return;
-    if (f1)
-      f1(g->ctx, c->base + lo);
-    else
-      ptp_grid_run_one(g, c->base + lo);
-  }
-}
-
 /* Takes the upper half of v's unclaimed items (the last one too) with one
  * CAS of hi; fails (false) when v has none. */
 static bool steal_half(ptp_slot *v, uint32_t *from, uint32_t *to)
 {
-  /* relaxed: as in run_own. */
+  /* relaxed: as the claims (grid.c). */
   uint64_t r = atomic_load_explicit(&v->range, memory_order_relaxed);
   for (;;) {
     uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
@@ -91,7 +65,8 @@ static void member_items(const ptp_call *c, size_t id)
   ptp_slot *own = &slots[id];
   const size_t n = c->tp->threads;
   for (;;) {
-    run_own(c, own);
+    /* The kind's loop claims and runs the slot's tiles. */
+    c->grid->kind->slot(c->grid, own, c->base);
     uint32_t from = 0, to = 0;
     bool got = false;
     for (size_t k = 1; k < n && !got; k++)
@@ -116,35 +91,97 @@ static void run_member(const ptp_call *c, size_t id)
   tls_inside = prev;
 }
 
+/* Whether this thread runs on the CPU the caller last opened a call from.
+ * A worker woken for a call is often put on the waker's CPU (the caller's,
+ * busy with the call), and a busy machine can put the two together at any
+ * time: they then share one CPU, and the call's halves run one after the
+ * other, until the scheduler balances them, milliseconds later. */
+static bool on_caller_cpu(struct pthreadpool *tp)
+{
+  int cpu = sched_getcpu();
+  /* relaxed: a hint (run_segment). */
+  return cpu >= 0 && cpu == atomic_load_explicit(&tp->caller_cpu, memory_order_relaxed);
+}
+
+/* On the caller's CPU: moves this member off it (ptp_move_off_cpu), at most
+ * once every PTP_MOVE_GAP_NS a pool (three system calls; where the
+ * scheduler keeps putting the two together, the member yields in between,
+ * in linger). Returns whether it moved. */
+static bool move_off_callers_cpu(struct pthreadpool *tp)
+{
+  if (tp->oversubscribed || !on_caller_cpu(tp))
+    return false;
+  int64_t now = ptp_now_ns();
+  /* relaxed: a rate limit among the members. */
+  int64_t prev = atomic_load_explicit(&tp->moved_ns, memory_order_relaxed);
+  if (now - prev < PTP_MOVE_GAP_NS ||
+      !atomic_compare_exchange_strong_explicit(&tp->moved_ns, &prev, now, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return false;
+  return ptp_move_off_cpu(sched_getcpu());
+}
+
 /* After serving a call, a member lingers a while for the next one, as
  * pthreadpool's workers do: a new call then finds it joining within
  * nanoseconds, where a task submitted anew waits for an idle worker's next
  * sweep (a microsecond or more). Returns true when a call newer than
- * `served` is open, false after PTP_LINGER_NS or when asked to stop (the
- * task then ends, and the worker idles as weft's workers do). */
+ * `served` is open, false after PTP_LINGER_NS spent spinning once that
+ * call closed (PTP_LINGER_OPEN_NS while it is still open), or when asked
+ * to stop (the task then ends, and the worker idles as weft's workers do). */
 static bool linger(struct pthreadpool *tp, uint32_t served)
 {
   atomic_fetch_add_explicit(&tp->lingering, 1, memory_order_relaxed); /* relaxed: a count */
-  int64_t deadline = ptp_now_ns() + PTP_LINGER_NS;
+  int64_t left = PTP_LINGER_NS, open_left = PTP_LINGER_OPEN_NS, last = ptp_now_ns();
   bool found = false;
   for (unsigned spins = 1;; spins++) {
     /* relaxed: hints; the join's CAS (acquire) is what counts. */
     if (atomic_load_explicit(&tp->linger_off, memory_order_relaxed))
       break;
-    if (!(atomic_load_explicit(&tp->crew, memory_order_relaxed) & PTP_CREW_CLOSED) &&
-        atomic_load_explicit(&tp->gen, memory_order_relaxed) != served) {
+    bool open = !(atomic_load_explicit(&tp->crew, memory_order_relaxed) & PTP_CREW_CLOSED);
+    if (open && atomic_load_explicit(&tp->gen, memory_order_relaxed) != served) {
       found = true;
       break;
     }
     ptp_cpu_relax();
     if ((spins & 255) == 0) {
-      if (ptp_now_ns() > deadline)
+      /* The time lingered is the time spent spinning: a gap between two
+       * looks at the clock longer than PTP_LINGER_GAP_NS is time the member
+       * was not running (preempted, or yielding to others), and does not
+       * count. Nor, up to PTP_LINGER_OPEN_NS, does the time the call it
+       * served is still open: the caller is finishing its last items (or
+       * was preempted in one), and the next call comes after. On a machine
+       * busy with other work the member thus still lingers when the caller
+       * runs again, where a deadline on the clock would have sent it to
+       * park while one of the two waited for a CPU. */
+      int64_t now = ptp_now_ns(), d = now - last;
+      last = now;
+      if (d < PTP_LINGER_GAP_NS && ((open ? (open_left -= d) : (left -= d)) <= 0))
         break;
-      sched_yield(); /* an oversubscribed machine: let the caller run */
+      /* The pool has more threads than the process's CPUs: yield, lest the
+       * spin keep the caller (or another member) off its CPU. Else, on the
+       * CPU the caller last opened a call from (see on_caller_cpu): move
+       * off it, or yield. Not otherwise: on a machine busy with other work
+       * a yield can cost the member a whole scheduler tick, and the next
+       * call its help. */
+      if (tp->oversubscribed || (on_caller_cpu(tp) && !move_off_callers_cpu(tp)))
+        sched_yield();
     }
   }
   atomic_fetch_sub_explicit(&tp->lingering, 1, memory_order_relaxed);
   return found;
+}
+
+/* Whether some slot still holds an unclaimed item: a hint (the slots of
+ * the call the caller last opened, or of one that just closed). */
+static bool slots_have_items(const struct pthreadpool *tp)
+{
+  for (size_t m = 0; m < tp->threads; m++) {
+    /* relaxed: a hint; the join's CAS (acquire) is what counts. */
+    uint64_t r = atomic_load_explicit(&tp->slots[m].range, memory_order_relaxed);
+    if ((uint32_t)r < (uint32_t)(r >> 32))
+      return true;
+  }
+  return false;
 }
 
 /* A weft task: joins the pool's call under way, if any, as a member, then
@@ -156,6 +193,21 @@ static int member_task(void *arg)
   atomic_fetch_sub_explicit(&tp->queued, 1, memory_order_relaxed); /* relaxed: a count */
   uint32_t served = UINT32_MAX;
   do {
+    /* A call whose items are all claimed already (a short one, that the
+     * caller and the others ran before this member came): not joined, for
+     * the caller would wait for this member to leave it, for nothing. gen
+     * read first: a call opened since is found by the linger. */
+    /* acquire: the slots the caller filled before the open seen (x86 loads
+     * are so anyway). */
+    atomic_thread_fence(memory_order_acquire);
+    uint32_t gen = atomic_load_explicit(&tp->gen, memory_order_relaxed);
+    if (!slots_have_items(tp)) {
+      served = gen;
+      continue;
+    }
+    /* About to take part on the caller's CPU (where a worker woken for the
+     * call is often put): to another first. */
+    (void)move_off_callers_cpu(tp);
     unsigned id = ptp_crew_join(tp);
     if (!id)
       continue;
@@ -184,9 +236,15 @@ static int run_segment(struct pthreadpool *tp, const ptp_grid *g, size_t base, s
     atomic_store_explicit(&tp->slots[m].range, pack(lo, hi), memory_order_relaxed);
   }
   tp->call = &c;
-  /* relaxed: both published by the open (release). */
-  atomic_fetch_add_explicit(&tp->gen, 1, memory_order_relaxed);
-  atomic_store_explicit(&tp->linger_off, false, memory_order_relaxed);
+  /* relaxed: both published by the open (release). Only the caller writes
+   * gen (under call_lock), and linger_off only when it is set: the line is
+   * the one the lingering members poll. */
+  atomic_store_explicit(&tp->gen, atomic_load_explicit(&tp->gen, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  if (atomic_load_explicit(&tp->linger_off, memory_order_relaxed))
+    atomic_store_explicit(&tp->linger_off, false, memory_order_relaxed);
+  /* relaxed: a hint for the lingering members (linger). */
+  atomic_store_explicit(&tp->caller_cpu, sched_getcpu(), memory_order_relaxed);
   ptp_crew_open(tp);
   int rc = 0;
   /* relaxed: estimates; a member more or less changes only how many help. */
@@ -219,7 +277,7 @@ static void run_serial(const ptp_grid *g)
 {
   int flush = (g->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
   ptp_fpu_state fpu = ptp_fpu_enter(flush);
-  ptp_grid_run(g, 0, g->total);
+  g->kind->range(g, 0, g->total);
   ptp_fpu_leave(flush, fpu);
 }
 
