@@ -114,8 +114,7 @@ static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kin
   pthread_cond_init(&w->cond, NULL);
   weft_gpu_launched_init(&w->queue);
   atomic_init(&w->queued, 0);
-  atomic_init(&w->pushes, 0);
-  atomic_init(&w->parked, 0);
+  weft_doorbell_init(&w->bell);
   int nlanes = kind == WEFT_GPU_COPY ? 2 : 1;
   if (x->prof) { /* tracks: the worker's (fn) and each stream's (the device work) */
     static const char *lane_name[2][2] = {{"stream", ""}, {"h2d stream", "d2h stream"}};
@@ -447,8 +446,7 @@ static int x_open(weft_pool *pool, void **self, int *num_devices)
   pthread_condattr_destroy(&ca);
   pthread_cond_init(&x->wait_cond, NULL);
   atomic_init(&x->nlaunched, 0);
-  atomic_init(&x->launches, 0);
-  atomic_init(&x->parked, 0);
+  weft_doorbell_init(&x->bell);
   *self = x;
   *num_devices = x->ndev;
   return 0;

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/doorbell.h"
 #include "common/fifo.h"
 #include "common/prof.h"
 #include "deps/executor.h"
@@ -110,11 +111,10 @@ typedef struct weft_gpu_worker {
   bool started;                /* creator only */
   /* Ready operators, oldest first (launched.h: submitters append their
    * state's lnode, the worker takes them): no lock unless the worker is
-   * parked (the parking protocol: stream_worker.c, park). */
+   * parked (common/doorbell.h: submitters ring after each append). */
   weft_gpu_launched queue;
   _Atomic long queued;         /* atomic: appended, not yet taken (relaxed: a count) */
-  _Atomic unsigned long pushes; /* atomic: appends ever (seq_cst: the parking protocol) */
-  _Atomic int parked;          /* atomic: the worker waits on cond */
+  weft_doorbell bell;          /* submitters ring, the worker parks on cond */
   pthread_mutex_t lock;        /* cond's; stop */
   pthread_cond_t cond;
   bool stop;                   /* under lock */
@@ -156,11 +156,12 @@ typedef struct weft_gpu_exec {
   bool poller_started;         /* creator only */
   pthread_t waiter;            /* immutable once started (hostword mode) */
   bool waiter_started;         /* creator only */
-  /* atomic: operators on lanes, not yet retired. seq_cst (with parked and
-   * launches): the parking protocol, poller.c. */
+  /* atomic: operators on lanes, not yet retired (relaxed: a count the
+   * doorbell's ring publishes). */
   _Atomic long nlaunched;
-  _Atomic unsigned long launches; /* atomic: appends ever (seq_cst: the parking protocol) */
-  _Atomic int parked;          /* atomic: the completion thread waits on poll_cond */
+  /* Workers ring after each launch; the completion thread parks on
+   * poll_cond (common/doorbell.h). */
+  weft_doorbell bell;
   pthread_mutex_t poll_lock;   /* poll_cond's; the fields below */
   pthread_cond_t poll_cond;    /* the completion thread parks here */
   bool poll_stop;              /* under poll_lock */

@@ -23,13 +23,11 @@
  *
  * With nothing launched it parks until a worker launches something.
  *
- * The parking protocol: the completion thread stores parked = 1 and then
- * reads launches; a worker adds to launches after its append and then
- * reads parked (all four seq_cst). So either the completion thread sees
- * the new launch and does not sleep, or the worker sees parked and signals
- * poll_cond under poll_lock, which the completion thread holds from before
- * its store until it waits. No wake-up is lost, and a worker signals only
- * while the completion thread parks: a launch costs no lock otherwise.
+ * The parking protocol is the doorbell's (common/doorbell.h): a worker
+ * rings x->bell after each launch's append, and the completion thread
+ * arms it under poll_lock before it waits on poll_cond. No wake-up is
+ * lost, and a worker signals only while the completion thread parks: a
+ * launch costs no lock otherwise.
  */
 #include <errno.h>
 #include <time.h>
@@ -50,15 +48,9 @@ void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate
   WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED && !st->in_lane);
   st->in_lane = true;
   weft_gpu_launched_append(&lane->launched, &st->lnode);
-  /* relaxed: made visible by the seq_cst add below (it is a release) */
+  /* relaxed: made visible by the ring below (it is a release) */
   atomic_fetch_add_explicit(&x->nlaunched, 1, memory_order_relaxed);
-  /* seq_cst: the parking protocol (see the top of this file). */
-  atomic_fetch_add_explicit(&x->launches, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&x->parked, memory_order_seq_cst)) {
-    pthread_mutex_lock(&x->poll_lock);
-    pthread_cond_signal(&x->poll_cond);
-    pthread_mutex_unlock(&x->poll_lock);
-  }
+  weft_doorbell_ring(&x->bell, &x->poll_lock, &x->poll_cond);
 }
 
 static void deadline_after(struct timespec *ts, int64_t ns)
@@ -89,12 +81,9 @@ static int park(weft_gpu_exec *x, unsigned long seen, int64_t timeout_ns, weft_g
   if (timeout_ns >= 0)
     deadline_after(&ts, timeout_ns);
   unsigned long returns = x->wait_returns;
-  /* seq_cst: the parking protocol (see the top of this file). */
-  atomic_store_explicit(&x->parked, 1, memory_order_seq_cst);
+  weft_doorbell_arm(&x->bell);
   int why = PARK_WOKEN;
-  /* seq_cst: the parking protocol. */
-  while (!x->poll_stop && atomic_load_explicit(&x->launches, memory_order_seq_cst) == seen &&
-         x->wait_returns == returns) {
+  while (!x->poll_stop && !weft_doorbell_rung(&x->bell, seen) && x->wait_returns == returns) {
     if (timeout_ns < 0) {
       pthread_cond_wait(&x->poll_cond, &x->poll_lock);
     } else if (pthread_cond_timedwait(&x->poll_cond, &x->poll_lock, &ts) == ETIMEDOUT) {
@@ -102,9 +91,7 @@ static int park(weft_gpu_exec *x, unsigned long seen, int64_t timeout_ns, weft_g
       break;
     }
   }
-  /* relaxed: read by workers only as a hint to signal; a late 0 costs one
-   * signal. */
-  atomic_store_explicit(&x->parked, 0, memory_order_relaxed);
+  weft_doorbell_disarm(&x->bell);
   if (x->poll_stop)
     why = PARK_STOP;
   pthread_mutex_unlock(&x->poll_lock);
@@ -122,9 +109,9 @@ static void *poller_main(void *arg)
   int64_t last_progress = weft_now_ns();
   int64_t sleep_ns = 0; /* the current back-off; 0: start over */
   for (;;) {
-    /* seq_cst: the parking protocol. Read before the sweep: a launch
-     * after it is seen by the next sweep or wakes the park below. */
-    unsigned long seen = atomic_load_explicit(&x->launches, memory_order_seq_cst);
+    /* Before the sweep: a launch after it is seen by the next sweep or
+     * ends the park below (the doorbell's seen). */
+    unsigned long seen = weft_doorbell_seen(&x->bell);
     int pending;
     weft_gpu_event *head;
     if (weft_gpu_sweep(x, &pending, &head)) {
@@ -132,7 +119,7 @@ static void *poller_main(void *arg)
       sleep_ns = 0;
       continue;
     }
-    /* relaxed: launches (read above) ordered the appends this needs. */
+    /* relaxed: the doorbell's count (read above) ordered the appends this needs. */
     if (!pending && atomic_load_explicit(&x->nlaunched, memory_order_relaxed) == 0) {
       if (park(x, seen, -1, NULL) == PARK_STOP &&
           atomic_load_explicit(&x->nlaunched, memory_order_relaxed) == 0)

@@ -61,7 +61,7 @@ static void retire(weft_gpu_exec *x, weft_gpu_device *d, weft_gpu_lane *lane,
     atomic_store_explicit(&d->failed, 1, memory_order_release);
   weft_gpu_launched_pop(&lane->launched, &st->lnode);
   st->in_lane = false;
-  /* relaxed: a count; the parking protocol reads launches, not this */
+  /* relaxed: a count; the completion thread parks on its doorbell, not this */
   atomic_fetch_sub_explicit(&x->nlaunched, 1, memory_order_relaxed);
   WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED); /* device done once per launch */
   st->phase = WEFT_GPU_OP_DONE;

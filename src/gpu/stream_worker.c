@@ -131,18 +131,14 @@ static weft_exec_op *queue_take(weft_gpu_worker *w)
 }
 
 /* Parks until a push after `seen`, or a stop; returns whether stopped.
- * The parking protocol: the worker stores parked = 1, then reads pushes; a
- * submitter adds to pushes after its append, then reads parked (all
- * seq_cst), and signals under the lock the worker holds until it waits. */
+ * Submitters ring w->bell after each append (common/doorbell.h). */
 static bool park(weft_gpu_worker *w, unsigned long seen)
 {
   pthread_mutex_lock(&w->lock);
-  /* seq_cst: the parking protocol (above). */
-  atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
-  while (!w->stop && atomic_load_explicit(&w->pushes, memory_order_seq_cst) == seen)
+  weft_doorbell_arm(&w->bell);
+  while (!w->stop && !weft_doorbell_rung(&w->bell, seen))
     pthread_cond_wait(&w->cond, &w->lock);
-  /* relaxed: a hint to submitters; a late 0 costs one signal. */
-  atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+  weft_doorbell_disarm(&w->bell);
   bool stop = w->stop;
   pthread_mutex_unlock(&w->lock);
   return stop;
@@ -162,9 +158,9 @@ static void *worker_main(void *arg)
   weft_engine_executor_thread(); /* no user operator runs inline here */
   weft_prof_tls = w->track; /* NULL when profiling is off */
   for (;;) {
-    /* seq_cst: the parking protocol. Read before the take: a push after
-     * it is taken next time round or wakes the park. */
-    unsigned long seen = atomic_load_explicit(&w->pushes, memory_order_seq_cst);
+    /* Before the take: a push after it is taken next time round or ends
+     * the park (the doorbell's seen). */
+    unsigned long seen = weft_doorbell_seen(&w->bell);
     weft_exec_op *op = queue_take(w);
     if (op) {
       if (bound)
@@ -173,7 +169,7 @@ static void *worker_main(void *arg)
         run_one(w, op);
       continue;
     }
-    /* relaxed: pushes (read above) ordered the appends this needs. */
+    /* relaxed: the doorbell's count (read above) ordered the appends this needs. */
     if (atomic_load_explicit(&w->queued, memory_order_relaxed) != 0) {
       weft_cpu_pause(); /* an append between its two steps (launched.h) */
       continue;
@@ -203,16 +199,10 @@ void weft_gpu_worker_push(weft_gpu_worker *w, weft_exec_op *op)
 {
   weft_gpu_opstate *st = weft_exec_op_state(op);
   WEFT_ASSERT(st->op == op && st->phase == WEFT_GPU_OP_SUBMITTED);
-  /* relaxed: made visible by the seq_cst add below (a release). */
+  /* relaxed: made visible by the ring below (a release). */
   atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);
   weft_gpu_launched_append(&w->queue, &st->lnode);
-  /* seq_cst: the parking protocol (park). */
-  atomic_fetch_add_explicit(&w->pushes, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&w->parked, memory_order_seq_cst)) {
-    pthread_mutex_lock(&w->lock);
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-  }
+  weft_doorbell_ring(&w->bell, &w->lock, &w->cond);
 }
 
 void weft_gpu_worker_stop(weft_gpu_worker *w)
