@@ -601,7 +601,7 @@ static void row_cross(mode_ctx *m)
       goto out;
   /* t is the var whose handle's slot index (its low 32 bits) is the
    * largest: a launched operator releases its vars in slot order
-   * (src/deps/push.c, insert_use; device.c, weft_exec_op_launched), so
+   * (src/deps/push.c, insert_use; deps/executor.c, weft_exec_op_launched), so
    * link j gives o[j % 2] to link j+2 before t to link j+1, whose launch
    * then gives t to j+2: j+2's first device wait is always j's. */
   for (int i = 0; i < 2; i++)

@@ -3,7 +3,7 @@
  * A doorbell: the wake-up of one service thread that sleeps on a condition
  * variable when it has nothing to do (a GPU stream worker, the GPU
  * completion thread), rung by any number of threads that hand it work
- * through a queue of their own (gpu/launched.h). A ring costs no lock
+ * through a queue of their own (gpu/mpsc.h). A ring costs no lock
  * unless the service thread is parked, and no ring is ever lost.
  *
  * The protocol (a Dekker handshake; all four accesses seq_cst):

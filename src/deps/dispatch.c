@@ -17,7 +17,7 @@
 #include "deps/executor.h"
 #include "deps/ext.h"
 #include "deps/inflight.h"
-#include "deps/loopback.h"
+#include "deps/wait_cycle.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
 
@@ -250,7 +250,7 @@ static inline __attribute__((always_inline)) weft_opr *run_op_body(weft_opr *op,
 
 /* op run nested on top of prev (suspended in whatever call ran op here):
  * op runs inside prev, for the loop check of a wait inside it, its finish
- * included (loopback.h). Out of line: the plain run pays nothing for it. */
+ * included (wait_cycle.h). Out of line: the plain run pays nothing for it. */
 static __attribute__((noinline)) weft_opr *run_op_nested(weft_opr *op, weft_opr *prev)
 {
   weft_nest nest;

@@ -16,10 +16,10 @@
  *   done.h        async completion tokens
  *   dispatch.h    the release policy: where a ready op runs; running it
  *   help.h        waiting by helping; pacing
- *   executor.h    the executor interface; device.c, its engine side
+ *   executor.h    the executor interface; executor.c, its engine side
  *   ext.h         the operator kinds defined above the engine (a graph's
  *                 nodes and gates), reached through eng->ext
- *   loopback.h    a wait inside an operator that would wait for it
+ *   wait_cycle.h    a wait inside an operator that would wait for it
  *   push.h        registering an operator on its vars; the shutdown gate
  *   var_api.c, op_api.c, lifecycle.c: the public calls
  */
@@ -124,7 +124,7 @@ struct weft_engine {
 
   pthread_mutex_t naive_lock; /* naive engine: one push at a time (recursive) */
 
-  /* The waits inside operators being checked for loops (loopback.h):
+  /* The waits inside operators being checked for loops (wait_cycle.h):
    * listed from before their check until their wait operator is
    * registered. All three under loop_lock (taken after a var's lock, never
    * before one). */

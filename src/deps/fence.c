@@ -4,7 +4,7 @@
  * its successors respect on the device (same device) or on the host
  * (anything else): the check made when a request is granted. The protocol
  * is described in src/deps/executor.h; launch and device completion, which
- * add and remove fences, are in src/deps/device.c.
+ * add and remove fences, are in src/deps/executor.c.
  *
  * Locking: a var's fence and fence-waiter lists are under its queue lock,
  * like the queue itself; an operator's devwait[] slots are claimed with an

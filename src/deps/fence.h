@@ -4,7 +4,7 @@
  * its successors respect on the device (same device) or on the host
  * (anything else). The protocol is described in src/deps/executor.h;
  * launch and device completion, which add and remove fences, are in
- * src/deps/device.c.
+ * src/deps/executor.c.
  */
 #ifndef WEFT_DEPS_FENCE_H
 #define WEFT_DEPS_FENCE_H

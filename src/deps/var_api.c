@@ -9,7 +9,7 @@
 #include "deps/ext.h"
 #include "deps/help.h"
 #include "deps/inflight.h"
-#include "deps/loopback.h"
+#include "deps/wait_cycle.h"
 #include "deps/push.h"
 #include "deps/var.h"
 
@@ -167,7 +167,7 @@ static int var_wait(weft_engine *eng, weft_var *var)
     return status;
   }
   /* Inside an operator (or nested inside one): a wait for what cannot
-   * finish before that operator does is answered at once (loopback.h). */
+   * finish before that operator does is answered at once (wait_cycle.h). */
   weft_opr *caller = cur && cur->eng == eng ? cur : NULL;
   const weft_nest *up = weft_tls_nest;
   weft_var_waiter w = {v, caller, up, 0, 0, 0, NULL, 0, false};

@@ -112,7 +112,7 @@ static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kin
   w->index = index;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->cond, NULL);
-  weft_gpu_launched_init(&w->queue);
+  weft_gpu_mpsc_init(&w->queue);
   atomic_init(&w->queued, 0);
   weft_doorbell_init(&w->bell);
   int nlanes = kind == WEFT_GPU_COPY ? 2 : 1;
@@ -131,7 +131,7 @@ static int worker_open(weft_gpu_exec *x, weft_gpu_worker *w, int device, int kin
   int rc = 0;
   for (int l = 0; l < nlanes && !rc; l++) {
     weft_gpu_lane *lane = &w->lane[l];
-    weft_gpu_launched_init(&lane->launched);
+    weft_gpu_mpsc_init(&lane->launched);
     rc = weft_gpu_stream_create(x->b, device, &lane->stream);
     if (!rc) {
       lane->native = weft_gpu_stream_native(x->b, lane->stream);

@@ -27,7 +27,7 @@
 #include "common/prof.h"
 #include "deps/executor.h"
 #include "gpu/backend.h"
-#include "gpu/launched.h"
+#include "gpu/mpsc.h"
 
 struct weft_gpu_exec;
 struct weft_gpu_worker;
@@ -41,7 +41,7 @@ typedef enum {
 } weft_gpu_completion;
 
 /* One stream a worker owns, with the operators launched on it whose work
- * the completion thread has not seen complete, oldest first (launched.h:
+ * the completion thread has not seen complete, oldest first (mpsc.h:
  * the worker appends, the completion thread takes from the head). */
 typedef struct weft_gpu_lane {
   weft_gpu_stream *stream;     /* immutable after open */
@@ -51,7 +51,7 @@ typedef struct weft_gpu_lane {
                                   the stream writes each launched operator's seq */
   uint32_t seq;                /* the worker only: seq of its last launched operator */
   uint32_t written;            /* the worker only: the last seq whose word write it enqueued */
-  weft_gpu_launched launched;  /* launched.h: worker appends, completion thread removes */
+  weft_gpu_mpsc launched;  /* mpsc.h: worker appends, completion thread removes */
   int64_t head_since_ns;       /* completion thread only: when it first saw head pending */
   int64_t queried_ns;          /* completion thread only (hostword): its last query of an
                                   overdue head's event */
@@ -89,7 +89,7 @@ typedef struct weft_gpu_opstate {
   bool in_lane;                /* set by the worker before the append, cleared by the
                                   completion thread after the removal (release reads it
                                   after the engine recycled the operator) */
-  weft_gpu_link lnode;         /* launched.h: its worker's queue's link from submit until
+  weft_gpu_link lnode;         /* mpsc.h: its worker's queue's link from submit until
                                   the worker takes it, then its lane's once launched */
   /* atomic: a successor took this operator's lane (executor.c,
    * choose_lane: the first one follows it on its stream, the others
@@ -109,10 +109,10 @@ typedef struct weft_gpu_worker {
   weft_prof_track *track;      /* its own trace track (fn's spans), or NULL */
   pthread_t thread;            /* immutable once started */
   bool started;                /* creator only */
-  /* Ready operators, oldest first (launched.h: submitters append their
+  /* Ready operators, oldest first (mpsc.h: submitters append their
    * state's lnode, the worker takes them): no lock unless the worker is
    * parked (common/doorbell.h: submitters ring after each append). */
-  weft_gpu_launched queue;
+  weft_gpu_mpsc queue;
   _Atomic long queued;         /* atomic: appended, not yet taken (relaxed: a count) */
   weft_doorbell bell;          /* submitters ring, the worker parks on cond */
   pthread_mutex_t lock;        /* cond's; stop */

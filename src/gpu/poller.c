@@ -47,7 +47,7 @@ void weft_gpu_poller_add(weft_gpu_exec *x, weft_gpu_lane *lane, weft_gpu_opstate
 {
   WEFT_ASSERT(st->phase == WEFT_GPU_OP_LAUNCHED && !st->in_lane);
   st->in_lane = true;
-  weft_gpu_launched_append(&lane->launched, &st->lnode);
+  weft_gpu_mpsc_append(&lane->launched, &st->lnode);
   /* relaxed: made visible by the ring below (it is a release) */
   atomic_fetch_add_explicit(&x->nlaunched, 1, memory_order_relaxed);
   weft_doorbell_ring(&x->bell, &x->poll_lock, &x->poll_cond);
@@ -128,7 +128,7 @@ static void *poller_main(void *arg)
       sleep_ns = 0;
       continue;
     }
-    if (!pending) { /* an append between its two steps (launched.h) */
+    if (!pending) { /* an append between its two steps (mpsc.h) */
       weft_cpu_pause();
       continue;
     }

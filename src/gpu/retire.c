@@ -59,7 +59,7 @@ static void retire(weft_gpu_exec *x, weft_gpu_device *d, weft_gpu_lane *lane,
   }
   if (status) /* release: pairs with the workers' acquire loads */
     atomic_store_explicit(&d->failed, 1, memory_order_release);
-  weft_gpu_launched_pop(&lane->launched, &st->lnode);
+  weft_gpu_mpsc_pop(&lane->launched, &st->lnode);
   st->in_lane = false;
   /* relaxed: a count; the completion thread parks on its doorbell, not this */
   atomic_fetch_sub_explicit(&x->nlaunched, 1, memory_order_relaxed);
@@ -100,7 +100,7 @@ static int sweep_lane(weft_gpu_exec *x, weft_gpu_device *d, int device, weft_gpu
    * retired operators' effects on host memory are visible here. */
   uint32_t word = words ? atomic_load_explicit(lane->word.host, memory_order_acquire) : 0;
   weft_gpu_link *node;
-  while ((node = weft_gpu_launched_peek(&lane->launched))) {
+  while ((node = weft_gpu_mpsc_peek(&lane->launched))) {
     weft_gpu_opstate *st = (weft_gpu_opstate *)((char *)node - offsetof(weft_gpu_opstate, lnode));
     WEFT_ASSERT(st->in_lane && st->lane == lane);
     if (words && (int32_t)(word - st->seq) >= 0) {

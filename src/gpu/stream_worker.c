@@ -122,10 +122,10 @@ static void flush_words(weft_gpu_worker *w)
  * only). */
 static weft_exec_op *queue_take(weft_gpu_worker *w)
 {
-  weft_gpu_link *node = weft_gpu_launched_peek(&w->queue);
+  weft_gpu_link *node = weft_gpu_mpsc_peek(&w->queue);
   if (!node)
     return NULL;
-  weft_gpu_launched_pop(&w->queue, node); /* before run_one reuses the link */
+  weft_gpu_mpsc_pop(&w->queue, node); /* before run_one reuses the link */
   atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed); /* relaxed: a count */
   return ((weft_gpu_opstate *)((char *)node - offsetof(weft_gpu_opstate, lnode)))->op;
 }
@@ -171,11 +171,11 @@ static void *worker_main(void *arg)
     }
     /* relaxed: the doorbell's count (read above) ordered the appends this needs. */
     if (atomic_load_explicit(&w->queued, memory_order_relaxed) != 0) {
-      weft_cpu_pause(); /* an append between its two steps (launched.h) */
+      weft_cpu_pause(); /* an append between its two steps (mpsc.h) */
       continue;
     }
     flush_words(w); /* about to sleep: every launched operator's word first */
-    if (park(w, seen) && !weft_gpu_launched_peek(&w->queue))
+    if (park(w, seen) && !weft_gpu_mpsc_peek(&w->queue))
       return NULL; /* stopped, queue empty */
   }
 }
@@ -201,7 +201,7 @@ void weft_gpu_worker_push(weft_gpu_worker *w, weft_exec_op *op)
   WEFT_ASSERT(st->op == op && st->phase == WEFT_GPU_OP_SUBMITTED);
   /* relaxed: made visible by the ring below (a release). */
   atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);
-  weft_gpu_launched_append(&w->queue, &st->lnode);
+  weft_gpu_mpsc_append(&w->queue, &st->lnode);
   weft_doorbell_ring(&w->bell, &w->lock, &w->cond);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The loop check's list of waits being checked (src/deps/loopback.h),
+ * The loop check's list of waits being checked (src/deps/wait_cycle.h),
  * through its test hooks: a check that finds its loop only through a wait
  * listed before it, not yet registered, must not answer WEFT_EDEADLK on
  * the strength of it when that wait never queues.
@@ -25,7 +25,7 @@
  */
 #include "engine_util.h"
 
-#include "deps/loopback.h"
+#include "deps/wait_cycle.h"
 
 static void setup(void)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Waits that loop back (loopback.h): the check a weft_var_wait inside an
+ * Waits that loop back (wait_cycle.h): the check a weft_var_wait inside an
  * operator makes before it waits.
  */
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 #include "common/assert.h"
 #include "common/spinlock.h"
 #include "deps/ext.h"
-#include "deps/loopback.h"
+#include "deps/wait_cycle.h"
 
 _Thread_local const weft_nest *weft_tls_nest __attribute__((tls_model("initial-exec")));
 
@@ -31,7 +31,7 @@ _Thread_local const weft_nest *weft_tls_nest __attribute__((tls_model("initial-e
 typedef struct lb_check {
   weft_engine *eng;
   const weft_var_impl *target; /* the var waited on */
-  uint64_t ticket;             /* the wait's (loopback.h: weft_wait_list) */
+  uint64_t ticket;             /* the wait's (wait_cycle.h: weft_wait_list) */
   bool used_pending;           /* a listed wait was taken for registered */
   /* The listed waits taken for registered, each pinned (its users count)
    * until the check ends, so that their roots stay as they are meanwhile
@@ -157,7 +157,7 @@ static int lb_root_waits(lb_check *c, const weft_var_waiter *w)
 /* Under var's lock, a held request r on var: a wait listed with an
  * earlier ticket that is not registered yet (or is: then its own request
  * was walked too) will queue at var's tail, a write, behind r, so its roots
- * are held (loopback.h). One on the target itself adds nothing: the
+ * are held (wait_cycle.h). One on the target itself adds nothing: the
  * checked wait would queue beside it, behind the same requests. A listed
  * wait is pinned (users) before its roots are taken: it stays listed, and
  * its thread inside its weft_var_wait with them suspended, until the check

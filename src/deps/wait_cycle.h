@@ -48,8 +48,8 @@
  * nested (none for one run from a worker's loop). A walk stops at the part of a queue an earlier walk
  * already covered; a var whose whole queue is held is walked once.
  */
-#ifndef WEFT_DEPS_LOOPBACK_H
-#define WEFT_DEPS_LOOPBACK_H
+#ifndef WEFT_DEPS_WAIT_CYCLE_H
+#define WEFT_DEPS_WAIT_CYCLE_H
 #include "deps/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdatomic.h>
@@ -73,7 +73,7 @@ typedef struct weft_nest {
 } weft_nest;
 
 /* A weft_var_wait in progress (on its caller's stack) that runs the check
- * (loopback.h): the argument of its internal wait operator (WEFT_OPR_WAIT),
+ * (wait_cycle.h): the argument of its internal wait operator (WEFT_OPR_WAIT),
  * and, while it is checked and registered, an entry of its engine's list
  * of such waits (loop_pending). */
 typedef struct weft_var_waiter {
@@ -149,4 +149,4 @@ extern void (*weft_test_loop_listed)(void);
 extern void (*weft_test_loop_unpin)(void);
 extern void (*weft_test_loop_recheck)(void);
 
-#endif /* WEFT_DEPS_LOOPBACK_H */
+#endif /* WEFT_DEPS_WAIT_CYCLE_H */

@@ -1,24 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A lane's launched list: the operators a stream worker launched and the
- * completion thread has not retired, oldest first. Intrusive and lock-free
- * (Vyukov's MPSC queue with a stub node): the worker appends with one
- * exchange and one store, the completion thread reads the head and removes
- * it with loads alone, except when it removes the last node, which puts the
- * stub back behind it (an append of its own: hence two producers, and the
- * exchange).
+ * The GPU layer's operator queue: intrusive, lock-free, many producers and
+ * one consumer (Vyukov's MPSC queue with a stub node), oldest first. It
+ * serves twice: a lane's launched list (stream workers append the
+ * operators they launched, the completion thread retires them) and a
+ * stream worker's ready queue (submitters append, the worker takes).
+ * Producers append with one exchange and one store; the consumer reads the
+ * head and removes it with loads alone, except when it removes the last
+ * node, which puts the stub back behind it (an append of its own: hence
+ * the exchange even with one producer).
  *
  * Who touches what:
- *  - tail: atomic; every append exchanges it (the worker, or the completion
- *    thread re-appending the stub).
- *  - head: the completion thread only.
+ *  - tail: atomic; every append exchanges it (a producer, or the consumer
+ *    re-appending the stub).
+ *  - head: the consumer only.
  *  - a link's next: atomic; written once per append by the appender of the
- *    node after it, read by the completion thread.
- * A node may be reused (appended again) once weft_gpu_launched_pop returned
+ *    node after it, read by the consumer.
+ * A node may be reused (appended again) once weft_gpu_mpsc_pop returned
  * it: nothing touches it after that.
  */
-#ifndef WEFT_GPU_LAUNCHED_H
-#define WEFT_GPU_LAUNCHED_H
+#ifndef WEFT_GPU_MPSC_H
+#define WEFT_GPU_MPSC_H
 #include "gpu/layer.h" /* layer guard: no include from a lower layer */
 
 #include <stdatomic.h>
@@ -30,20 +32,20 @@ typedef struct weft_gpu_link {
   struct weft_gpu_link *_Atomic next;
 } weft_gpu_link;
 
-typedef struct weft_gpu_launched {
+typedef struct weft_gpu_mpsc {
   weft_gpu_link *_Atomic tail; /* atomic: the last node (the stub when empty) */
-  weft_gpu_link *head;         /* the completion thread only: the oldest (or the stub) */
+  weft_gpu_link *head;         /* the consumer only: the oldest (or the stub) */
   weft_gpu_link stub;          /* stands in while the list is empty */
-} weft_gpu_launched;
+} weft_gpu_mpsc;
 
-static inline void weft_gpu_launched_init(weft_gpu_launched *l)
+static inline void weft_gpu_mpsc_init(weft_gpu_mpsc *l)
 {
   atomic_init(&l->stub.next, NULL);
   atomic_init(&l->tail, &l->stub);
   l->head = &l->stub;
 }
 
-static inline void weft_gpu_launched_append(weft_gpu_launched *l, weft_gpu_link *n)
+static inline void weft_gpu_mpsc_append(weft_gpu_mpsc *l, weft_gpu_link *n)
 {
   atomic_store_explicit(&n->next, NULL, memory_order_relaxed); /* published by the store below */
   /* acq_rel: takes the previous tail as its appender left it (acquire:
@@ -57,7 +59,7 @@ static inline void weft_gpu_launched_append(weft_gpu_launched *l, weft_gpu_link 
 
 /* The oldest node, or NULL when none is (fully) appended. The completion
  * thread only. */
-static inline weft_gpu_link *weft_gpu_launched_peek(weft_gpu_launched *l)
+static inline weft_gpu_link *weft_gpu_mpsc_peek(weft_gpu_mpsc *l)
 {
   weft_gpu_link *head = l->head;
   if (head == &l->stub) {
@@ -74,7 +76,7 @@ static inline weft_gpu_link *weft_gpu_launched_peek(weft_gpu_launched *l)
 /* Waits for next of n to be set by an appender that already swapped the
  * tail (it is between its two steps: a few instructions, unless it was
  * preempted there). */
-static inline weft_gpu_link *weft_gpu_launched_next_wait(weft_gpu_link *n)
+static inline weft_gpu_link *weft_gpu_mpsc_next_wait(weft_gpu_link *n)
 {
   weft_gpu_link *next;
   unsigned spins = 0;
@@ -84,22 +86,22 @@ static inline weft_gpu_link *weft_gpu_launched_next_wait(weft_gpu_link *n)
   return next;
 }
 
-/* Removes the node peek returned (the head). The completion thread only.
+/* Removes the node peek returned (the head). The consumer only.
  * When it is the last, the stub goes back behind it, so the list never
  * holds a pointer to a removed node. */
-static inline void weft_gpu_launched_pop(weft_gpu_launched *l, weft_gpu_link *head)
+static inline void weft_gpu_mpsc_pop(weft_gpu_mpsc *l, weft_gpu_link *head)
 {
   /* acquire: pairs with the appender's release store of next. */
   weft_gpu_link *next = atomic_load_explicit(&head->next, memory_order_acquire);
   if (!next) {
     /* acquire: pairs with the appender's exchange (release half). */
     if (atomic_load_explicit(&l->tail, memory_order_acquire) == head)
-      weft_gpu_launched_append(l, &l->stub);
+      weft_gpu_mpsc_append(l, &l->stub);
     /* Either the stub or an operator appended meanwhile follows head now,
      * or will within an appender's two steps. */
-    next = weft_gpu_launched_next_wait(head);
+    next = weft_gpu_mpsc_next_wait(head);
   }
   l->head = next;
 }
 
-#endif /* WEFT_GPU_LAUNCHED_H */
+#endif /* WEFT_GPU_MPSC_H */
