@@ -4,7 +4,7 @@
  *
  * The caller opens the crew, runs its own share, then closes it and waits
  * for those who joined to leave; it never waits for a worker that has not
- * joined. Joining is what a member task does when it runs (run.c submits
+ * joined. Joining is what a member task does when it runs (call.c submits
  * them); one that runs after the close, or late into a later call, finds a
  * closed crew (or that later call's open one) and simply joins or leaves.
  *
@@ -26,19 +26,19 @@
  * before it sleeps: long enough for a small operator's stragglers (tens of
  * us here), short enough not to burn a core behind a long item. */
 #define PTP_JOIN_SPIN_NS 50000
-/* A member lingers this long after a call for the next one (run.c), as
+/* A member lingers this long after a call for the next one (call.c), as
  * weft's idle workers spin before they park (WEFT_SPIN_COUNT's default is
  * 300 rounds of 1 us). */
 #define PTP_LINGER_NS 300000
 /* Of which only the time spent spinning counts: two looks at the clock
  * (256 pauses apart, a few us) further apart than this mean the member was
- * not running in between (run.c). */
+ * not running in between (call.c). */
 #define PTP_LINGER_GAP_NS 50000
 /* Nor the time the call it served is still open (its caller still running
  * items, or preempted in one), up to this much. */
 #define PTP_LINGER_OPEN_NS 5000000
 /* A member on the caller's CPU moves off it at most this often a pool
- * (run.c): where the scheduler keeps putting the two together, it yields. */
+ * (call.c): where the scheduler keeps putting the two together, it yields. */
 #define PTP_MOVE_GAP_NS 1000000
 
 struct pthreadpool;

@@ -176,7 +176,7 @@ PTP_INLINE void run_range(const ptp_grid *g, int nd, int nt, int u, size_t b, si
 /* Claims the next tile of own: a fetch_add of lo, the tile claimed when lo
  * was below hi (one locked RMW, half the cost of a CAS here). Past hi the
  * increments are harmless: lo stays far below 2^32 (a segment counts fewer
- * tiles, run.c), and only the owner refills. */
+ * tiles, call.c), and only the owner refills. */
 PTP_INLINE bool claim(ptp_slot *own, uint32_t *t)
 {
   /* relaxed: the claim needs only atomicity; the tiles' effects reach the

@@ -28,7 +28,7 @@ typedef struct ptp_slot {
    * packed hi << 32 | lo. Only the owner moves lo (one fetch_add per tile
    * claimed, so its claims are consecutive numbers) and refills the slot
    * once it is empty; a thief takes the upper half with a CAS that moves hi
-   * alone (run.c). */
+   * alone (call.c). */
   _Alignas(64) _Atomic uint64_t range;
 } ptp_slot;
 

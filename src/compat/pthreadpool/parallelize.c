@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pthreadpool_parallelize_* and legacy pthreadpool_compute_* entry
- * points: each describes its grid (grid.h) and runs it (run.c).
+ * points: each describes its grid (grid.h) and runs it (call.c).
  */
 #include "compat/pthreadpool/abi.h"
 #include "compat/pthreadpool/fpu.h"

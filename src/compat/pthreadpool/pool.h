@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pthreadpool object (pool.c) and the call path (run.c).
+ * The pthreadpool object (pool.c) and the call path (call.c).
  *
  * A pool of T threads is the caller plus a weft pool of T - 1 workers
  * (none when T is 1: every call then runs on the caller). Calls on one pool
@@ -31,7 +31,7 @@ struct pthreadpool {
   weft_pool *workers;         /* immutable; NULL when threads is 1 */
   size_t threads;             /* immutable: the caller included */
   /* immutable: more threads than CPUs this process may use at create; a
-   * spinning thread then yields its CPU now and then (run.c). */
+   * spinning thread then yields its CPU now and then (call.c). */
   bool oversubscribed;
   pthread_mutex_t call_lock;  /* held by the thread whose parallel call runs */
   /* atomic: parallel calls under way (or waiting for call_lock) << 1, plus
@@ -44,7 +44,7 @@ struct pthreadpool {
   /* atomic: the call's crew (crew.h). */
   _Alignas(64) _Atomic uint32_t crew;
   /* atomic, relaxed: member tasks submitted and not started yet, and those
-   * lingering after a call for the next (run.c); the caller submits only as
+   * lingering after a call for the next (call.c); the caller submits only as
    * many as the call can use beyond both. */
   _Atomic int queued, lingering;
   /* atomic, relaxed: bumped by the caller before each open, so that a
@@ -53,9 +53,9 @@ struct pthreadpool {
   /* atomic, relaxed: lingering members leave at once (YIELD_WORKERS, destroy). */
   _Atomic bool linger_off;
   /* atomic, relaxed: the CPU the caller ran on at the last open (-1 before
-   * any); a member on that CPU moves off it, or yields (run.c). */
+   * any); a member on that CPU moves off it, or yields (call.c). */
   _Atomic int caller_cpu;
-  /* atomic, relaxed: when a member last moved off the caller's CPU (run.c). */
+  /* atomic, relaxed: when a member last moved off the caller's CPU (call.c). */
   _Atomic int64_t moved_ns;
 };
 
