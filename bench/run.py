@@ -4,15 +4,16 @@
 Build, then run (from the repository root):
 
     meson setup build-bench -Dtests=disabled && ninja -C build-bench
-    python3 bench/run.py --quick --builddir build-bench    # ~3.5 min on 2 cores
-    python3 bench/run.py --builddir build-bench            # full: ~6 min, plus the trials
+    python3 bench/run.py --quick --builddir build-bench    # ~4.5 min on 2 cores
+    python3 bench/run.py --builddir build-bench            # full: ~7.5 min, plus the trials
 
 Options:
     --quick            5 repetitions of the pool workloads, 3 of the op lists
                        (StarPU 2; full: 3), smaller op lists, fewer wake
                        samples, and idle only at the largest thread count
                        (~3.5 min on the 2-vCPU VM: 2.4 min of runs, 1.2 of
-                       the peers' configuration trials)
+                       the peers' configuration trials; the graph shapes and
+                       fanout add ~1 min, 1.5 in the full mode)
     --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake (the
                        pool), chain, indep, dag, wave (the dependency engine),
                        pipeline (a 4-stage pipeline, back pressure),
