@@ -35,6 +35,11 @@
  *   it (both runtimes make the creator run tasks once too many are queued)
  *   and at the taskwait. The team is started before (the parallel region is
  *   entered before the clock starts, in every repetition).
+ * graph_dag, graph_grid, graph_tree (harness.h): the same, one task per
+ *   node with depend(out) on its slot and depend(iterator, in) on its
+ *   predecessors' (the "graph shapes" section below); no relaunch.
+ * fanout: a team of N + 1, the single's thread creates every task, then
+ *   taskwait (the "fanout" section below).
  */
 #include "harness.h"
 
@@ -284,6 +289,91 @@ static void bench_dep(const bench_args *a) {
   bench_oplist_free(&L);
 }
 
+/* ------------------------------------------------------- graph shapes */
+
+/* graph_dag, graph_grid, graph_tree (harness.h, "graph shapes"): a team of
+ * N; one thread, in `omp single`, creates one task per node in node order,
+ *   #pragma omp task depend(out: s[i]) depend(iterator(k = 0:np), in: s[p[k]])
+ * (OpenMP 5.0's iterator over the node's np predecessors p[0..np); the
+ * slots' own addresses as the dependences), then `omp taskwait`. TIMED in
+ * the single, from just before the first task to the taskwait's return;
+ * the other N-1 threads run tasks at the single's barrier, the creator
+ * when the runtime throttles it and at the taskwait (as the op lists).
+ * OpenMP cannot run a graph of tasks again: no "<shape>_relaunch". */
+static uint64_t shape_rep(void *ctx, const bench_gshape *G, bench_gslot *s) {
+  const int threads = *(const int *)ctx;
+  const size_t n = G->n;
+  uint64_t t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    if (omp_get_num_threads() != threads)
+      bench_fail("team has %d threads, asked for %d", omp_get_num_threads(), threads);
+#pragma omp single
+    {
+      t0 = bench_now_ns();
+      for (size_t i = 0; i < n; i++) {
+        const uint32_t *p = &G->pred[G->pred0[i]];
+        int np = (int)(G->pred0[i + 1] - G->pred0[i]);
+        bench_gslot *me = &s[i];
+#pragma omp task firstprivate(i) depend(out : me[0]) depend(iterator(k = 0 : np), in : s[p[k]])
+        bench_gnode_exec(G, s, i);
+        (void)me; /* gcc calls a pointer used only in depend() unused */
+        (void)p;
+        (void)np;
+      }
+#pragma omp taskwait
+      t1 = bench_now_ns();
+    }
+  }
+  return t1 - t0;
+}
+
+static void bench_shape(const bench_args *a) {
+  bench_gshape G;
+  bench_gshape_make(&G, a->workload);
+  bench_gslot *s = bench_gslots_alloc(G.n);
+  int threads = a->threads;
+  bench_graph_mode m = {G.workload, shape_rep, &threads, {0}};
+  bench_graph_time(RT, a, &G, s, &m, 1);
+  bench_graph_emit(RT, a, &G, &m,
+                   ",\"push\":\"omp single + task depend(out: own slot) "
+                   "depend(iterator, in: the predecessors' slots), taskwait\"");
+  free(s);
+  bench_gshape_free(&G);
+}
+
+/* ------------------------------------------------------------- fanout */
+
+/* fanout (harness.h): a team of N + 1 (weft's N workers + main): the thread
+ * that takes the `omp single`, a team thread (OpenMP has no spawner outside
+ * the team), creates every task (`omp task`), then `omp taskwait`, in which
+ * it runs tasks; the N others run them at the single's barrier. TIMED in
+ * the single, from the first task to the taskwait's return. */
+typedef struct fanout_ctx {
+  int team;
+} fanout_ctx;
+
+static uint64_t fanout_rep(void *ctx, uint32_t *slots, uint32_t seed) {
+  const int team = ((const fanout_ctx *)ctx)->team;
+  uint64_t t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(team)
+  {
+    if (omp_get_num_threads() != team)
+      bench_fail("team has %d threads, asked for %d", omp_get_num_threads(), team);
+#pragma omp single
+    {
+      t0 = bench_now_ns();
+      for (size_t k = 0; k < BENCH_FANOUT_TASKS; k++) {
+#pragma omp task firstprivate(k)
+        bench_fanout_task(slots, k, seed);
+      }
+#pragma omp taskwait
+      t1 = bench_now_ns();
+    }
+  }
+  return t1 - t0;
+}
+
 /* ----------------------------------------------------------- pipeline */
 
 /* One thread (omp single) creates each item's four stage tasks in item
@@ -367,13 +457,21 @@ static void bench_pipeline(const bench_args *a) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce", "idle", "wake",
-                                          "chain", "indep",    "dag",       "wave", "pipeline",
-                                          NULL};
+  static const char *const supported[] = {"fib",        "pfor_imb",   "pfor_fine", "reduce",
+                                          "idle",       "wake",       "chain",     "indep",
+                                          "dag",        "wave",       "pipeline",  "graph_dag",
+                                          "graph_grid", "graph_tree", "fanout",    NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
   if (!strcmp(a.workload, "pipeline")) {
     bench_pipeline(&a);
+  } else if (bench_is_graph_workload(a.workload)) {
+    bench_shape(&a);
+  } else if (!strcmp(a.workload, "fanout")) {
+    fanout_ctx c = {a.threads + 1};
+    bench_fanout_run(RT, &a, fanout_rep, &c,
+                     ",\"push\":\"team of N+1: omp single (a team thread) creates every omp "
+                     "task, then taskwait; N threads run them at the barrier\"");
   } else if (!strcmp(a.workload, "fib")) {
     bench_fib(&a);
   } else if (!strcmp(a.workload, "pfor_imb")) {

@@ -14,6 +14,9 @@
  * pipeline: the items in order, each through its four stages (pipeline on
  * the static slots, pipe_alloc on its own buffers: one item live at a time);
  * no pipe_bp (nothing to bound).
+ * graph_dag, graph_grid, graph_tree: the nodes in index order (a
+ * topological one), the work per node (the "<shape>" metric; no relaunch).
+ * fanout: the tasks' bodies in a loop, the work per task.
  */
 #include "harness.h"
 
@@ -83,6 +86,24 @@ static void pipe_stage_bound(int quick, char *out, size_t cap) {
   bench_pipe_free(&P);
 }
 
+static uint64_t shape_rep(void *ctx, const bench_gshape *G, bench_gslot *s) {
+  (void)ctx;
+  uint64_t t0 = bench_now_ns();
+  for (size_t i = 0; i < G->n; i++)
+    bench_gnode_exec(G, s, i);
+  return bench_now_ns() - t0;
+}
+
+static volatile size_t fanout_n = BENCH_FANOUT_TASKS;
+
+static uint64_t fanout_rep(void *ctx, uint32_t *slots, uint32_t seed) {
+  (void)ctx;
+  uint64_t t0 = bench_now_ns();
+  for (size_t k = 0, n = fanout_n; k < n; k++)
+    bench_fanout_task(slots, k, seed);
+  return bench_now_ns() - t0;
+}
+
 static uint64_t serial_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   (void)ctx;
   uint64_t t0 = bench_now_ns();
@@ -91,8 +112,9 @@ static uint64_t serial_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "chain",
-                                          "indep", "dag",      "wave",      "pipeline",
+  static const char *const supported[] = {"fib",       "pfor_imb",   "pfor_fine",  "chain",
+                                          "indep",     "dag",        "wave",       "pipeline",
+                                          "graph_dag", "graph_grid", "graph_tree", "fanout",
                                           NULL};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
@@ -105,6 +127,19 @@ int main(int argc, char **argv) {
     int len = snprintf(extra, sizeof extra, ",\"push\":\"items in order, no runtime\"");
     pipe_stage_bound(a.quick, extra + len, sizeof extra - (size_t)len);
     bench_pipe_run(RT, &a, pipe_rep, NULL, 0, extra, NULL);
+  } else if (bench_is_graph_workload(a.workload)) {
+    bench_gshape G;
+    bench_gshape_make(&G, a.workload);
+    bench_gslot *gs = bench_gslots_alloc(G.n);
+    a.threads = 1;
+    bench_graph_mode m = {G.workload, shape_rep, NULL, {0}};
+    bench_graph_time(RT, &a, &G, gs, &m, 1);
+    bench_graph_emit(RT, &a, &G, &m, ",\"push\":\"the nodes in index order, no runtime\"");
+    free(gs);
+    bench_gshape_free(&G);
+  } else if (!strcmp(a.workload, "fanout")) {
+    a.threads = 1;
+    bench_fanout_run(RT, &a, fanout_rep, NULL, ",\"push\":\"the tasks' bodies in a loop\"");
   } else if (bench_is_dep_workload(a.workload)) {
     bench_oplist L;
     bench_oplist_make(&L, a.workload, a.quick);

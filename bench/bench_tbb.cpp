@@ -36,6 +36,10 @@
  *   signal counts after firing, so the graph may run again; every
  *   repetition's values are checked as for the other series.
  *   "fresh_samples": the construction-timed series of the same run.
+ * graph_dag, graph_grid, graph_tree (harness.h): a flow graph, continue_node
+ *   per node, make_edge per edge, built and run once and reused (the "graph
+ *   shapes" section below). fanout: task_group::run of every task from main,
+ *   then wait (the "fanout" section below).
  * pipeline (harness.h): the static variant as a flow graph with the edges
  *   the 2 slots a stage imply; pipe_alloc / pipe_bp with parallel_pipeline
  *   (serial_in_order filters) and a token limit of the item count / of
@@ -246,6 +250,154 @@ uint64_t replay_rep(void *ctx, const bench_oplist *L, bench_slot *vals) {
   return ns;
 }
 
+/* -------------------------------------------------------- graph shapes */
+
+/* graph_dag, graph_grid, graph_tree (harness.h, "graph shapes"): a flow
+ * graph, one continue_node per node (body: bench_gnode_exec on its index)
+ * and a make_edge per edge, built in node order; then a try_put to every
+ * source node and wait_for_all. All inside arena.execute (N threads, main
+ * one of them).
+ *   "<shape>"           built and run once: TIMED from the first node's
+ *                       construction to wait_for_all's return (teardown
+ *                       after it, not timed: "teardown_ns_per_node").
+ *   "<shape>_relaunch"  the graph built once (not timed), run
+ *                       GRAPH_WARM_RUNS times untimed (as weft's warm
+ *                       launches), then each repetition try_put to the
+ *                       sources + wait_for_all, TIMED (continue_nodes reset
+ *                       their counts after firing, so the graph runs again).
+ * The two modes' repetitions alternate (bench_graph_time). */
+constexpr int GRAPH_WARM_RUNS = 8;
+
+struct shape_ctx {
+  tbb::task_arena *arena;
+  double teardown_ns = 0;
+};
+
+template <class Body>
+void build_shape(tbb::flow::graph &g, std::deque<dep_node> &nodes, const bench_gshape *G,
+                 Body body) {
+  for (size_t i = 0; i < G->n; i++) {
+    nodes.emplace_back(g, body(i));
+    dep_node &me = nodes.back();
+    for (uint32_t k = G->pred0[i]; k < G->pred0[i + 1]; k++)
+      tbb::flow::make_edge(nodes[G->pred[k]], me);
+  }
+}
+
+uint64_t shape_once_rep(void *ctx, const bench_gshape *G, bench_gslot *s) {
+  shape_ctx *c = static_cast<shape_ctx *>(ctx);
+  uint64_t ns = 0;
+  c->arena->execute([&] {
+    uint64_t t0 = bench_now_ns(), t1;
+    {
+      tbb::flow::graph g;
+      std::deque<dep_node> nodes; /* nodes never move once built */
+      build_shape(g, nodes, G, [G, s](size_t i) {
+        return [G, s, i](const continue_msg &) {
+          bench_gnode_exec(G, s, i);
+          return continue_msg();
+        };
+      });
+      for (size_t j = 0; j < G->nsources; j++)
+        nodes[G->sources[j]].try_put(continue_msg());
+      g.wait_for_all();
+      t1 = bench_now_ns();
+    } /* nodes, then the graph, destroyed here */
+    c->teardown_ns = (double)(bench_now_ns() - t1) / (double)G->n;
+    ns = t1 - t0;
+  });
+  return ns;
+}
+
+struct shape_reused {
+  tbb::flow::graph g;         /* declared first: destroyed after the nodes */
+  std::deque<dep_node> nodes; /* nodes never move once built */
+  bench_gslot *s = nullptr;   /* the current repetition's slots */
+  tbb::task_arena *arena = nullptr;
+  double build_ns = 0;
+};
+
+uint64_t shape_relaunch_rep(void *ctx, const bench_gshape *G, bench_gslot *s) {
+  shape_reused *r = static_cast<shape_reused *>(ctx);
+  r->s = s;
+  uint64_t ns = 0;
+  r->arena->execute([&] {
+    uint64_t t0 = bench_now_ns();
+    for (size_t j = 0; j < G->nsources; j++)
+      r->nodes[G->sources[j]].try_put(continue_msg());
+    r->g.wait_for_all();
+    ns = bench_now_ns() - t0;
+  });
+  return ns;
+}
+
+void bench_shape(const bench_args *a, tbb::task_arena &arena) {
+  bench_gshape G;
+  bench_gshape_make(&G, a->workload);
+  bench_gslot *s = bench_gslots_alloc(G.n);
+  std::string relaunch_metric = std::string(G.workload) + "_relaunch";
+  shape_ctx once;
+  once.arena = &arena;
+  arena.execute([&] {
+    shape_reused r;
+    r.arena = &arena;
+    uint64_t t0 = bench_now_ns();
+    build_shape(r.g, r.nodes, &G, [&r, &G](size_t i) {
+      return [&r, &G, i](const continue_msg &) {
+        bench_gnode_exec(&G, r.s, i);
+        return continue_msg();
+      };
+    });
+    r.build_ns = (double)(bench_now_ns() - t0) / (double)G.n;
+    for (int w = 0; w < GRAPH_WARM_RUNS && !bench_failed(); w++) {
+      bench_gslots_reset(&G, s);
+      (void)shape_relaunch_rep(&r, &G, s);
+      bench_gshape_verify(&G, s, RT, relaunch_metric.c_str());
+    }
+    bench_graph_mode modes[2] = {{G.workload, shape_once_rep, &once, {}},
+                                 {relaunch_metric.c_str(), shape_relaunch_rep, &r, {}}};
+    if (!bench_failed())
+      bench_graph_time(RT, a, &G, s, modes, 2);
+    else
+      for (auto &m : modes)
+        bench_series_init(&m.s, 1);
+    char extra[512];
+    std::snprintf(extra, sizeof extra,
+                  ",\"push\":\"flow graph, continue_node per node, make_edge per edge; "
+                  "construction timed\",\"teardown_ns_per_node\":%.1f",
+                  once.teardown_ns);
+    bench_graph_emit(RT, a, &G, &modes[0], extra);
+    std::snprintf(extra, sizeof extra,
+                  ",\"push\":\"the flow graph built once (not timed: build_ns_per_node), run "
+                  "%d times untimed, then try_put to the sources + wait_for_all\","
+                  "\"build_ns_per_node\":%.1f",
+                  GRAPH_WARM_RUNS, r.build_ns);
+    bench_graph_emit(RT, a, &G, &modes[1], extra);
+  }); /* r destroyed inside the arena */
+  std::free(s);
+  bench_gshape_free(&G);
+}
+
+/* ---------------------------------------------------------------- fanout */
+
+/* fanout (harness.h): main, in the arena's reserved slot of a
+ * task_arena(N + 1, 1) (global_control N + 1), runs every task with one
+ * tbb::task_group's run, then wait (it runs tasks meanwhile): N workers +
+ * main, as weft's. TIMED: from the first run to wait's return. */
+uint64_t fanout_rep(void *ctx, uint32_t *slots, uint32_t seed) {
+  tbb::task_arena *arena = static_cast<tbb::task_arena *>(ctx);
+  uint64_t ns = 0;
+  arena->execute([&] {
+    tbb::task_group tg;
+    uint64_t t0 = bench_now_ns();
+    for (size_t k = 0; k < BENCH_FANOUT_TASKS; k++)
+      tg.run([slots, seed, k] { bench_fanout_task(slots, k, seed); });
+    tg.wait();
+    ns = bench_now_ns() - t0;
+  });
+  return ns;
+}
+
 /* ------------------------------------------------------------ pipeline */
 
 /* pipeline (static slots): a flow graph, one continue_node per (item,
@@ -329,16 +481,19 @@ uint64_t pipe_rep(void *ctx, bench_pipe *P, int variant) {
 } // namespace
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce", "idle", "wake",
-                                          "chain", "indep",    "dag",       "wave", "pipeline",
-                                          nullptr};
+  static const char *const supported[] = {"fib",        "pfor_imb",   "pfor_fine", "reduce",
+                                          "idle",       "wake",       "chain",     "indep",
+                                          "dag",        "wave",       "pipeline",  "graph_dag",
+                                          "graph_grid", "graph_tree", "fanout",    nullptr};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
   const int n = a.threads;
   const bool wake = !std::strcmp(a.workload, "wake");
+  /* fanout: main spawns and helps, beside N workers (weft's N + main) */
+  const bool fanout = !std::strcmp(a.workload, "fanout");
   tbb::global_control gc(tbb::global_control::max_allowed_parallelism,
-                         static_cast<size_t>(wake ? n + 1 : n));
-  tbb::task_arena arena(n, wake ? 0 : 1);
+                         static_cast<size_t>(wake || fanout ? n + 1 : n));
+  tbb::task_arena arena(fanout ? n + 1 : n, wake ? 0 : 1);
   arena.initialize();
 
   bench_series s;
@@ -415,6 +570,12 @@ int main(int argc, char **argv) {
   } else if (wake) {
     bench_wake_run(RT, &a, submit, &arena,
                    "task_arena(N,0).enqueue from main; N workers");
+  } else if (bench_is_graph_workload(a.workload)) {
+    bench_shape(&a, arena);
+  } else if (fanout) {
+    bench_fanout_run(RT, &a, fanout_rep, &arena,
+                     ",\"push\":\"task_group::run from main in task_arena(N+1,1), then "
+                     "wait: N workers + main\"");
   } else {
     bench_oplist L;
     bench_oplist_make(&L, a.workload, a.quick);

@@ -61,6 +61,11 @@
  * "cpu_driver": every thread's, spinning included; main's also the main
  * thread's own while it pushes, the floor of that mode's time per op).
  *
+ * graph_dag, graph_grid, graph_tree (harness.h, "graph shapes"): a graph
+ * with explicit edges, made and launched from main, once and relaunched
+ * (the "graph shapes" section below). fanout: main spawns every task into
+ * one weft_group and waits for it (the "fanout" section below).
+ *
  * pipeline (harness.h): main pushes each item's four stage ops in item
  * order, then weft_wait_all. Every op writes its stage's var (a stage is an
  * actor: one item at a time, in order). pipeline: the ops read the slot of the stage
@@ -1026,6 +1031,195 @@ static void bench_dep(const bench_args *a) {
   bench_oplist_free(&L);
 }
 
+/* --------------------------------------------------------- graph shapes */
+
+/* graph_dag, graph_grid, graph_tree (harness.h, "graph shapes"): an engine
+ * on the pool (kind automatic), a graph with explicit edges and no vars:
+ * weft_graph_create, weft_graph_add of every node in index order (fn =
+ * bench_gnode_exec on the node's index), then weft_graph_edge of every
+ * edge (pred, node), all from main; weft_graph_launch, weft_wait_all.
+ *   "<shape>"           once: TIMED from weft_graph_create to
+ *                       weft_wait_all's return in main (the graph's
+ *                       destroy after it, not timed: "destroy_ns_per_node").
+ *   "<shape>_relaunch"  the same graph made once (not timed), launched
+ *                       BENCH_REPLAY_WARM_LAUNCHES times untimed (each
+ *                       checked: the lanes' first launches, weft.h), then
+ *                       each repetition weft_graph_launch + weft_wait_all
+ *                       from main, TIMED.
+ * The two modes' repetitions alternate (bench_graph_time). N workers run
+ * the nodes; main builds, launches and waits (as in the op lists). */
+
+static struct {
+  const bench_gshape *G;
+  bench_gslot *s;             /* this repetition's slots */
+  weft_graph *relaunch_graph; /* made once for "<shape>_relaunch" */
+  double destroy_ns;          /* the last "once" graph's destroy, ns/node */
+} gsh;
+
+static int gnode_op(const weft_run_ctx *rc, void *arg) {
+  (void)rc;
+  bench_gnode_exec(gsh.G, gsh.s, (size_t)(uintptr_t)arg);
+  return 0;
+}
+
+/* The graph of G: every node, then every edge; 0 or the first error. */
+static int graph_make(const bench_gshape *G, weft_graph **out) {
+  weft_graph *g = NULL;
+  int rc = weft_graph_create(engine, &g);
+  if (rc)
+    return rc;
+  weft_op_desc d;
+  memset(&d, 0, sizeof d);
+  d.fn = gnode_op;
+  d.ctx.type = WEFT_DEV_CPU;
+  d.prop = WEFT_PROP_NORMAL;
+  d.name = G->workload;
+  for (size_t i = 0; i < G->n && !rc; i++) {
+    d.arg = (void *)(uintptr_t)i;
+    rc = weft_graph_add(g, &d, NULL);
+  }
+  for (size_t i = 0; i < G->n && !rc; i++)
+    for (uint32_t k = G->pred0[i]; k < G->pred0[i + 1] && !rc; k++)
+      rc = weft_graph_edge(g, G->pred[k], i);
+  *out = g;
+  return rc;
+}
+
+static uint64_t graph_once_rep(void *ctx, const bench_gshape *G, bench_gslot *s) {
+  (void)ctx;
+  gsh.G = G;
+  gsh.s = s;
+  weft_graph *g = NULL;
+  uint64_t t0 = bench_now_ns();
+  int rc = graph_make(G, &g);
+  if (rc)
+    bench_fail("%s: making the graph: %s", G->workload, weft_strerror(rc));
+  else if ((rc = weft_graph_launch(g)))
+    bench_fail("%s: weft_graph_launch: %s", G->workload, weft_strerror(rc));
+  int rc2 = weft_wait_all(engine);
+  uint64_t t1 = bench_now_ns();
+  if (rc2)
+    bench_fail("%s: weft_wait_all: %s", G->workload, weft_strerror(rc2));
+  if (g) {
+    rc = weft_graph_destroy(g);
+    if (rc)
+      bench_fail("weft_graph_destroy: %s", weft_strerror(rc));
+    gsh.destroy_ns = (double)(bench_now_ns() - t1) / (double)G->n;
+  }
+  return t1 - t0;
+}
+
+static uint64_t graph_relaunch_rep(void *ctx, const bench_gshape *G, bench_gslot *s) {
+  (void)ctx;
+  gsh.G = G;
+  gsh.s = s;
+  uint64_t t0 = bench_now_ns();
+  int rc = weft_graph_launch(gsh.relaunch_graph);
+  if (rc)
+    bench_fail("%s: weft_graph_launch: %s", G->workload, weft_strerror(rc));
+  int rc2 = weft_wait_all(engine);
+  uint64_t t1 = bench_now_ns();
+  if (rc2)
+    bench_fail("%s: weft_wait_all: %s", G->workload, weft_strerror(rc2));
+  return t1 - t0;
+}
+
+static void bench_graph(const bench_args *a) {
+  weft_engine_config ec;
+  weft_engine_config_default(&ec);
+  ec.pool = pool;
+  int rc = weft_engine_create(&engine, &ec);
+  if (rc) {
+    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+    return;
+  }
+  bench_gshape G;
+  bench_gshape_make(&G, a->workload);
+  bench_gslot *s = bench_gslots_alloc(G.n);
+  char relaunch_metric[64];
+  snprintf(relaunch_metric, sizeof relaunch_metric, "%s_relaunch", G.workload);
+  /* the relaunched graph: made once, then its warm launches, untimed */
+  uint64_t m0 = bench_now_ns();
+  rc = graph_make(&G, &gsh.relaunch_graph);
+  double make_ns = (double)(bench_now_ns() - m0) / (double)G.n;
+  if (rc)
+    bench_fail("%s: making the graph: %s", G.workload, weft_strerror(rc));
+  for (int w = 0; w < BENCH_REPLAY_WARM_LAUNCHES && !bench_failed(); w++) {
+    bench_gslots_reset(&G, s);
+    (void)graph_relaunch_rep(NULL, &G, s);
+    bench_gshape_verify(&G, s, RT, relaunch_metric);
+  }
+  bench_graph_mode modes[2] = {{G.workload, graph_once_rep, NULL, {0}},
+                               {relaunch_metric, graph_relaunch_rep, NULL, {0}}};
+  if (!bench_failed())
+    bench_graph_time(RT, a, &G, s, modes, 2);
+  else
+    for (int m = 0; m < 2; m++)
+      bench_series_init(&modes[m].s, 1);
+  char extra[512];
+  snprintf(extra, sizeof extra,
+           ",\"push\":\"weft_graph_create, weft_graph_add of every node, weft_graph_edge of "
+           "every edge, weft_graph_launch + weft_wait_all from main\","
+           "\"destroy_ns_per_node\":%.1f",
+           gsh.destroy_ns);
+  bench_graph_emit(RT, a, &G, &modes[0], extra);
+  snprintf(extra, sizeof extra,
+           ",\"push\":\"the graph made once (not timed: make_ns_per_node), launched %d times "
+           "untimed, then weft_graph_launch + weft_wait_all from main\","
+           "\"make_ns_per_node\":%.1f",
+           BENCH_REPLAY_WARM_LAUNCHES, make_ns);
+  bench_graph_emit(RT, a, &G, &modes[1], extra);
+  if (gsh.relaunch_graph) {
+    rc = weft_graph_destroy(gsh.relaunch_graph);
+    if (rc)
+      bench_fail("weft_graph_destroy: %s", weft_strerror(rc));
+    gsh.relaunch_graph = NULL;
+  }
+  rc = weft_engine_destroy(engine);
+  if (rc)
+    bench_fail("weft_engine_destroy: %s", weft_strerror(rc));
+  engine = NULL;
+  free(s);
+  bench_gshape_free(&G);
+}
+
+/* --------------------------------------------------------------- fanout */
+
+/* fanout (harness.h): main, not a pool worker, spawns every task into one
+ * weft_group it initialised (weft_group_spawn, arg = the task's index:
+ * from outside the pool they go to its injection queue), then
+ * weft_group_wait, in which main helps run them. N workers + main. TIMED:
+ * from the first spawn to weft_group_wait's return. */
+
+static struct {
+  uint32_t *slots;
+  uint32_t seed;
+} fan;
+
+static int fanout_task(void *arg) {
+  bench_fanout_task(fan.slots, (size_t)(uintptr_t)arg, fan.seed);
+  return 0;
+}
+
+static uint64_t fanout_rep(void *ctx, uint32_t *slots, uint32_t seed) {
+  (void)ctx;
+  fan.slots = slots;
+  fan.seed = seed;
+  weft_group g;
+  weft_group_init(&g, pool);
+  uint64_t t0 = bench_now_ns();
+  int rc = 0;
+  for (size_t k = 0; k < BENCH_FANOUT_TASKS && !rc; k++)
+    rc = weft_group_spawn(&g, fanout_task, (void *)(uintptr_t)k);
+  if (rc)
+    bench_fail("fanout: weft_group_spawn: %s", weft_strerror(rc));
+  int rc2 = weft_group_wait(&g);
+  uint64_t t1 = bench_now_ns();
+  if (rc2)
+    bench_fail("fanout: weft_group_wait: %s", weft_strerror(rc2));
+  return t1 - t0;
+}
+
 /* ------------------------------------------------------------- pipeline */
 
 /* Two engines on the pool: [0] unbounded (max_inflight 0) runs pipeline and
@@ -1163,9 +1357,10 @@ static void bench_pipeline(const bench_args *a) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce", "idle",
-                                          "wake",  "chain",    "indep",     "dag",    "wave",
-                                          "pipeline", NULL};
+  static const char *const supported[] = {"fib",       "pfor_imb",   "pfor_fine",  "reduce",
+                                          "idle",      "wake",       "chain",      "indep",
+                                          "dag",       "wave",       "pipeline",   "graph_dag",
+                                          "graph_grid", "graph_tree", "fanout",     NULL};
   /* --pushers P[,P...] is bench_weft's own (the op lists): taken out
    * before the common command line is parsed. */
   int nargs = 0;
@@ -1228,6 +1423,12 @@ int main(int argc, char **argv) {
     bench_wake_run(RT, &a, submit, NULL, "weft_pool_submit from main (non-worker)");
   } else if (!strcmp(a.workload, "pipeline")) {
     bench_pipeline(&a);
+  } else if (bench_is_graph_workload(a.workload)) {
+    bench_graph(&a);
+  } else if (!strcmp(a.workload, "fanout")) {
+    bench_fanout_run(RT, &a, fanout_rep, NULL,
+                     ",\"push\":\"weft_group_spawn from main (non-worker) into one group, "
+                     "weft_group_wait from main (it helps): N workers + main\"");
   } else if (pushers_n > 0) {
     bench_dep_pushers(&a);
   } else {

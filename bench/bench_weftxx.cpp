@@ -9,8 +9,9 @@
  *
  *   bench_weftxx --workload W --threads N --reps R [--quick]
  *
- * W: fib, pfor_imb, pfor_fine, reduce and the op lists chain, indep, dag,
- * wave (with their "<workload>_replay" line). Everything else is bench_weft.c's,
+ * W: fib, pfor_imb, pfor_fine, reduce, the op lists chain, indep, dag,
+ * wave (with their "<workload>_replay" line), the graph shapes graph_dag,
+ * graph_grid, graph_tree (with "<shape>_relaunch") and fanout. Everything else is bench_weft.c's,
  * mirrored line for line so that the only difference is the API: the same
  * harness, kernels, checks, timing rules, warm-ups and JSON.
  *
@@ -55,6 +56,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <weft/weft.hpp>
@@ -574,9 +576,164 @@ static void bench_dep(const bench_args *a) {
   bench_oplist_free(&L);
 }
 
+/* --------------------------------------------------------- graph shapes */
+
+/* graph_dag, graph_grid, graph_tree (harness.h), as bench_weft.c's: a
+ * weft::engine on the pool, eng.make_graph(), graph.add of one lambda per
+ * node in index order ([i] { run node i }, no vars, op_options with the
+ * shape's name), then graph.edge of every edge, all from main; launch() +
+ * wait_all(). "<shape>": TIMED from make_graph to wait_all's return (the
+ * graph's destroy after it, not timed); "<shape>_relaunch": the graph made
+ * once, BENCH_REPLAY_WARM_LAUNCHES untimed launches (checked), then
+ * launch() + wait_all(), TIMED. The two alternate (bench_graph_time). */
+
+static struct {
+  const bench_gshape *G;
+  bench_gslot *s;
+  weft::graph *relaunch_graph;
+  double destroy_ns;
+} gsh;
+
+/* Every node, then every edge, as a user's loops would; the first error. */
+static weft::status graph_fill(weft::graph &g, const bench_gshape *G) {
+  const weft::op_options opt = weft::op_options{}.with_name(G->workload);
+  for (size_t i = 0; i < G->n; i++) {
+    weft::status st = g.add([i] { bench_gnode_exec(gsh.G, gsh.s, i); }, {}, {}, opt);
+    if (!st)
+      return st;
+  }
+  for (size_t i = 0; i < G->n; i++)
+    for (uint32_t k = G->pred0[i]; k < G->pred0[i + 1]; k++) {
+      weft::status st = g.edge(G->pred[k], i);
+      if (!st)
+        return st;
+    }
+  return weft::status();
+}
+
+static uint64_t graph_once_rep(void *, const bench_gshape *G, bench_gslot *s) {
+  gsh.G = G;
+  gsh.s = s;
+  uint64_t t0 = bench_now_ns(), t1;
+  {
+    weft::graph g = engine->make_graph();
+    weft::status st = g.init_status();
+    if (st)
+      st = graph_fill(g, G);
+    if (st)
+      st = g.launch();
+    if (!st)
+      bench_fail("%s: the graph: %s", G->workload, st.message());
+    weft::status st2 = engine->wait_all();
+    t1 = bench_now_ns();
+    if (!st2)
+      bench_fail("%s: wait_all: %s", G->workload, st2.message());
+  } /* destroyed here */
+  gsh.destroy_ns = (double)(bench_now_ns() - t1) / (double)G->n;
+  return t1 - t0;
+}
+
+static uint64_t graph_relaunch_rep(void *, const bench_gshape *G, bench_gslot *s) {
+  gsh.G = G;
+  gsh.s = s;
+  uint64_t t0 = bench_now_ns();
+  weft::status st = gsh.relaunch_graph->launch();
+  if (!st)
+    bench_fail("%s: launch: %s", G->workload, st.message());
+  weft::status st2 = engine->wait_all();
+  uint64_t t1 = bench_now_ns();
+  if (!st2)
+    bench_fail("%s: wait_all: %s", G->workload, st2.message());
+  return t1 - t0;
+}
+
+static void bench_graph(const bench_args *a) {
+  weft::engine eng(*pool);
+  if (!eng.ok()) {
+    bench_fail("weft::engine: %s", eng.init_status().message());
+    return;
+  }
+  engine = &eng;
+  bench_gshape G;
+  bench_gshape_make(&G, a->workload);
+  bench_gslot *s = bench_gslots_alloc(G.n);
+  std::string relaunch_metric = std::string(G.workload) + "_relaunch";
+  double make_ns = 0;
+  {
+    uint64_t m0 = bench_now_ns();
+    weft::graph rg = eng.make_graph();
+    weft::status st = rg.init_status();
+    if (st)
+      st = graph_fill(rg, &G);
+    make_ns = (double)(bench_now_ns() - m0) / (double)G.n;
+    if (!st)
+      bench_fail("%s: the graph: %s", G.workload, st.message());
+    gsh.relaunch_graph = &rg;
+    for (int w = 0; w < BENCH_REPLAY_WARM_LAUNCHES && !bench_failed(); w++) {
+      bench_gslots_reset(&G, s);
+      (void)graph_relaunch_rep(nullptr, &G, s);
+      bench_gshape_verify(&G, s, RT, relaunch_metric.c_str());
+    }
+    bench_graph_mode modes[2] = {{G.workload, graph_once_rep, nullptr, {}},
+                                 {relaunch_metric.c_str(), graph_relaunch_rep, nullptr, {}}};
+    if (!bench_failed())
+      bench_graph_time(RT, a, &G, s, modes, 2);
+    else
+      for (auto &m : modes)
+        bench_series_init(&m.s, 1);
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             ",\"push\":\"engine.make_graph(), graph.add of a lambda a node, graph.edge of "
+             "every edge, launch() + wait_all() from main\",\"destroy_ns_per_node\":%.1f",
+             gsh.destroy_ns);
+    bench_graph_emit(RT, a, &G, &modes[0], extra);
+    snprintf(extra, sizeof extra,
+             ",\"push\":\"the graph made once (not timed: make_ns_per_node), launched %d "
+             "times untimed, then launch() + wait_all() from main\",\"make_ns_per_node\":%.1f",
+             BENCH_REPLAY_WARM_LAUNCHES, make_ns);
+    bench_graph_emit(RT, a, &G, &modes[1], extra);
+    gsh.relaunch_graph = nullptr;
+  } /* rg destroyed here */
+  weft::status st = eng.destroy();
+  if (!st)
+    bench_fail("engine.destroy: %s", st.message());
+  engine = nullptr;
+  free(s);
+  bench_gshape_free(&G);
+}
+
+/* --------------------------------------------------------------- fanout */
+
+/* fanout (harness.h), as bench_weft.c's: main makes a weft::group and
+ * spawns one lambda a task ([k] { task k }), then g.wait(), in which it
+ * helps. TIMED: from the first spawn to wait's return. */
+static struct {
+  uint32_t *slots;
+  uint32_t seed;
+} fan;
+
+static uint64_t fanout_rep(void *, uint32_t *slots, uint32_t seed) {
+  fan.slots = slots;
+  fan.seed = seed;
+  weft::group g(*pool);
+  uint64_t t0 = bench_now_ns();
+  weft::status st;
+  for (size_t k = 0; k < BENCH_FANOUT_TASKS && st; k++)
+    st = g.spawn([k] { bench_fanout_task(fan.slots, k, fan.seed); });
+  if (!st)
+    bench_fail("fanout: spawn: %s", st.message());
+  weft::status st2 = g.wait();
+  uint64_t t1 = bench_now_ns();
+  if (!st2)
+    bench_fail("fanout: wait: %s", st2.message());
+  return t1 - t0;
+}
+
 int main(int argc, char **argv) {
-  static const char *const supported[] = {"fib",   "pfor_imb", "pfor_fine", "reduce",
-                                          "chain", "indep",    "dag",       "wave",   nullptr};
+  static const char *const supported[] = {"fib",       "pfor_imb",   "pfor_fine",  "reduce",
+                                          "chain",     "indep",      "dag",        "wave",
+                                          "graph_dag", "graph_grid", "graph_tree", "fanout",
+                                          nullptr};
   bench_args a;
   bench_parse_args(argc, argv, RT, supported, &a);
 
@@ -608,6 +765,12 @@ int main(int argc, char **argv) {
     d.reduce_in = bench_reduce_alloc();
     d.body = body_reduce;
     run_in_pool(&d);
+  } else if (bench_is_graph_workload(a.workload)) {
+    bench_graph(&a);
+  } else if (!strcmp(a.workload, "fanout")) {
+    bench_fanout_run(RT, &a, fanout_rep, nullptr,
+                     ",\"push\":\"weft::group g(pool); g.spawn of a lambda a task from main "
+                     "(non-worker), g.wait() (it helps): N workers + main\"");
   } else {
     bench_dep(&a);
   }

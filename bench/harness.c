@@ -777,6 +777,287 @@ void bench_dep_emit_metric(const char *rt, const bench_args *a, const bench_opli
   bench_emit(rt, metric, a->threads, "ns/op", s, buf);
 }
 
+/* ---------------------------------------------------------- graph shapes */
+
+int bench_is_graph_workload(const char *w) {
+  return !strcmp(w, "graph_dag") || !strcmp(w, "graph_grid") || !strcmp(w, "graph_tree");
+}
+
+/* The nodes' kernel: the predecessors' values mixed in (in pred order), then
+ * steps of the dependent multiply chain of pfor_imb. noinline and aligned
+ * like the chunk kernels: one placement of it in every executable. */
+static inline uint64_t gnode_mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__attribute__((noinline, aligned(64))) void bench_gnode_exec(const bench_gshape *G,
+                                                             bench_gslot *s, size_t i) {
+  uint64_t x = gnode_mix((uint64_t)i * 0x9E3779B97F4A7C15ull + BENCH_GRAPH_SEED);
+  for (uint32_t k = G->pred0[i]; k < G->pred0[i + 1]; k++)
+    x = gnode_mix(x ^ s[G->pred[k]].v);
+  for (uint32_t k = 0; k < G->steps; k++)
+    x = x * BENCH_IMB_MUL + BENCH_IMB_ADD;
+  s[i].v = x;
+  s[i].runs++;
+}
+
+/* pairs (pred, succ) -> G's pred lists, counted by successor, each node's
+ * predecessors in the order the pairs list them */
+static void gshape_from_pairs(bench_gshape *G, const uint32_t (*e)[2], size_t ne) {
+  G->pred0 = (uint32_t *)calloc(G->n + 1, sizeof *G->pred0);
+  G->pred = (uint32_t *)xmalloc(sizeof *G->pred * ne);
+  uint32_t *fill = (uint32_t *)xmalloc(sizeof *fill * G->n);
+  if (!G->pred0) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  for (size_t k = 0; k < ne; k++)
+    G->pred0[e[k][1] + 1]++;
+  G->max_preds = 0;
+  G->nsources = 0;
+  for (size_t i = 0; i < G->n; i++) {
+    if (G->pred0[i + 1] > G->max_preds)
+      G->max_preds = G->pred0[i + 1];
+    if (G->pred0[i + 1] == 0)
+      G->nsources++;
+    G->pred0[i + 1] += G->pred0[i];
+  }
+  memcpy(fill, G->pred0, sizeof *fill * G->n);
+  for (size_t k = 0; k < ne; k++) {
+    if (e[k][0] >= e[k][1]) {
+      fprintf(stderr, "bench: graph edge %u -> %u against the node order\n", e[k][0], e[k][1]);
+      exit(1);
+    }
+    G->pred[fill[e[k][1]]++] = e[k][0];
+  }
+  free(fill);
+  G->nedges = ne;
+  G->sources = (uint32_t *)xmalloc(sizeof *G->sources * (G->nsources ? G->nsources : 1));
+  size_t j = 0;
+  for (size_t i = 0; i < G->n; i++)
+    if (G->pred0[i] == G->pred0[i + 1])
+      G->sources[j++] = (uint32_t)i;
+}
+
+void bench_gshape_make(bench_gshape *G, const char *w) {
+  memset(G, 0, sizeof *G);
+  uint32_t(*e)[2] = NULL;
+  size_t ne = 0;
+  if (!strcmp(w, "graph_dag")) {
+    const uint32_t L = BENCH_GDAG_LAYERS, W = BENCH_GDAG_WIDTH;
+    G->workload = "graph_dag";
+    G->n = (size_t)L * W;
+    G->steps = BENCH_GDAG_STEPS;
+    e = (uint32_t(*)[2])xmalloc(sizeof *e * G->n * BENCH_GDAG_MAX_OUT);
+    uint64_t st = BENCH_GRAPH_SEED;
+    for (uint32_t l = 0; l + 1 < L; l++)
+      for (uint32_t k = 0; k < W; k++) {
+        uint32_t from = l * W + k, outs = 1 + rand_below(&st, BENCH_GDAG_MAX_OUT);
+        uint32_t to[BENCH_GDAG_MAX_OUT];
+        for (uint32_t j = 0; j < outs; j++) {
+          uint32_t t;
+          int dup;
+          do { /* distinct successors */
+            t = (l + 1) * W + rand_below(&st, W);
+            dup = 0;
+            for (uint32_t q = 0; q < j; q++)
+              dup |= to[q] == t;
+          } while (dup);
+          to[j] = t;
+          e[ne][0] = from;
+          e[ne][1] = t;
+          ne++;
+        }
+      }
+  } else if (!strcmp(w, "graph_grid")) {
+    const uint32_t N = BENCH_GGRID_N;
+    G->workload = "graph_grid";
+    G->n = (size_t)N * N;
+    e = (uint32_t(*)[2])xmalloc(sizeof *e * G->n * 2);
+    for (uint32_t r = 0; r < N; r++)
+      for (uint32_t c = 0; c < N; c++) {
+        uint32_t i = r * N + c;
+        if (c > 0) {
+          e[ne][0] = i - 1;
+          e[ne][1] = i;
+          ne++;
+        }
+        if (r > 0) {
+          e[ne][0] = i - N;
+          e[ne][1] = i;
+          ne++;
+        }
+      }
+  } else if (!strcmp(w, "graph_tree")) {
+    G->workload = "graph_tree";
+    G->n = BENCH_GTREE_NODES;
+    e = (uint32_t(*)[2])xmalloc(sizeof *e * G->n);
+    for (uint32_t i = 1; i < G->n; i++) {
+      e[ne][0] = (i - 1) / 2;
+      e[ne][1] = i;
+      ne++;
+    }
+  } else {
+    fprintf(stderr, "bench: no graph shape for workload '%s'\n", w);
+    exit(2);
+  }
+  gshape_from_pairs(G, (const uint32_t(*)[2])e, ne);
+  free(e);
+  /* the serial reference: the nodes in index order (a topological one) */
+  bench_gslot *s = bench_gslots_alloc(G->n);
+  for (size_t i = 0; i < G->n; i++)
+    bench_gnode_exec(G, s, i);
+  G->ref = (uint64_t *)xmalloc(sizeof *G->ref * G->n);
+  for (size_t i = 0; i < G->n; i++)
+    G->ref[i] = s[i].v;
+  free(s);
+}
+
+void bench_gshape_free(bench_gshape *G) {
+  free(G->pred0);
+  free(G->pred);
+  free(G->sources);
+  free(G->ref);
+  memset(G, 0, sizeof *G);
+}
+
+bench_gslot *bench_gslots_alloc(size_t n) {
+  size_t bytes = sizeof(bench_gslot) * (n ? n : 1); /* a multiple of 64 */
+  bench_gslot *p = (bench_gslot *)aligned_alloc(64, bytes);
+  if (!p) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, bytes);
+  return p;
+}
+
+void bench_gslots_reset(const bench_gshape *G, bench_gslot *s) {
+  for (size_t i = 0; i < G->n; i++) {
+    s[i].v = 0;
+    s[i].runs = 0;
+  }
+}
+
+size_t bench_gshape_verify(const bench_gshape *G, const bench_gslot *s, const char *rt,
+                           const char *what) {
+  size_t bad_v = 0, bad_runs = 0, first = 0;
+  uint64_t first_runs = 1;
+  for (size_t i = 0; i < G->n; i++) {
+    int wrong = 0;
+    if (s[i].runs != 1) {
+      bad_runs++;
+      wrong = 1;
+    } else if (s[i].v != G->ref[i]) {
+      bad_v++;
+      wrong = 1;
+    }
+    if (wrong && bad_v + bad_runs == 1) {
+      first = i;
+      first_runs = s[i].runs;
+    }
+  }
+  if (bad_v || bad_runs)
+    bench_fail("%s %s: %zu of %zu nodes wrong (%zu not run exactly once, %zu with a value "
+               "other than the serial run's; first: node %zu, run %llu times)",
+               rt, what, bad_v + bad_runs, G->n, bad_runs, bad_v, first,
+               (unsigned long long)first_runs);
+  return bad_v + bad_runs;
+}
+
+static int graph_cut_rounds;
+
+void bench_graph_time(const char *rt, const bench_args *a, const bench_gshape *G,
+                      bench_gslot *s, bench_graph_mode *modes, int nmodes) {
+  const uint64_t budget = a->quick ? BENCH_DEP_BUDGET_QUICK_NS : BENCH_DEP_BUDGET_NS;
+  int reps = a->reps;
+  graph_cut_rounds = 0;
+  for (int m = 0; m < nmodes; m++)
+    bench_series_init(&modes[m].s, a->reps);
+  for (int r = -1; r < reps && !bench_failed(); r++) {
+    uint64_t w0 = bench_now_ns();
+    for (int m = 0; m < nmodes && !bench_failed(); m++) {
+      bench_gslots_reset(G, s);
+      uint64_t ns = modes[m].rep(modes[m].ctx, G, s);
+      if (bench_gshape_verify(G, s, rt, modes[m].metric) || bench_failed())
+        break;
+      if (r >= 0)
+        bench_series_add(&modes[m].s, (double)ns / (double)G->n);
+    }
+    uint64_t wall = bench_now_ns() - w0;
+    if (r < 0 && wall * (uint64_t)reps > budget) {
+      reps = (int)(budget / (wall ? wall : 1));
+      if (reps < 1)
+        reps = 1;
+      graph_cut_rounds = reps;
+    }
+  }
+}
+
+void bench_graph_emit(const char *rt, const bench_args *a, const bench_gshape *G,
+                      bench_graph_mode *m, const char *extra) {
+  char buf[2048], cut[96] = "";
+  if (graph_cut_rounds)
+    snprintf(cut, sizeof cut, ",\"time_budget\":\"repetitions cut to %d\"", graph_cut_rounds);
+  snprintf(buf, sizeof buf, ",\"nodes\":%zu,\"edges\":%zu,\"max_preds\":%u,\"steps\":%u%s%s",
+           G->n, G->nedges, G->max_preds, G->steps, cut, extra ? extra : "");
+  bench_emit(rt, m->metric, a->threads, "ns/node", &m->s, buf);
+  bench_series_free(&m->s);
+}
+
+/* ---------------------------------------------------------------- fanout */
+
+uint32_t *bench_fanout_alloc(void) {
+  uint32_t *p = (uint32_t *)aligned_alloc(64, sizeof(uint32_t) * BENCH_FANOUT_TASKS);
+  if (!p) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, sizeof(uint32_t) * BENCH_FANOUT_TASKS);
+  return p;
+}
+
+__attribute__((noinline)) void bench_fanout_task(uint32_t *slots, size_t k, uint32_t seed) {
+  slots[k] += bench_fanout_val(k, seed);
+}
+
+void bench_fanout_run(const char *rt, const bench_args *a, bench_fanout_rep_fn rep, void *ctx,
+                      const char *extra) {
+  uint32_t *slots = bench_fanout_alloc();
+  bench_series s;
+  bench_series_init(&s, a->reps);
+  for (int r = -1; r < a->reps && !bench_failed(); r++) {
+    uint32_t seed = bench_fine_seed(r + 7);
+    memset(slots, 0, sizeof(uint32_t) * BENCH_FANOUT_TASKS);
+    uint64_t ns = rep(ctx, slots, seed);
+    size_t ok = 0, missing = 0, first_bad = BENCH_FANOUT_TASKS;
+    for (size_t k = 0; k < BENCH_FANOUT_TASKS; k++) {
+      uint32_t want = bench_fanout_val(k, seed);
+      if (slots[k] == want) {
+        ok++;
+      } else {
+        missing += slots[k] == 0;
+        if (first_bad == BENCH_FANOUT_TASKS)
+          first_bad = k;
+      }
+    }
+    if (ok != BENCH_FANOUT_TASKS) {
+      bench_fail("%s fanout: %zu of %u tasks ran exactly once (%zu never ran; first wrong: "
+                 "task %zu)", rt, ok, BENCH_FANOUT_TASKS, missing, first_bad);
+      break;
+    }
+    if (r >= 0)
+      bench_series_add(&s, (double)ns / (double)BENCH_FANOUT_TASKS);
+  }
+  char buf[1024];
+  snprintf(buf, sizeof buf, ",\"tasks\":%u%s", BENCH_FANOUT_TASKS, extra ? extra : "");
+  bench_emit(rt, "fanout", a->threads, "ns/task", &s, buf);
+  bench_series_free(&s);
+  free(slots);
+}
+
 /* -------------------------------------------------------------- pipeline */
 
 #define PIPE_ROUNDS_PRE 3

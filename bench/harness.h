@@ -38,6 +38,12 @@
  *   pipeline   a 4-stage pipeline over real buffers with 2 buffers per stage,
  *              and its allocating variants with and without back pressure;
  *              see "pipeline" below. items/s and MB.
+ *   graph_dag, graph_grid, graph_tree: Taskflow's graph shapes with explicit
+ *              edges (a random layered DAG, a wavefront grid, a binary
+ *              tree), see "graph shapes" below. metrics "<shape>" and
+ *              "<shape>_relaunch", ns/node.
+ *   fanout     the main thread spawns 131,072 tiny tasks into one group and
+ *              waits, see "fanout" below. metric "fanout", ns/task.
  *   wake       submit-to-start latency of one task, in us:
  *              "wake_block" after 50 ms idle, the submitter then blocks;
  *              "wake_busy"  after 50 ms idle, the submitter busy-polls its CPU;
@@ -62,7 +68,8 @@ extern "C" {
 /* ------------------------------------------------------------ arguments */
 
 typedef struct bench_args {
-  const char *workload; /* fib | pfor_imb | pfor_fine | reduce | idle | wake | chain | indep | dag | wave | pipeline */
+  const char *workload; /* fib | pfor_imb | pfor_fine | reduce | idle | wake | chain | indep | dag |
+                           wave | pipeline | graph_dag | graph_grid | graph_tree | fanout */
   int threads;          /* >= 1 */
   int reps;             /* timed repetitions, >= 1 */
   int quick;            /* fewer wake samples, smaller op lists */
@@ -383,6 +390,141 @@ void bench_dep_emit(const char *rt, const bench_args *a, const bench_oplist *L,
  * of the same ops timed another way), metric instead of the workload's name. */
 void bench_dep_emit_metric(const char *rt, const bench_args *a, const bench_oplist *L,
                            const char *metric, const bench_series *s, const char *extra);
+
+/* --------------------------------------------------------- graph shapes */
+
+/*
+ * Taskflow's CPU benchmark shapes where its peers compete: a graph of nodes
+ * with explicit edges, built by each runtime in its own way (weft
+ * weft_graph_add + weft_graph_edge, oneTBB continue_node + make_edge,
+ * OpenMP tasks with depend clauses on each node's slot) from the same
+ * description below, every node running the same kernel (bench_gnode_exec,
+ * compiled once in harness.c), its result checked against the serial run.
+ *
+ *   graph_dag   a random layered DAG: BENCH_GDAG_LAYERS layers of
+ *               BENCH_GDAG_WIDTH nodes (65,536), each node of a layer but
+ *               the last with 1-BENCH_GDAG_MAX_OUT distinct out-edges to
+ *               random nodes of the next layer (BENCH_GRAPH_SEED: the same
+ *               graph for every runtime); each node does BENCH_GDAG_STEPS
+ *               steps of a dependent multiply chain (~0.7 us on the 2-vCPU
+ *               VM: the serial column).
+ *   graph_grid  a BENCH_GGRID_N x BENCH_GGRID_N grid (Taskflow's
+ *               wavefront): block (r, c) after (r, c-1) and (r-1, c);
+ *               empty blocks (the kernel's mix of the predecessors' values
+ *               alone, a few ns).
+ *   graph_tree  a binary tree of BENCH_GTREE_NODES nodes (Taskflow's
+ *               binary_tree), node i before nodes 2i+1 and 2i+2; empty.
+ *
+ * Nodes are numbered in a topological order (layer by layer, row by row,
+ * level by level); node i's predecessors are pred[pred0[i] .. pred0[i+1]).
+ * Node i's kernel reads its predecessors' values, mixes them into a value
+ * of its own index (graph_dag: then the multiply chain), stores it in its
+ * slot and counts its run there. A repetition starts from zeroed slots and
+ * must end with every value equal to the serial run's and every node run
+ * exactly once (a node that ran before a predecessor read a 0 and shows).
+ *
+ * Metrics: "<shape>" (ns/node): the graph built and run once, from its
+ * first node's construction (or task creation) to the wait for all of it;
+ * and "<shape>_relaunch" (ns/node, runtimes that can run a graph again:
+ * weft's weft_graph_launch, oneTBB's reused flow graph): the same graph
+ * built once outside the timed region, then each repetition from the
+ * launch to the wait. Destroying a graph is never timed. --quick keeps the
+ * sizes (Taskflow's; the runner takes fewer repetitions).
+ */
+#define BENCH_GRAPH_SEED 0x7a5cf10e5eed0017ull
+#define BENCH_GDAG_LAYERS 256u
+#define BENCH_GDAG_WIDTH 256u
+#define BENCH_GDAG_MAX_OUT 4u
+#define BENCH_GDAG_STEPS 750u
+#define BENCH_GGRID_N 256u
+#define BENCH_GTREE_NODES (1u << 18)
+
+typedef struct bench_gshape {
+  const char *workload; /* graph_dag | graph_grid | graph_tree */
+  size_t n, nedges;
+  uint32_t *pred0;      /* [n + 1] */
+  uint32_t *pred;       /* [nedges] */
+  uint32_t max_preds;   /* the largest in-degree */
+  uint32_t *sources;    /* the nodes without predecessors, ascending */
+  size_t nsources;
+  uint32_t steps;       /* the kernel's multiply steps a node */
+  uint64_t *ref;        /* the serial run's values */
+} bench_gshape;
+
+/* One node's state, alone on a cache line. */
+typedef struct bench_gslot {
+  uint64_t v;
+  uint64_t runs;
+  uint64_t pad_[6];
+} bench_gslot;
+
+/* 1 for graph_dag, graph_grid and graph_tree. */
+int bench_is_graph_workload(const char *workload);
+/* Builds the shape and runs the serial reference. Exits on a bad name. */
+void bench_gshape_make(bench_gshape *G, const char *workload);
+void bench_gshape_free(bench_gshape *G);
+/* n slots, 64-byte aligned, zeroed. Never NULL. */
+bench_gslot *bench_gslots_alloc(size_t n);
+void bench_gslots_reset(const bench_gshape *G, bench_gslot *s);
+/* Runs node i on s (out of line: the same machine code for every runtime). */
+void bench_gnode_exec(const bench_gshape *G, bench_gslot *s, size_t i);
+/* 0 when every value equals the serial run's and every node ran once;
+ * else the number of wrong nodes (reported with bench_fail, naming rt and
+ * what). */
+size_t bench_gshape_verify(const bench_gshape *G, const bench_gslot *s, const char *rt,
+                           const char *what);
+
+/* One repetition: runs the whole graph on s (zeroed by the caller) and
+ * returns the timed region's length in ns. Errors go to bench_fail. */
+typedef uint64_t (*bench_graph_rep_fn)(void *ctx, const bench_gshape *G, bench_gslot *s);
+/* A series of a graph shape: its metric and how one repetition runs. */
+typedef struct bench_graph_mode {
+  const char *metric;   /* "<shape>" or "<shape>_relaunch" */
+  bench_graph_rep_fn rep;
+  void *ctx;
+  bench_series s;       /* ns/node, filled by bench_graph_time */
+} bench_graph_mode;
+/* The loop every runtime shares: a warm-up round (one untimed repetition of
+ * each mode), then a->reps rounds, each one repetition of every mode in
+ * turn (the modes interleaved, so that what the machine does meanwhile
+ * weighs on them alike); every repetition starts from reset slots and is
+ * verified. Stops after a failure. A round whose warm-up wall time x reps
+ * passes BENCH_DEP_BUDGET_NS (quick: _QUICK) cuts the rounds (at least 1:
+ * "time_budget" in the JSON). */
+void bench_graph_time(const char *rt, const bench_args *a, const bench_gshape *G,
+                      bench_gslot *s, bench_graph_mode *modes, int nmodes);
+/* bench_emit of one mode: unit "ns/node", with "nodes", "edges" and extra
+ * (NULL or ',"key":value...'). Frees the mode's series. */
+void bench_graph_emit(const char *rt, const bench_args *a, const bench_gshape *G,
+                      bench_graph_mode *m, const char *extra);
+
+/* --------------------------------------------------------------- fanout */
+
+/*
+ * fanout (Taskflow's embarrassing parallelism / async tasks): the main
+ * thread spawns BENCH_FANOUT_TASKS tiny tasks into one group and waits for
+ * them. Task k adds bench_fanout_val(k, seed) to its own slot k
+ * (bench_fanout_task, out of line); every slot must hold exactly that
+ * afterwards (a task that did not run leaves 0, one that ran twice twice
+ * the value), and the count of right slots must be the task count. Each
+ * repetition uses a new seed. Metric "fanout", ns/task: from the first
+ * spawn to the wait's return.
+ */
+#define BENCH_FANOUT_TASKS 131072u
+
+static inline uint32_t bench_fanout_val(size_t k, uint32_t seed) {
+  return bench_fine_f(k, seed) | 1u; /* never 0: a task that did not run shows */
+}
+/* BENCH_FANOUT_TASKS slots, zeroed, every page touched. Never NULL. */
+uint32_t *bench_fanout_alloc(void);
+void bench_fanout_task(uint32_t *slots, size_t k, uint32_t seed);
+/* One repetition: spawns every task k (bench_fanout_task(slots, k, seed))
+ * from the calling thread and waits; returns the timed region in ns. */
+typedef uint64_t (*bench_fanout_rep_fn)(void *ctx, uint32_t *slots, uint32_t seed);
+/* Warm-up + a->reps repetitions into s (ns/task), each from zeroed slots,
+ * checked; then bench_emit with extra (NULL or ',"key":value...'). */
+void bench_fanout_run(const char *rt, const bench_args *a, bench_fanout_rep_fn rep, void *ctx,
+                      const char *extra);
 
 /* ------------------------------------------------------------- pipeline */
 

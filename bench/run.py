@@ -5,20 +5,23 @@
 Build, then run (from the repository root):
 
     meson setup build-bench -Dtests=disabled && ninja -C build-bench
-    python3 bench/run.py --quick --builddir build-bench    # ~3.5 min on 2 cores
-    python3 bench/run.py --builddir build-bench            # full: ~6 min, plus the trials
+    python3 bench/run.py --quick --builddir build-bench    # ~4.5 min on 2 cores
+    python3 bench/run.py --builddir build-bench            # full: ~7.5 min, plus the trials
 
 Options:
     --quick            5 repetitions of the pool workloads, 3 of the op lists
                        (StarPU 2; full: 3), smaller op lists, fewer wake
                        samples, and idle only at the largest thread count
                        (~3.5 min on the 2-vCPU VM: 2.4 min of runs, 1.2 of
-                       the peers' configuration trials)
+                       the peers' configuration trials; the graph shapes and
+                       fanout add ~1 min, 1.5 in the full mode)
     --only W[,W...]    workloads: fib, pfor_imb, pfor_fine, idle, wake (the
                        pool), chain, indep, dag, wave (the dependency engine),
-                       pipeline (a 4-stage pipeline, back pressure), pushers
-                       (several user threads pushing into one engine, weft
-                       only)
+                       pipeline (a 4-stage pipeline, back pressure),
+                       graph_dag, graph_grid, graph_tree (Taskflow's graph
+                       shapes with explicit edges), fanout (131,072 tasks
+                       spawned from main into one group), pushers (several
+                       user threads pushing into one engine, weft only)
     --threads N[,N]    thread counts (repeatable; default 1 and 2)
     --rt RT[,RT...]    runtimes: weft, weft++ (weft's C++ API), tbb, gomp,
                        omp_clang, starpu (default: all built); e.g. --rt
@@ -79,6 +82,19 @@ to the threads). The footer under the table names each cell's winner with
 the trial figures and gives a command that reruns a cell by hand; --json
 keeps the trials too ("trials", "trial_runs").
 
+Graph shapes (bench/harness.h, "graph shapes"; Taskflow's CPU benchmarks
+where its peers compete): graph_dag (a random layered DAG of 65,536 nodes,
+~0.7 us of work a node), graph_grid (a 256x256 wavefront of empty blocks),
+graph_tree (a binary tree of 2^18 empty nodes), each node computing its
+value from its predecessors' (checked against the serial run). weft: a
+graph with explicit edges (weft_graph_add, weft_graph_edge, launched from
+main); oneTBB: a flow graph (continue_node, make_edge); OpenMP: tasks with
+depend clauses. "<shape>" is built and run once, construction timed;
+"<shape>_relaunch" (weft and oneTBB) the graph built once and run again.
+fanout: main spawns 131,072 tiny tasks into one group and waits (weft
+weft_group_spawn + weft_group_wait, oneTBB task_group, OpenMP single + task
++ taskwait in a team of N+1).
+
 Pushers rows (weft only; bench_weft --pushers, bench_weft.c): the op list
 split into P segments, pushed by P user threads (main and P-1 more) into one
 engine, each pusher over its own vars (<w>_p<P>) or all over the same vars
@@ -123,8 +139,12 @@ import time
 from peers import Config, Trials, omp_configs, shell, starpu_sched_configs
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
+# Taskflow's CPU benchmark shapes (bench/harness.h, "graph shapes"): a graph
+# with explicit edges built and run once ("<shape>") and run again
+# ("<shape>_relaunch", the runtimes in RELAUNCH_RTS)
+GRAPH_WORKLOADS = ["graph_dag", "graph_grid", "graph_tree"]
 WORKLOADS = ["fib", "pfor_imb", "pfor_fine", "reduce", "idle", "wake"] + DEP_WORKLOADS + [
-    "pipeline", "pushers"]
+    "pipeline"] + GRAPH_WORKLOADS + ["fanout", "pushers"]
 METRICS = {
     "fib": ["fib"],
     "pfor_imb": ["pfor_imb"],
@@ -140,6 +160,14 @@ REPLAY_METRICS = {_w + "_replay": _w for _w in DEP_WORKLOADS}
 REPLAY_RTS = {"weft", "weft++", "tbb"}
 for _w in DEP_WORKLOADS:
     METRICS[_w] = [_w, _w + "_replay"]
+# "<shape>_relaunch": the graph built once outside the timed region, then
+# run again each repetition (weft: weft_graph_launch + weft_wait_all from
+# main; oneTBB: the flow graph reused); OpenMP has no such thing
+RELAUNCH_METRICS = {_w + "_relaunch": _w for _w in GRAPH_WORKLOADS}
+RELAUNCH_RTS = {"weft", "weft++", "tbb"}
+for _w in GRAPH_WORKLOADS:
+    METRICS[_w] = [_w, _w + "_relaunch"]
+METRICS["fanout"] = ["fanout"]
 METRICS["pipeline"] = ["pipeline", "pipe_alloc", "pipe_alloc_mem", "pipe_bp", "pipe_bp_mem"]
 # pushers (weft only): bench_weft --workload <list> --pushers 1,2[,4] prints
 # "<list>_p<P>" (each pusher its own vars) and "<list>_p<P>_shared" (all
@@ -159,7 +187,8 @@ def pushers_metrics(quick):
 
 
 METRICS["pushers"] = pushers_metrics(False)
-SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline"]
+SERIAL_WORKLOADS = ["fib", "pfor_imb", "pfor_fine"] + DEP_WORKLOADS + ["pipeline"] + \
+    GRAPH_WORKLOADS + ["fanout"]
 # metrics where higher is better (throughput): best peer = the highest, and
 # the ratio column is best peer / weft, so < 1 still means weft is ahead
 HIGHER_BETTER = {"pipeline", "pipe_alloc", "pipe_bp"}
@@ -177,7 +206,8 @@ EXE = {
 }
 # the workloads a runtime implements (absent: all)
 SUPPORTS = {"starpu": DEP_WORKLOADS + ["pipeline"],
-            "weft++": ["fib", "pfor_imb", "pfor_fine", "reduce"] + DEP_WORKLOADS}
+            "weft++": ["fib", "pfor_imb", "pfor_fine", "reduce"] + DEP_WORKLOADS +
+            GRAPH_WORKLOADS + ["fanout"]}
 ENABLE = {
     "weft": "bench_weft is always built: rebuild (does libweft link?)",
     "weft++": "weft's C++ API (bench_weftxx): a C++ compiler, apt install g++, then reconfigure",
@@ -195,9 +225,9 @@ PEER_NOTES = {
     "weft": "its defaults: WEFT_AFFINITY unset (workers not pinned), one configuration",
     "weft++": "bench_weftxx, weft's C++ API (include/weft/weft.hpp) on weft's workloads, "
               "pool setup and defaults; one configuration, run right after weft's cell",
-    "tbb": "task_arena(N) (one slot for main; wake: task_arena(N, 0), N workers) and "
-           "global_control: the arena sized to the threads, one configuration (oneTBB "
-           "pins nothing, as weft here)",
+    "tbb": "task_arena(N) (one slot for main; wake: task_arena(N, 0), N workers; fanout: "
+           "task_arena(N+1, 1), N workers + main) and global_control: the arena sized to the "
+           "threads, one configuration (oneTBB pins nothing, as weft here)",
     "gomp": "omp_set_num_threads(N); the binding tried per cell",
     "omp_clang": "omp_set_num_threads(N); the binding tried per cell",
     "starpu": "STARPU_NCPU=N, STARPU_CALIBRATE=0 (its codelets have no performance "
@@ -222,6 +252,8 @@ def supports(rt, workload):
 
 def emits(rt, metric):
     """Whether rt prints metric when it runs the metric's workload."""
+    if metric in RELAUNCH_METRICS:
+        return rt in RELAUNCH_RTS
     return metric not in REPLAY_METRICS or rt in REPLAY_RTS
 
 FIB_SPAWNS = 1346268
@@ -235,8 +267,9 @@ PIPE_ITEM_MIB = 384 / 1024
 
 # repetitions: full run / --quick
 REPS_FULL = {"fib": 21, "pfor_imb": 9, "pfor_fine": 31, "reduce": 31, "idle": 5, "wake": 10,
-             "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7, "pushers": 7}
-REPS_QUICK = {w: (3 if w in DEP_WORKLOADS else 5) for w in WORKLOADS}
+             "chain": 9, "indep": 5, "dag": 7, "wave": 7, "pipeline": 7, "pushers": 7,
+             "graph_dag": 9, "graph_grid": 9, "graph_tree": 9, "fanout": 21}
+REPS_QUICK = {w: (3 if w in DEP_WORKLOADS + GRAPH_WORKLOADS else 5) for w in WORKLOADS}
 REPS_QUICK["pushers"] = 5  # rounds: each one every P, both ways (~0.1 s a round)
 # By runtime: StarPU is ~10-30x slower per op than the others (1M indep ops
 # take ~7 s a repetition): fewer repetitions keep the runs short (quick: the
@@ -245,7 +278,8 @@ REPS_FULL_RT = {("starpu", w): 3 for w in DEP_WORKLOADS}
 REPS_QUICK_RT = {("starpu", w): 2 for w in DEP_WORKLOADS}
 TIMEOUT_S = {"fib": 300, "pfor_imb": 300, "pfor_fine": 120, "reduce": 120, "idle": 300, "wake": 300,
              "chain": 300, "indep": 300, "dag": 300, "wave": 300, "pipeline": 300,
-             "pushers": 300}
+             "pushers": 300, "graph_dag": 300, "graph_grid": 300, "graph_tree": 300,
+             "fanout": 120}
 
 # The targets set for weft (information only). metric -> (limit, unit text)
 TARGET_ABS = {
@@ -599,6 +633,33 @@ def pushers_note(r, row, metric, t, ncpu):
             row["target"] = ">=%gx 1 pusher on %d+ CPUs: n/a here" % (tg[0], tg[1])
 
 
+def graph_note(r, row, metric, w, t, peers):
+    """A graph shape's or fanout's notes: graph_dag against the perfect split
+    (serial / threads, serial measured in this run), a relaunch row against
+    the same runtime's build-and-run-once row (once/relaunch), T/1T."""
+    weft = row["stats"].get("weft")
+    ser = row["stats"].get("serial")
+    if w == "graph_dag" and ser:
+        perfect = ser["median"] / t
+        row["perfect_split"] = perfect
+        parts = ["%s %.2f" % (rt, row["stats"][rt]["median"] / perfect)
+                 for rt in ["weft"] + peers if row["stats"].get(rt)]
+        row["notes"].append("perfect %s ns/node; x perfect: %s" % (fmt_num(perfect),
+                                                                  " ".join(parts)))
+    if metric in RELAUNCH_METRICS:
+        parts = []
+        for rt in ["weft"] + peers:
+            mine = row["stats"].get(rt)
+            once = r.stat(rt, w, t) if mine else None
+            if mine and once and mine["median"] > 0:
+                parts.append("%s %.2f" % (rt, once["median"] / mine["median"]))
+        if parts:
+            row["notes"].append("once/relaunch: " + " ".join(parts))
+    one = r.stat("weft", metric, 1)
+    if t > 1 and one and one["median"] > 0:
+        row["notes"].append("%dT/1T %.2f" % (t, weft["median"] / one["median"]))
+
+
 def cxx_vs_c(r, row, metric, t, w):
     """weft++ (the C++ API) against weft (the C API) on one row: C++ / C
     (items/s: C / C++) repetition by repetition (sample k of each, in the
@@ -664,8 +725,10 @@ def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
                     if ran and (rec is None or rec.get("check") != "ok"):
                         row["failed"].append(rt)
                 if w in SERIAL_WORKLOADS:
-                    # a replay row runs the same ops: the workload's serial figure
-                    row["stats"]["serial"] = (r.stat("serial", REPLAY_METRICS.get(metric, metric), t)
+                    # a replay (relaunch) row runs the same ops (nodes): the
+                    # workload's serial figure
+                    base = REPLAY_METRICS.get(metric, RELAUNCH_METRICS.get(metric, metric))
+                    row["stats"]["serial"] = (r.stat("serial", base, t)
                                               if r.exe("serial") else None)
                 weft = row["stats"].get("weft")
                 best = None
@@ -734,7 +797,7 @@ def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
                     lim = TARGET_ABS[metric]
                     row["target"] = "<=%g %s: %s" % (lim, row["unit"].replace("cpu_", "CPU "),
                                                       yes_no(weft["median"] <= lim))
-                if w in DEP_WORKLOADS:
+                if w in DEP_WORKLOADS + GRAPH_WORKLOADS:
                     for rt in rts:
                         tb = (r.record(rt, metric, t) or {}).get("time_budget")
                         if tb:
@@ -837,6 +900,8 @@ def build_rows(r, workloads, threads_list, rts, idle_threads, ncpu=1):
                             else:
                                 row["target"] = "bounded (<= 1/4 of unbounded): %s" % yes_no(
                                     q <= 0.25)
+                if w in GRAPH_WORKLOADS + ["fanout"] and weft:
+                    graph_note(r, row, metric, w, t, peers)
                 if w == "pushers" and weft:
                     pushers_note(r, row, metric, t, ncpu)
                 if metric.startswith("idle") and weft:
@@ -1136,6 +1201,32 @@ def main():
         print("      order; each pusher's ops on a var checked in its order). ns/op over the "
               "whole list, from the pushers' start to main's weft_wait_all. The")
         print("      ratio to one pusher is taken round by round (every P runs in each round).")
+    if any(w in GRAPH_WORKLOADS for w in workloads):
+        print("graph shapes (Taskflow's CPU benchmarks, bench/harness.h): graph_dag, a random "
+              "layered DAG of 65,536 nodes (256 layers of 256, 1-4 out-edges each to")
+        print("      the next layer, one fixed seed), ~0.7 us of work a node (750 steps of a "
+              "multiply chain); graph_grid, a 256x256 wavefront, each block after its left")
+        print("      and upper ones; graph_tree, a binary tree of 2^18 nodes, each before its "
+              "two children; grid and tree nodes empty (a mix of the predecessors' values).")
+        print("      Each node's value is computed from its predecessors' and checked against "
+              "the serial run, with its run count. ns/node. <shape>: built and run once,")
+        print("      construction timed (weft: weft_graph_create/add/edge, launch, "
+              "weft_wait_all from main, N workers + main; tbb: continue_node + make_edge,")
+        print("      try_put to the sources, wait_for_all, in task_arena(N); OpenMP: omp "
+              "single + task depend(out: own slot) depend(iterator, in: predecessors'),")
+        print("      taskwait, team of N). <shape>_relaunch: the same graph built once, "
+              "outside the timed region, then run again (weft weft_graph_launch; tbb the")
+        print("      flow graph reused); OpenMP has none. serial: the nodes in order. The two "
+              "rows' repetitions alternate within each process.")
+    if "fanout" in workloads:
+        print("fanout: the main thread spawns 131,072 tiny tasks (each adds a value to its own "
+              "slot: every slot checked) into one group and waits; ns/task. weft:")
+        print("      weft_group_spawn from main (not a worker), weft_group_wait (main helps): N "
+              "workers + main; tbb: task_group::run + wait from main in task_arena(N+1, 1);")
+        print("      OpenMP: a team of N+1, omp single + task + taskwait: its spawner is a team "
+              "thread (OpenMP has no other), the N others run tasks at the barrier;")
+        print("      libgomp runs a task at once in its creator while more than 64 x the team's "
+              "threads are queued. serial: the tasks' bodies in a loop.")
     if "pipeline" in workloads:
         print("pipeline: %s items through load -> preprocess -> compute -> write-back (128 KB "
               "buffers; compute ~2/3 of the work), every stage one item at a time, in order."

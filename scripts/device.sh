@@ -29,7 +29,9 @@
 #       sweep at 1-16 threads (the op lists with their replays, the
 #       pipeline, fib, pfor_fine, pfor_imb; weft, oneTBB, libgomp, libomp;
 #       312 s on the 16-core GPU machine before the peers' configuration
-#       trials), XNNPACK over the stock libpthreadpool and over weft's
+#       trials), Taskflow's graph shapes and fanout at 1-16 threads
+#       (graph_dag, graph_grid, graph_tree, once and relaunched, and
+#       fanout; the same runtimes), XNNPACK over the stock libpthreadpool and over weft's
 #       drop-in at 1-16 threads, tiled Cholesky N 8192 b 256, double, 1 and
 #       16 threads, against the same peers and OpenBLAS's dpotrf, then the
 #       MPI section: bench/run_mpi.py's distributed Cholesky, N 8192 b 512,
@@ -40,7 +42,7 @@
 #       (bench/peers.py). One report on stdout.
 #       --dry: every section once, small, at 1 thread (the MPI section: 2
 #       ranks of 1 thread; a check here: 58 s on the 2-vCPU VM). --only
-#       S[,S] (sweep, xnnpack, cholesky, mpi): those sections alone, e.g. to
+#       S[,S] (sweep, shapes, xnnpack, cholesky, mpi): those sections alone, e.g. to
 #       split the call where one command may run for 10 minutes at most
 #       (the trials lengthen every section).
 #   The bundle is carried packed (pack writes BUNDLE.tar.xz, ~17 MB):
@@ -560,11 +562,11 @@ run)
   python3 bench/run.py --builddir "$bundle" "$@"
   ;;
 cpu)
-  dry= only=sweep,xnnpack,cholesky,mpi
+  dry= only=sweep,shapes,xnnpack,cholesky,mpi
   while [ $# -gt 0 ]; do
     case "$1" in
     --dry) dry=--dry ;;
-    --only) only=${2:?device.sh cpu: --only takes sweep,xnnpack,cholesky,mpi}; shift ;;
+    --only) only=${2:?device.sh cpu: --only takes sweep,shapes,xnnpack,cholesky,mpi}; shift ;;
     *) echo "device.sh cpu: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -587,6 +589,11 @@ cpu)
     echo "== the sweep: engine and pool, 1-16 threads"
     python3 bench/run.py --builddir "$bundle" --only chain,indep,dag,wave,pipeline,fib,pfor_fine,pfor_imb \
       --rt weft,tbb,gomp,omp_clang "${sweep[@]}" || echo "== the sweep: exit $?"
+  fi
+  if section shapes; then
+    echo "== Taskflow's graph shapes and fanout, 1-16 threads"
+    python3 bench/run.py --builddir "$bundle" --only graph_dag,graph_grid,graph_tree,fanout \
+      --rt weft,tbb,gomp,omp_clang "${sweep[@]}" || echo "== the shapes: exit $?"
   fi
   if section xnnpack; then
     echo "== XNNPACK over the stock libpthreadpool and over weft's drop-in"
