@@ -60,18 +60,7 @@ void weft_devrun_launched(weft_opr *op, int status, weft_fifo *ready)
       int32_t i = WEFT_GRAPH_INDEX(e);
       if (!(e & WEFT_GRAPH_DEVICE) || g->run_of[i] == r)
         continue;
-      weft_opr *s = weft_graph_node(g, i); /* not run yet: a member is its predecessor */
-      /* relaxed: as in weft_gnode_launched (the count's release publishes
-       * the slot). */
-      int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
-      WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* the build gives no more device edges */
-      /* relaxed: the leader's own reference keeps its state meanwhile. */
-      atomic_fetch_add_explicit(&op->dev_refs, 1, memory_order_relaxed);
-      s->devwait[slot] = op;
-      if (!weft_gnode_count_down(g->pending, e))
-        continue;
-      weft_gnode_ready(s, op->epoch);
-      weft_fifo_push(ready, &s->node);
+      weft_gnode_release_device_edge(g, op, e, ready); /* waits for the leader */
     }
   }
 }

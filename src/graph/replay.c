@@ -60,6 +60,26 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
   }
 }
 
+void weft_gnode_release_device_edge(struct weft_graph *g, weft_opr *waited, int32_t e,
+                                    weft_fifo *ready)
+{
+  weft_opr *s = weft_graph_node(g, WEFT_GRAPH_INDEX(e)); /* not run yet: a predecessor launched */
+  /* relaxed: a slot index; the slot is published with s's release below
+   * (the acq_rel decrement, or the dispatch that queues it). */
+  int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
+  WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* the build gives no more device edges */
+  /* relaxed: waited's own reference (its launched work's) keeps its state
+   * until this one is counted. */
+  atomic_fetch_add_explicit(&waited->dev_refs, 1, memory_order_relaxed);
+  s->devwait[slot] = waited;
+  /* The count's release (or s's dispatch) publishes this entry to whoever
+   * runs s. */
+  if (!weft_gnode_count_down(g->pending, e))
+    return;
+  weft_gnode_ready(s, waited->epoch);
+  weft_fifo_push(ready, &s->node);
+}
+
 void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
 {
   const weft_gnode *n = weft_gnode_of(op);
@@ -69,23 +89,8 @@ void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
     int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_DEVICE))
       continue;
-    int32_t i = WEFT_GRAPH_INDEX(e);
-    weft_opr *s = weft_graph_node(g, i); /* not run yet: op is its predecessor */
-    /* relaxed: a slot index; the slot is published with s's release below
-     * (the acq_rel decrement, or the dispatch that queues it). */
-    int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
-    WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* the build gives no more device edges */
-    /* relaxed: op's own reference (the launched work's) keeps its state
-     * until this one is counted. */
-    atomic_fetch_add_explicit(&op->dev_refs, 1, memory_order_relaxed);
-    s->devwait[slot] = op;
     op->dev_released = true; /* its finish passes these edges by */
-    /* The count's release (or s's dispatch) publishes this entry to
-     * whoever runs s. */
-    if (!weft_gnode_count_down(g->pending, e))
-      continue;
-    weft_gnode_ready(s, op->epoch);
-    weft_fifo_push(ready, &s->node);
+    weft_gnode_release_device_edge(g, op, e, ready);
   }
 }
 

@@ -67,6 +67,14 @@ static inline __attribute__((always_inline)) void weft_gnode_prefetch(const weft
  * when that was its last count). */
 void weft_gnode_launched(weft_opr *op, weft_fifo *ready);
 
+/* Releases device edge e (of g's successor list) at a launch: its target
+ * takes a wait slot for waited's event and a reference on waited's device
+ * state, and counts the edge off (appended to ready when that was its last
+ * count). weft_gnode_launched's edges and a device run's (devrun.c: each
+ * member's edges out of the run, waiting for the run's leader). */
+void weft_gnode_release_device_edge(struct weft_graph *g, weft_opr *waited, int32_t e,
+                                    weft_fifo *ready);
+
 /* Finishes node op with status, as weft_opr_finish_vars finishes a pushed
  * operator: records a failure, gives the vars it writes its status, resets
  * its counter for the next launch, and releases its successors (appended
