@@ -198,7 +198,7 @@ static int config(weft_engine *eng, const weft_engine_config *cfg)
 
 static void free_op_slot(weft_slot *s)
 {
-  weft_op_impl *t = (weft_op_impl *)s;
+  weft_op_tmpl *t = (weft_op_tmpl *)s;
   weft_free(t->uses); /* live reusable operators at destroy */
   t->uses = NULL;
   if (t->box) /* no push of it can run any more: done with its argument */
@@ -261,7 +261,7 @@ int weft_engine_create_with(weft_engine **out, const weft_engine_config *cfg_in,
     ok_fail = false;
   }
   bool ok_vars = weft_handles_init(&eng->vars, sizeof(weft_var_impl), WEFT_CACHE_LINE) == 0;
-  bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_impl), WEFT_CACHE_LINE) == 0;
+  bool ok_ops = weft_handles_init(&eng->ops, sizeof(weft_op_tmpl), WEFT_CACHE_LINE) == 0;
   bool ok_oprs = weft_obj_store_init(&eng->oprs, (sizeof(weft_opr) + 63) / 64 * 64,
                                      WEFT_OPR_BATCH) == 0;
   if (ok_oprs && weft_obj_store_init(&eng->bigs, sizeof(weft_opr_big), WEFT_OPR_BATCH / 8)) {

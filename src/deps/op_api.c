@@ -94,9 +94,9 @@ int weft_push_arg(weft_engine *eng, const weft_op_desc *desc, const void *data, 
   return push_desc(eng, desc, &a);
 }
 
-static weft_op_impl *op_lookup(weft_engine *eng, weft_op *op)
+static weft_op_tmpl *op_lookup(weft_engine *eng, weft_op *op)
 {
-  return (weft_op_impl *)weft_handles_get(&eng->ops, (uintptr_t)op);
+  return (weft_op_tmpl *)weft_handles_get(&eng->ops, (uintptr_t)op);
 }
 
 static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_arg_box *box, weft_op **out);
@@ -160,7 +160,7 @@ static int op_new(weft_engine *eng, const weft_op_desc *desc, weft_arg_box *box,
     weft_free(uses);
     return rc;
   }
-  weft_op_impl *t = (weft_op_impl *)s;
+  weft_op_tmpl *t = (weft_op_tmpl *)s;
   t->desc = *desc;
   if (box)
     t->desc.arg = weft_arg_box_arg(box);
@@ -180,7 +180,7 @@ static int op_push(weft_engine *eng, weft_op *op, bool out);
 
 /* Records a push of template t (a reference held): its vars must be live
  * now, as a push's would be. */
-static int capture_tmpl(weft_engine *eng, const weft_op_impl *t)
+static int capture_tmpl(weft_engine *eng, const weft_op_tmpl *t)
 {
   for (int k = 0; k < t->nuses; k++)
     if (!weft_slot_live(&t->uses[k].var->slot, weft_handle_gen(t->uses[k].handle)))
@@ -202,7 +202,7 @@ int weft_op_push(weft_engine *eng, weft_op *op)
 
 static int op_push(weft_engine *eng, weft_op *op, bool out)
 {
-  weft_op_impl *t = op_lookup(eng, op);
+  weft_op_tmpl *t = op_lookup(eng, op);
   if (!t)
     return WEFT_EINVAL;
 
@@ -232,7 +232,7 @@ static int op_push(weft_engine *eng, weft_op *op, bool out)
 
 static int op_delete(weft_engine *eng, weft_op *op)
 {
-  weft_op_impl *t = op_lookup(eng, op);
+  weft_op_tmpl *t = op_lookup(eng, op);
   if (!t || !weft_slot_kill(&t->slot, weft_handle_gen((uintptr_t)op)))
     return WEFT_EINVAL;
   weft_op_tmpl_release(eng, t); /* the handle's reference; pushes in flight hold theirs */

@@ -64,7 +64,7 @@ void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op)
   weft_obj_free(&eng->oprs, w >= 0 ? &eng->caches[w].oprs : NULL, op);
 }
 
-void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t)
+void weft_op_tmpl_release(weft_engine *eng, weft_op_tmpl *t)
 {
   /* acq_rel: the last reference frees what the others used. */
   int left = atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel);

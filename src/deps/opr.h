@@ -53,15 +53,22 @@ typedef struct weft_var_use {
  * in the header's two lines. */
 #define WEFT_OPR_EXT_BYTES (WEFT_OPR_INLINE_VARS * sizeof(void *))
 
-/* A reusable operator (weft_op_new). */
-typedef struct weft_op_impl {
+/* A reusable operator (weft_op_new): the template every push of it copies
+ * into an operator block. The names of an operator, by what they are:
+ *   weft_op        the public handle of a reusable operator (weft.h);
+ *   weft_op_tmpl   what that handle points to (here);
+ *   weft_opr       an operator block: one push, of a template or not
+ *                  (below), what the var queues and the pool hold;
+ *   weft_exec_op   a weft_opr as a device executor sees it: opaque
+ *                  (executor.h). */
+typedef struct weft_op_tmpl {
   weft_slot slot;
   weft_op_desc desc;  /* copied; reads/writes cleared (see uses) */
   weft_var_use *uses; /* owned */
   int nuses;
   struct weft_arg_box *box; /* weft_op_new_arg: its argument (a reference); else NULL */
   _Atomic int refs;   /* the live handle + one per push in flight */
-} weft_op_impl;
+} weft_op_tmpl;
 
 /* Where an operator's arg lives when its block holds it (weft_opr.argmode):
  * the caller's pointer (or a template's or a graph's box: theirs), its
@@ -87,7 +94,7 @@ typedef struct weft_opr {
   weft_op_fn fn;              /* NULL: an async operator (async_fn) */
   void *arg;
   const char *name;
-  weft_op_impl *tmpl;         /* the reusable op it was pushed from, or NULL */
+  weft_op_tmpl *tmpl;         /* the reusable op it was pushed from, or NULL */
   weft_var_impl **var;        /* [nvars], sorted by index */
   weft_var_req *req;          /* [nvars]: req[k].write tells the kind */
   uint64_t epoch;             /* the epoch it was pushed in (its parent's, if pushed by an op) */
@@ -235,6 +242,6 @@ static inline void weft_opr_free(weft_engine *eng, weft_opr *op)
 }
 
 /* Drops a reference to a reusable operator (freeing it with the last). */
-void weft_op_tmpl_release(weft_engine *eng, weft_op_impl *t);
+void weft_op_tmpl_release(weft_engine *eng, weft_op_tmpl *t);
 
 #endif /* WEFT_DEPS_OPR_H */

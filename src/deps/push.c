@@ -152,7 +152,7 @@ typedef struct arg_in {
 
 static inline __attribute__((always_inline)) int
 push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n, int internal,
-         weft_op_impl *tmpl, bool admitted, const arg_in *ain)
+         weft_op_tmpl *tmpl, bool admitted, const arg_in *ain)
 {
   /* Each var's queue line was most likely last written by the core that
    * completed its previous operator: start moving it here (for writing)
@@ -211,7 +211,7 @@ push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int 
 }
 
 int weft_push_opr(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                  int internal, weft_op_impl *tmpl, bool admitted)
+                  int internal, weft_op_tmpl *tmpl, bool admitted)
 {
   return push_opr(eng, d, uses, n, internal, tmpl, admitted, NULL);
 }
@@ -389,7 +389,7 @@ push_register(weft_engine *eng, weft_opr *op, const weft_var_use *uses, int n, b
  * *ended (if not NULL): the status it ended with, its own or the one it
  * was skipped with (0 when the push itself failed). */
 static int naive_push(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                      weft_op_impl *tmpl, int skip, int *ended)
+                      weft_op_tmpl *tmpl, int skip, int *ended)
 {
   if (ended)
     *ended = 0;
@@ -551,7 +551,7 @@ void weft_push_admit(weft_engine *eng, bool out)
 /* weft_push_uses and weft_push_uses_arg (ain: the latter's argument). */
 static inline __attribute__((always_inline)) int
 push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-          weft_op_impl *tmpl, bool out, const arg_in *ain)
+          weft_op_tmpl *tmpl, bool out, const arg_in *ain)
 {
   bool capped = eng->max_inflight > 0;
   if (capped)
@@ -570,7 +570,7 @@ push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int
 }
 
 int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                   weft_op_impl *tmpl, bool out)
+                   weft_op_tmpl *tmpl, bool out)
 {
   if (eng->naive)
     return naive_push(eng, d, uses, n, tmpl, 0, NULL);

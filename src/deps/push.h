@@ -24,7 +24,7 @@ int weft_push_normalize(weft_engine *eng, const weft_op_desc *d, weft_var_use *o
  * admitted: the caller took a place under max_inflight for it (released at
  * completion; on failure the caller gives it back). */
 int weft_push_opr(weft_engine *eng, const weft_op_desc *desc, const weft_var_use *uses, int nuses,
-                  int internal, weft_op_impl *tmpl, bool admitted);
+                  int internal, weft_op_tmpl *tmpl, bool admitted);
 /* Registers op (filled in, op->var[k] == uses[k].var) on its vars: counts
  * it in the current epoch, appends a request to each var under all their
  * locks, and dispatches it if every one is granted at once. WEFT_EINVAL if
@@ -42,7 +42,7 @@ void weft_push_unadmit(weft_engine *eng);
 /* A user push of normalised uses, with back pressure (or the naive path);
  * the caller has entered the engine (out: from outside its work). */
 int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                   weft_op_impl *tmpl, bool out);
+                   weft_op_tmpl *tmpl, bool out);
 /* The naive engine's push of normalised uses (weft_push_uses on a naive
  * engine: run here and now), for a replay that passes failures on by
  * itself (a graph's explicit edges): skip is a status to skip it with, as
