@@ -7,7 +7,9 @@
  *   bench_graph_edges [--threads N[,N...]] [--reps R] [--shape S[,S...]] [--mode M[,M...]]
  *                     [--alone] [--phases]
  *
- * Shapes (the operators are empty fns: what is measured is the scheduling):
+ * Shapes, the harness's graph_dag, graph_grid and graph_tree (bench/harness.h:
+ * the graphs the peers' rows run, from the same seed); the operators are
+ * empty fns here: what is measured is the scheduling:
  *   layered  a random layered DAG of 65,536 nodes, 256 layers of 256, each
  *            node with 1-4 out-edges to random nodes of the next layer
  *   grid     a 256 x 256 grid, each block after its left and upper ones
@@ -49,6 +51,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "harness.h"
 #include "weft/weft.h"
 
 static int64_t now_ns(void)
@@ -117,93 +120,21 @@ static void shape_alloc(shape *s, int n, size_t maxedges)
   }
 }
 
-/* From (pred, succ) pairs: counted by successor. */
-static void shape_from_pairs(shape *s, const int (*e)[2], size_t ne)
+/* One of the harness's graph shapes (bench/harness.h: the same graphs the
+ * peers' rows run, from the same seed), as a shape: its nodes are in a
+ * topological order already (layer by layer, row by row, parents first). */
+static shape from_harness(const char *workload, const char *name)
 {
-  for (size_t k = 0; k < ne; k++)
-    s->pred0[e[k][1] + 1]++;
-  for (int i = 0; i < s->n; i++)
-    s->pred0[i + 1] += s->pred0[i];
-  int *fill = malloc(sizeof *fill * (size_t)s->n);
-  memcpy(fill, s->pred0, sizeof *fill * (size_t)s->n);
-  for (size_t k = 0; k < ne; k++)
-    s->pred[fill[e[k][1]]++] = e[k][0];
-  free(fill);
-  s->nedges = ne;
-}
-
-static shape make_layered(void)
-{
-  enum { L = 256, W = 256 };
-  shape s = {"layered", 0, NULL, NULL, 0};
-  shape_alloc(&s, L * W, (size_t)L * W * 4);
-  int(*e)[2] = malloc(sizeof *e * (size_t)L * W * 4);
-  size_t ne = 0;
-  unsigned seed = 12345;
-  for (int l = 0; l + 1 < L; l++)
-    for (int k = 0; k < W; k++) {
-      int from = l * W + k, outs = 1 + (int)(rand_r(&seed) % 4);
-      int to[4];
-      for (int j = 0; j < outs; j++) {
-        int t;
-        bool dup;
-        do { /* distinct successors: a push would merge a repeated read */
-          t = (l + 1) * W + (int)(rand_r(&seed) % W);
-          dup = false;
-          for (int q = 0; q < j; q++)
-            dup |= to[q] == t;
-        } while (dup);
-        to[j] = t;
-        e[ne][0] = from;
-        e[ne][1] = t;
-        ne++;
-      }
-    }
-  shape_from_pairs(&s, (const int(*)[2])e, ne);
-  free(e);
-  return s;
-}
-
-static shape make_grid(void)
-{
-  enum { N = 256 };
-  shape s = {"grid", 0, NULL, NULL, 0};
-  shape_alloc(&s, N * N, (size_t)N * N * 2);
-  int(*e)[2] = malloc(sizeof *e * (size_t)N * N * 2);
-  size_t ne = 0;
-  for (int r = 0; r < N; r++)
-    for (int c = 0; c < N; c++) {
-      int i = r * N + c;
-      if (c > 0) {
-        e[ne][0] = i - 1;
-        e[ne][1] = i;
-        ne++;
-      }
-      if (r > 0) {
-        e[ne][0] = i - N;
-        e[ne][1] = i;
-        ne++;
-      }
-    }
-  shape_from_pairs(&s, (const int(*)[2])e, ne);
-  free(e);
-  return s;
-}
-
-static shape make_tree(void)
-{
-  int n = 1 << 18;
-  shape s = {"tree", 0, NULL, NULL, 0};
-  shape_alloc(&s, n, (size_t)n);
-  int(*e)[2] = malloc(sizeof *e * (size_t)n);
-  size_t ne = 0;
-  for (int i = 1; i < n; i++) {
-    e[ne][0] = (i - 1) / 2;
-    e[ne][1] = i;
-    ne++;
-  }
-  shape_from_pairs(&s, (const int(*)[2])e, ne);
-  free(e);
+  bench_gshape G;
+  bench_gshape_make(&G, workload);
+  shape s = {name, 0, NULL, NULL, 0};
+  shape_alloc(&s, (int)G.n, G.nedges ? G.nedges : 1);
+  for (size_t i = 0; i <= G.n; i++)
+    s.pred0[i] = (int)G.pred0[i];
+  for (size_t k = 0; k < G.nedges; k++)
+    s.pred[k] = (int)G.pred[k];
+  s.nedges = G.nedges;
+  bench_gshape_free(&G);
   return s;
 }
 
@@ -385,7 +316,8 @@ int main(int argc, char **argv)
   }
   if (reps < 1)
     reps = 1;
-  shape all[3] = {make_layered(), make_grid(), make_tree()};
+  shape all[3] = {from_harness("graph_dag", "layered"), from_harness("graph_grid", "grid"),
+                  from_harness("graph_tree", "tree")};
   printf("%-8s %3s %-12s %10s %10s %10s %7s %10s\n", "shape", "thr", "mode", "median_ns",
          "min_ns", "max_ns", "x_push", "destroy_ns");
   for (const char *tp = threads_list; *tp;) {
