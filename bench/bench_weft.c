@@ -847,20 +847,27 @@ static void bench_pushers(const bench_args *a, const bench_oplist *L, const int 
   bench_vars_free(ps.ref);
 }
 
+/* The engine on the pool, with the default configuration; 0 (and a
+ * failure reported) when it cannot be made. */
+static int create_engine(void) {
+  weft_engine_config ec;
+  weft_engine_config_default(&ec);
+  ec.pool = pool;
+  int rc = weft_engine_create(&engine, &ec);
+  if (rc)
+    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+  return rc == 0;
+}
+
 /* --pushers P[,P...] (main): the pusher counts to run, in order. */
 static int pushers_list[PUSHERS_MAX];
 static int pushers_n;
 
 /* The pushers series alone (--pushers): its own engine on the pool. */
 static void bench_dep_pushers(const bench_args *a) {
-  weft_engine_config ec;
-  weft_engine_config_default(&ec);
-  ec.pool = pool;
-  int rc = weft_engine_create(&engine, &ec);
-  if (rc) {
-    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+  if (!create_engine())
     return;
-  }
+  int rc;
   bench_oplist L;
   bench_oplist_make(&L, a->workload, a->quick);
   bench_pushers(a, &L, pushers_list, pushers_n);
@@ -872,14 +879,9 @@ static void bench_dep_pushers(const bench_args *a) {
 }
 
 static void bench_dep(const bench_args *a) {
-  weft_engine_config ec;
-  weft_engine_config_default(&ec);
-  ec.pool = pool;
-  int rc = weft_engine_create(&engine, &ec);
-  if (rc) {
-    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+  if (!create_engine())
     return;
-  }
+  int rc;
   bench_oplist L;
   bench_oplist_make(&L, a->workload, a->quick);
   bench_slot *vals = bench_vars_alloc(L.nvars);
@@ -1125,14 +1127,9 @@ static uint64_t graph_relaunch_rep(void *ctx, const bench_gshape *G, bench_gslot
 }
 
 static void bench_graph(const bench_args *a) {
-  weft_engine_config ec;
-  weft_engine_config_default(&ec);
-  ec.pool = pool;
-  int rc = weft_engine_create(&engine, &ec);
-  if (rc) {
-    bench_fail("weft_engine_create: %s", weft_strerror(rc));
+  if (!create_engine())
     return;
-  }
+  int rc;
   bench_gshape G;
   bench_gshape_make(&G, a->workload);
   bench_gslot *s = bench_gslots_alloc(G.n);
