@@ -95,10 +95,6 @@
  * (graph.h, WEFT_GRAPH_ENDING: a few dozen instructions left) spins this
  * many pauses before it yields the CPU between looks, pauses. */
 #define WEFT_GRAPH_END_SPINS 256
-/* A lane's sweeper tells the other lanes how far it got every this many
- * nodes (and whenever it waits or stops), nodes: a power of two that
- * divides WEFT_KEEP_RUN_MAX. */
-#define WEFT_GRAPH_LANE_PUBLISH 16
 /* A graph that may run in lanes tries lanes and one lane in turn for the
  * first 2 x WEFT_GRAPH_LANE_PROBES launches of every WEFT_GRAPH_LANE_PERIOD,
  * and runs the rest the way whose fastest launch was faster, launches:

@@ -198,6 +198,10 @@ typedef struct weft_glane {
   /* immutable [n + 1]: node[k] first waits for graph->waits[wait0[k] ..
    * wait0[k + 1]) */
   const uint32_t *wait0;
+  /* immutable: the done counts some other lane's wait names, ascending,
+   * then INT32_MAX: the holder publishes done right after each (lanes.h) */
+  const int32_t *pub;
+  int32_t pub_at;          /* holder-only: pub[pub_at] is the next one past cursor */
   int32_t *seen;           /* holder-only [nlanes]: each lane's done count last read */
   struct weft_graph *graph; /* immutable */
   struct weft_task task;   /* its sweeper's pool task (the pool's while queued) */

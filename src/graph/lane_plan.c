@@ -9,7 +9,9 @@
  * within WEFT_GRAPH_LANE_NEAR_PCT of the best are kept, if that plan beats
  * one lane (WEFT_GRAPH_LANES_GAIN_PCT). Then each node's waits: for each
  * other lane, the latest of its predecessors there, unless an earlier
- * node of its own lane waited for as much.
+ * node of its own lane waited for as much; and each lane's publish points,
+ * the nodes some wait names (the lane publishes its count right after
+ * each: lanes.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,25 +108,31 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
   }
   WEFT_ASSERT(nl >= 2);
   /* One block: node lists, wait offsets, waits (at most one per edge),
-   * the lanes' seen arrays. */
+   * the lanes' seen arrays, their publish points (at most one per node,
+   * and each lane's end mark). */
   size_t bytes = sizeof(weft_gwait) * (nedges ? nedges : 1) + sizeof(int32_t) * (size_t)n +
                  sizeof(uint32_t) * ((size_t)n + (size_t)nl) +
-                 sizeof(int32_t) * (size_t)nl * (size_t)nl;
+                 sizeof(int32_t) * (size_t)nl * (size_t)nl +
+                 sizeof(int32_t) * ((size_t)n + (size_t)nl);
   char *store = weft_malloc(bytes);
   weft_glane *lanes = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *lanes * (size_t)nl);
   int32_t *pos = weft_malloc(sizeof *pos * (size_t)(n ? n : 1));
   int32_t *last = weft_calloc((size_t)nl * (size_t)nl, sizeof *last);
-  if (!store || !lanes || !pos || !last) {
+  /* Per node: whether a wait names it (its lane publishes after it). */
+  unsigned char *named = weft_calloc((size_t)(n ? n : 1), 1);
+  if (!store || !lanes || !pos || !last || !named) {
     weft_free(store);
     weft_free(lanes);
     weft_free(pos);
     weft_free(last);
+    weft_free(named);
     return WEFT_ENOMEM;
   }
   weft_gwait *waits = (weft_gwait *)store;
   int32_t *nodes = (int32_t *)(waits + (nedges ? nedges : 1));
   uint32_t *wait0 = (uint32_t *)(nodes + n);
   int32_t *seen = (int32_t *)(wait0 + n + nl);
+  int32_t *pubs = seen + (size_t)nl * (size_t)nl;
   memset(lanes, 0, sizeof *lanes * (size_t)nl);
   int32_t *at[WEFT_GRAPH_LANES_MAX];
   uint32_t *w0[WEFT_GRAPH_LANES_MAX];
@@ -157,9 +165,12 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
     weft_free(lanes);
     weft_free(pos);
     weft_free(last);
+    weft_free(named);
     return WEFT_ENOMEM;
   }
-  int32_t need[WEFT_GRAPH_LANES_MAX], stamp[WEFT_GRAPH_LANES_MAX];
+  /* need[q]: the count node i waits for in lane q, from predecessor
+   * by[q] (for stamp[q] == i). */
+  int32_t need[WEFT_GRAPH_LANES_MAX], stamp[WEFT_GRAPH_LANES_MAX], by[WEFT_GRAPH_LANES_MAX];
   uint32_t lane_waits[WEFT_GRAPH_LANES_MAX] = {0};
   for (int q = 0; q < nl; q++)
     stamp[q] = -1;
@@ -178,14 +189,17 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
         stamp[q] = i;
         need[q] = 0;
       }
-      if (pos[pr] + 1 > need[q])
+      if (pos[pr] + 1 > need[q]) {
         need[q] = pos[pr] + 1;
+        by[q] = pr;
+      }
     }
     tw0[i] = nw;
     for (int q = 0; q < nl; q++)
       if (stamp[q] == i && need[q] > last[p * nl + q]) {
         last[p * nl + q] = need[q];
         tmp[nw++] = (weft_gwait){q, need[q]};
+        named[by[q]] = 1;
       }
     lane_waits[p] += nw - tw0[i];
   }
@@ -203,10 +217,21 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
   }
   for (int p = 0; p < nl; p++)
     *w0[p] = cur[p]; /* the lane's wait0[n] */
+  /* Each lane's publish points, in its order: the counts some wait names,
+   * then INT32_MAX (no node is past it). */
+  for (int p = 0; p < nl; p++) {
+    weft_glane *L = &lanes[p];
+    L->pub = pubs;
+    for (int k = 0; k < L->n; k++)
+      if (named[L->node[k]])
+        *pubs++ = k + 1;
+    *pubs++ = INT32_MAX;
+  }
   weft_free(tmp);
   weft_free(tw0);
   weft_free(pos);
   weft_free(last);
+  weft_free(named);
   g->nlanes = nl;
   g->lanes = lanes;
   g->waits = waits;
