@@ -83,6 +83,16 @@
  * WEFT_GRAPH_LANE_NEAR_PCT of the best plan's time are used. */
 #define WEFT_GRAPH_LANES_GAIN_PCT 75
 #define WEFT_GRAPH_LANE_NEAR_PCT 110
+/* A graph run in order on several workers whose nodes took this long
+ * each, on average, when a launch timed them (lanes.h), and whose plan
+ * from those costs has lanes, is built again released along its edges, as
+ * pushed operators are (src/graph/graph.h, released), ns: beside such
+ * nodes a release's cost (40-50 ns a node on 2 workers) is nothing, and
+ * idle workers take whatever node is ready, where a lane whose worker is
+ * descheduled (a machine shared with other work) holds up every lane that
+ * waits for it, and one lane (which the probes' times may pick for
+ * noise) runs the graph one node at a time. */
+#define WEFT_GRAPH_RELEASE_NS 5000
 /* A lane's sweeper waiting for another lane spins this many pauses (a few
  * microseconds) before it stops and hands its run to that lane (lanes.c),
  * pauses: lanes in step mostly wait for one node of the other. */

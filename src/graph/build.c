@@ -692,8 +692,9 @@ static void classify(build *b)
    * over launches, would cost it more than every other step of its build
    * together (a random DAG of 65,536 nodes on 2 workers: about 100 ns a
    * node); it runs released by its edges instead, and a next launch builds
-   * it again in order (graph.h, lean). */
-  bool ordered = b->workers >= 1 && plain && normal;
+   * it again in order (graph.h, lean). Nodes timed long (graph.h,
+   * released) run released by the edges on several workers, for good. */
+  bool ordered = b->workers >= 1 && plain && normal && !(c->released && b->workers > 1);
   b->lean = ordered && b->workers > 1 && c->at_launch;
   b->in_order = ordered && !b->lean;
 }

@@ -343,6 +343,14 @@ struct weft_graph {
   unsigned replan_gap, replan_wait;
   int64_t lane_base;       /* the period before's fastest launch, ns (0: none) */
   bool lane_now;           /* this launch runs in lanes */
+  /* Its nodes took WEFT_GRAPH_RELEASE_NS each or more, on average, when a
+   * launch timed them, and the plan from those costs has lanes (lanes.c):
+   * its next launch builds it again released along its edges (as a graph
+   * that is not plain, or lean: graph_api.c), and so does every build
+   * until its definition changes. Set by a launch's gate (one launch at a
+   * time), read and cleared by the launcher, which holds running; not
+   * reset with what a build made (weft_graph_release_built). */
+  bool released;
   bool lane_pick;          /* what the last probes picked: lanes */
   /* Set by the tests (white-box) between launches, before the first: 1
    * runs every launch in lanes (when the plan has them), -1 every one in

@@ -38,6 +38,16 @@ static inline int64_t fastest(const struct weft_graph *g)
   return g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
 }
 
+/* Whether g's nodes took WEFT_GRAPH_RELEASE_NS or more each, on average,
+ * in the launch that timed them. */
+static bool long_nodes(const struct weft_graph *g)
+{
+  uint64_t sum = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    sum += g->node_ns[i];
+  return sum >= (uint64_t)g->nnodes * WEFT_GRAPH_RELEASE_NS;
+}
+
 bool weft_lanes_choose(struct weft_graph *g)
 {
   unsigned m = g->lane_launches;
@@ -56,6 +66,10 @@ bool weft_lanes_choose(struct weft_graph *g)
                         ? (gap < WEFT_GRAPH_LANE_REPLAN_GAP_MAX ? gap : WEFT_GRAPH_LANE_REPLAN_GAP_MAX)
                         : 0;
     g->replan_wait = g->replan_gap;
+    /* Long nodes with parallelism: released along the edges from the next
+     * launch on (graph.h, released); this one runs in lanes. */
+    if (g->nlanes >= 2 && !g->lane_force && long_nodes(g))
+      g->released = true;
   }
   if (m == 0) {
     /* The period before: its fastest launch, what a launch costs (none yet
@@ -71,6 +85,8 @@ bool weft_lanes_choose(struct weft_graph *g)
   }
   if (!g->nlanes)
     g->lane_now = false;
+  else if (g->released)
+    g->lane_now = true; /* no probe in one lane: it runs one node at a time */
   else if (m < 2 * WEFT_GRAPH_LANE_PROBES)
     g->lane_now = !(m & 1); /* lanes first */
   else {

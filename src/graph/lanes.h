@@ -55,8 +55,11 @@
  * lanes again with those costs (weft_lanes_replan). A graph with lanes
  * tries both ways in turn in the first 2 x WEFT_GRAPH_LANE_PROBES launches
  * of the period, and runs the rest the way whose fastest launch was
- * faster; one without runs in one lane. A node's run order and memory
- * stay the same either way. */
+ * faster; one without runs in one lane. A graph whose timed nodes took
+ * WEFT_GRAPH_RELEASE_NS each or more, on average, and whose plan from
+ * those costs has lanes, runs this launch in lanes and is released along
+ * its edges from the next on (graph.h, released). A node's run order and
+ * memory stay the same either way. */
 bool weft_lanes_choose(struct weft_graph *g);
 /* ns since t0 (weft_now_ns), as a node's time (lanes.c, and the one
  * sweeper's in run.c, in a launch that times its nodes). */

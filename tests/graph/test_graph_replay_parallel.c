@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A replayed graph runs as many operators at once as the graph allows.
- * Graphs whose parallelism crosses any split of them into lanes at every
- * step: a 1-D stencil (each op reads its neighbours' last values,
+ * A replayed graph runs as many operators at once as the graph allows:
+ * never fewer than pushing the same operators does (weft.h, "Where they
+ * run"). Graphs whose parallelism crosses any split of them into lanes at
+ * every step: a 1-D stencil (each op reads its neighbours' last values,
  * double-buffered), a wider one ("nearest": two neighbours each side) and
  * FFT-like butterflies of width 2 and 8 (each op reads its own and its
  * partner's last values). Every op checks that it ran after the ops its
  * reads depend on, and before the ops that overwrite what it read (each
  * value holds the round and step that wrote it).
+ *
+ * What is measured is concurrency, never time: each op counts the ops
+ * running at its entry and while it spins (about 30 us), and an op that saw
+ * another one running counts as overlapped. The push and the replay run
+ * the same ops in turn in one process, on one pool of 2 workers, so that a
+ * machine busy with other work slows both alike; the test asks the replay
+ * for a third of the push's overlapped ops, a margin no scheduling noise
+ * closes the other way (a replay that runs one op at a time overlaps none).
  *
  * White-box (the graph's lane_force): run in lanes, an op that waits for
  * the ops of its own step captured before it (which the graph lets run
@@ -53,7 +62,12 @@ typedef struct sim {
   long round;               /* written by the test's thread between runs */
   long val[2][MAXW];        /* plain: the engine orders every access */
   atomic_long bad;
-  /* the round in which op (t, i) finished */
+  /* Counting: each op spins OP_NS and counts the ops running meanwhile. */
+  bool count;
+  atomic_int running;       /* ops in their fn now */
+  atomic_long entered, overlapped;
+  /* Else: each op waits for its step's ops captured before it, and
+   * records the round in which it finished. */
   atomic_long *done_round;
   atomic_bool gave_up;      /* an op's wait for its step ran past its deadline */
 } sim;
@@ -103,6 +117,18 @@ static int op_fn(const weft_run_ctx *rc, void *arg)
   for (int k = 0; k < n; k++)
     if (s->val[(c->t - 1) % 2][in[k]] != stamp(s, c->t - 1))
       atomic_fetch_add(&s->bad, 1);
+  if (s->count) {
+    bool saw = atomic_fetch_add(&s->running, 1) > 0;
+    double end = now_s() + OP_NS * 1e-9;
+    while (now_s() < end)
+      saw |= atomic_load_explicit(&s->running, memory_order_relaxed) > 1;
+    atomic_fetch_sub(&s->running, 1);
+    atomic_fetch_add(&s->entered, 1);
+    if (saw)
+      atomic_fetch_add(&s->overlapped, 1);
+    s->val[c->t % 2][c->i] = stamp(s, c->t);
+    return 0;
+  }
   /* The ops of this step captured before this one: they depend on the
    * step before only, so the graph lets them run beside this one. */
   double deadline = now_s() + 5.0 * WEFT_TEST_TIMEOUT_MULT;
@@ -132,6 +158,77 @@ static void push_all(weft_engine *e, sim *s, cell *cells, weft_var *v[2][MAXW])
       *c = (cell){s, t, i};
       cr_assert_eq(te_push(e, op_fn, c, r, (size_t)n, TE_V(v[t % 2][i]), 0), 0);
     }
+}
+
+/* Runs sh pushed and replayed in turn on 2 workers until the pushes have
+ * overlapped enough ops to judge by (or a bound on the rounds): at least
+ * min_rounds of each. *push and *replay: the ops that overlapped another
+ * in each; returns the ops each ran. */
+static long push_against_replay(const shape *sh, long *push, long *replay)
+{
+  te t = te_new("threaded", 2, 0);
+  static sim s;
+  static cell cells[NOPS / 2 * MAXW];
+  memset(&s, 0, sizeof s);
+  s.sh = sh;
+  s.steps = NOPS / sh->width;
+  s.count = true;
+  weft_var *v[2][MAXW];
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < sh->width; i++)
+      v[b][i] = te_var(t.eng);
+  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
+  push_all(t.eng, &s, cells, v);
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+  const long enough = NOPS / 4; /* overlapped push ops */
+  const int min_rounds = 6, max_rounds = 60;
+  long ran[2] = {0, 0}, over[2] = {0, 0};
+  for (int r = 0; r < max_rounds && (r < min_rounds || over[0] < enough); r++)
+    for (int mode = 0; mode < 2; mode++) { /* push, then replay */
+      s.round = 2 * r + mode + 1;
+      atomic_store(&s.entered, 0);
+      atomic_store(&s.overlapped, 0);
+      if (mode == 0)
+        push_all(t.eng, &s, cells, v);
+      else
+        cr_assert_eq(weft_graph_launch(g), 0);
+      cr_assert_eq(weft_wait_all(t.eng), 0);
+      cr_assert_eq(atomic_load(&s.bad), 0, "%s, %s %d: %ld ops ran out of order", sh->name,
+                   mode ? "launch" : "push", r, atomic_load(&s.bad));
+      cr_assert_eq(atomic_load(&s.entered), (long)s.steps * sh->width);
+      ran[mode] += atomic_load(&s.entered);
+      over[mode] += atomic_load(&s.overlapped);
+    }
+  cr_log_info("%s: overlapped ops, pushed %ld of %ld, replayed %ld of %ld", sh->name, over[0],
+              ran[0], over[1], ran[1]);
+  cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+  *push = over[0];
+  *replay = over[1];
+  return ran[0];
+}
+
+Test(graph_replay_parallel, a_replay_runs_as_many_ops_at_once_as_pushing_them, .init = setup,
+     .timeout = TU_TIMEOUT(180))
+{
+  if (weft_pool_default_threads() < 2)
+    cr_skip_test("one CPU for this process: two ops never run at once");
+  long push_total = 0;
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    long push, replay;
+    long ran = push_against_replay(&shapes[k], &push, &replay);
+    push_total += push;
+    if (push < NOPS / 4)
+      continue; /* the pushes barely overlapped: nothing to judge by */
+    cr_assert_geq(3 * replay, push,
+                  "%s: replayed, %ld of %ld ops overlapped another; pushed, %ld of %ld",
+                  shapes[k].name, replay, ran, push, ran);
+  }
+  if (push_total < NOPS / 4)
+    cr_skip_test("the pool's 2 workers hardly ever ran at once (%ld overlapped ops pushed): "
+                 "the machine gave it one CPU", push_total);
 }
 
 Test(graph_replay_parallel, a_lane_never_waits_for_an_op_that_has_run, .init = setup,
