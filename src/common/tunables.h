@@ -91,7 +91,9 @@
  * idle workers take whatever node is ready, where a lane whose worker is
  * descheduled (a machine shared with other work) holds up every lane that
  * waits for it, and one lane (which the probes' times may pick for
- * noise) runs the graph one node at a time. */
+ * noise) runs the graph one node at a time. The plan at capture, when
+ * nodes of WEFT_GRAPH_LANE_NODE_NS find no lanes, tries nodes of this
+ * cost (lane_plan.h). */
 #define WEFT_GRAPH_RELEASE_NS 5000
 /* A lane's sweeper waiting for another lane spins this many pauses (a few
  * microseconds) before it stops and hands its run to that lane (lanes.c),

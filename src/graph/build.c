@@ -715,7 +715,7 @@ static int make_nodes(struct weft_graph *g, build *b)
   /* Out of memory for the plan (it leaves no lanes then): one lane, which
    * needs nothing more. */
   if (b->in_order && workers > 1)
-    (void)weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers, NULL, NULL);
+    (void)weft_lanes_plan_capture(g, n, (const int(*)[2])b->edge, b->nedges, workers);
   g->stride = b->in_order ? WEFT_OPR_IN_ORDER_NODE_BYTES
               : plain     ? WEFT_OPR_PLAIN_NODE_BYTES
                           : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;

@@ -324,6 +324,11 @@ struct weft_graph {
   weft_glane *lanes;
   const weft_gwait *waits;
   void *lane_store;
+  /* The lanes are the capture's guess (lane_plan.h: planned with nodes of
+   * WEFT_GRAPH_RELEASE_NS, equal costs having found none), which the
+   * first plan from measured costs replaces. Planning's: the capture, and
+   * a launch's gate between launches (one at a time). */
+  bool lane_guess;
   /* A graph run in lanes runs in one now and then, and keeps whichever
    * launches faster (lanes.h). Touched by a launch's start and its end
    * only: one launch at a time (running orders them). */
