@@ -584,12 +584,20 @@ WEFT_API int weft_gpu_host_enqueue(void *stream, void (*fn)(void *arg), void *ar
  * cache lines their edges move between cores, so the first launches try
  * both in turn (2 each, then again every 256 launches) and the others run
  * the faster; the first of them also times each operator, and the lanes
- * are planned again with those costs. Any other graph's operators are
- * released along its edges; so are those of a graph resolved at a launch
- * (one made with weft_graph_add, or changed since its last launch) on a
- * pool of several workers, at that launch: the lanes' plan pays only over
- * launches, and the graph's next launch resolves it again to plan them
- * (on one worker the first resolve is the only one). A GPU operator whose
+ * are planned again with those costs. A lane tells the others as soon as
+ * it has run an operator they wait for, so lanes run side by side as far
+ * as the graph lets them. Operators timed at 5 us or more each, on
+ * average, in a graph with parallelism, leave nothing to gain in lanes and
+ * one lane would run them one at a time: from the next launch on, that
+ * graph's operators are released along its edges, as pushed ones are, so
+ * that a replay runs as many of them at once as pushing them would (until
+ * the graph is changed: then it is timed again). Any other graph's
+ * operators are released along its edges; so are those of a graph
+ * resolved at a launch (one made with weft_graph_add, or changed since its
+ * last launch) on a pool of several workers, at that launch: the lanes'
+ * plan pays only over launches, and the graph's next launch resolves it
+ * again to plan them (on one worker the first resolve is the only one).
+ * A GPU operator whose
  * predecessor is a GPU
  * operator of the same device waits for it on the device: it is launched
  * as soon as its predecessor was (as pushed ones are).

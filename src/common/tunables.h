@@ -83,6 +83,18 @@
  * WEFT_GRAPH_LANE_NEAR_PCT of the best plan's time are used. */
 #define WEFT_GRAPH_LANES_GAIN_PCT 75
 #define WEFT_GRAPH_LANE_NEAR_PCT 110
+/* A graph run in order on several workers whose nodes took this long
+ * each, on average, when a launch timed them (lanes.h), and whose plan
+ * from those costs has lanes, is built again released along its edges, as
+ * pushed operators are (src/graph/graph.h, released), ns: beside such
+ * nodes a release's cost (40-50 ns a node on 2 workers) is nothing, and
+ * idle workers take whatever node is ready, where a lane whose worker is
+ * descheduled (a machine shared with other work) holds up every lane that
+ * waits for it, and one lane (which the probes' times may pick for
+ * noise) runs the graph one node at a time. The plan at capture, when
+ * nodes of WEFT_GRAPH_LANE_NODE_NS find no lanes, tries nodes of this
+ * cost (lane_plan.h). */
+#define WEFT_GRAPH_RELEASE_NS 5000
 /* A lane's sweeper waiting for another lane spins this many pauses (a few
  * microseconds) before it stops and hands its run to that lane (lanes.c),
  * pauses: lanes in step mostly wait for one node of the other. */
@@ -95,10 +107,6 @@
  * (graph.h, WEFT_GRAPH_ENDING: a few dozen instructions left) spins this
  * many pauses before it yields the CPU between looks, pauses. */
 #define WEFT_GRAPH_END_SPINS 256
-/* A lane's sweeper tells the other lanes how far it got every this many
- * nodes (and whenever it waits or stops), nodes: a power of two that
- * divides WEFT_KEEP_RUN_MAX. */
-#define WEFT_GRAPH_LANE_PUBLISH 16
 /* A graph that may run in lanes tries lanes and one lane in turn for the
  * first 2 x WEFT_GRAPH_LANE_PROBES launches of every WEFT_GRAPH_LANE_PERIOD,
  * and runs the rest the way whose fastest launch was faster, launches:

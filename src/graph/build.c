@@ -692,8 +692,9 @@ static void classify(build *b)
    * over launches, would cost it more than every other step of its build
    * together (a random DAG of 65,536 nodes on 2 workers: about 100 ns a
    * node); it runs released by its edges instead, and a next launch builds
-   * it again in order (graph.h, lean). */
-  bool ordered = b->workers >= 1 && plain && normal;
+   * it again in order (graph.h, lean). Nodes timed long (graph.h,
+   * released) run released by the edges on several workers, for good. */
+  bool ordered = b->workers >= 1 && plain && normal && !(c->released && b->workers > 1);
   b->lean = ordered && b->workers > 1 && c->at_launch;
   b->in_order = ordered && !b->lean;
 }
@@ -714,7 +715,7 @@ static int make_nodes(struct weft_graph *g, build *b)
   /* Out of memory for the plan (it leaves no lanes then): one lane, which
    * needs nothing more. */
   if (b->in_order && workers > 1)
-    (void)weft_lanes_plan(g, n, (const int(*)[2])b->edge, b->nedges, workers, NULL, NULL);
+    (void)weft_lanes_plan_capture(g, n, (const int(*)[2])b->edge, b->nedges, workers);
   g->stride = b->in_order ? WEFT_OPR_IN_ORDER_NODE_BYTES
               : plain     ? WEFT_OPR_PLAIN_NODE_BYTES
                           : (sizeof(weft_opr) + WEFT_CACHE_LINE - 1) / WEFT_CACHE_LINE * WEFT_CACHE_LINE;

@@ -159,7 +159,8 @@ int weft_capture_end(weft_engine *eng, struct weft_graph **out)
     capture_free(c);
     return rc;
   }
-  weft_recording rec = {c->sink.eng, c->recs, c->nrecs, c->uses, c->nuses, NULL, 0, NULL, false};
+  weft_recording rec = {c->sink.eng, c->recs, c->nrecs, c->uses, c->nuses, NULL, 0, NULL, false,
+                        false};
   struct weft_graph *g = weft_graph_new(c->sink.eng);
   if (g && weft_graph_build(g, &rec, NULL)) {
     weft_graph_free(g); /* nothing built: out of memory */

@@ -54,7 +54,8 @@ static inline weft_recording weft_gdef_recording(const weft_gdef *def, weft_engi
                       (const int32_t(*)[2])def->edge,
                       def->nedges,
                       NULL,
-                      true};
+                      true,
+                      false};
   return r;
 }
 

@@ -123,6 +123,7 @@ void weft_graph_release_built(struct weft_graph *g)
   g->lane_store = NULL;
   g->waits = NULL;
   g->nlanes = 0;
+  g->lane_guess = false;
   g->plan_edge = NULL;
   g->plan_nedges = 0;
   g->node_ns = NULL;

@@ -198,6 +198,10 @@ typedef struct weft_glane {
   /* immutable [n + 1]: node[k] first waits for graph->waits[wait0[k] ..
    * wait0[k + 1]) */
   const uint32_t *wait0;
+  /* immutable: the done counts some other lane's wait names, ascending,
+   * then INT32_MAX: the holder publishes done right after each (lanes.h) */
+  const int32_t *pub;
+  int32_t pub_at;          /* holder-only: pub[pub_at] is the next one past cursor */
   int32_t *seen;           /* holder-only [nlanes]: each lane's done count last read */
   struct weft_graph *graph; /* immutable */
   struct weft_task task;   /* its sweeper's pool task (the pool's while queued) */
@@ -320,6 +324,11 @@ struct weft_graph {
   weft_glane *lanes;
   const weft_gwait *waits;
   void *lane_store;
+  /* The lanes are the capture's guess (lane_plan.h: planned with nodes of
+   * WEFT_GRAPH_RELEASE_NS, equal costs having found none), which the
+   * first plan from measured costs replaces. Planning's: the capture, and
+   * a launch's gate between launches (one at a time). */
+  bool lane_guess;
   /* A graph run in lanes runs in one now and then, and keeps whichever
    * launches faster (lanes.h). Touched by a launch's start and its end
    * only: one launch at a time (running orders them). */
@@ -339,6 +348,14 @@ struct weft_graph {
   unsigned replan_gap, replan_wait;
   int64_t lane_base;       /* the period before's fastest launch, ns (0: none) */
   bool lane_now;           /* this launch runs in lanes */
+  /* Its nodes took WEFT_GRAPH_RELEASE_NS each or more, on average, when a
+   * launch timed them, and the plan from those costs has lanes (lanes.c):
+   * its next launch builds it again released along its edges (as a graph
+   * that is not plain, or lean: graph_api.c), and so does every build
+   * until its definition changes. Set by a launch's gate (one launch at a
+   * time), read and cleared by the launcher, which holds running; not
+   * reset with what a build made (weft_graph_release_built). */
+  bool released;
   bool lane_pick;          /* what the last probes picked: lanes */
   /* Set by the tests (white-box) between launches, before the first: 1
    * runs every launch in lanes (when the plan has them), -1 every one in

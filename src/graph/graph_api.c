@@ -302,6 +302,7 @@ static int rebuild(weft_engine *eng, weft_graph *g, bool at_launch)
   weft_graph_release_built(g);
   weft_recording rec = weft_gdef_recording(g->def, eng);
   rec.at_launch = at_launch;
+  rec.released = g->released;
   size_t cycle = 0;
   int rc = weft_graph_build(g, &rec, &cycle);
   if (rc == WEFT_EINVAL) {
@@ -328,9 +329,17 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
     idle = WEFT_GRAPH_IDLE;
   }
   /* Changed since its last build (weft_graph_add, weft_graph_edge): built
-   * again first, for this launch (at_launch); or built for one launch and
-   * launched again: built the full way (graph.h, lean). */
-  int rc = g->def->dirty ? rebuild(eng, g, true) : g->lean ? rebuild(eng, g, false) : 0;
+   * again first, for this launch (at_launch), and its nodes' times learnt
+   * again (released); or built for one launch and launched again: built
+   * the full way (graph.h, lean); or run in order, and its nodes timed
+   * long: built released along its edges (graph.h, released). */
+  int rc = 0;
+  if (g->def->dirty) {
+    g->released = false;
+    rc = rebuild(eng, g, true);
+  } else if (g->lean || (g->released && g->in_order)) {
+    rc = rebuild(eng, g, false);
+  }
   g->launch_no++; /* the tags of the failures it passes on (graph.h, inherit) */
   if (rc || g->nnodes == 0) {
     /* not built (nothing runs), or empty: a launch that does nothing */

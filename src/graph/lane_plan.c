@@ -9,7 +9,9 @@
  * within WEFT_GRAPH_LANE_NEAR_PCT of the best are kept, if that plan beats
  * one lane (WEFT_GRAPH_LANES_GAIN_PCT). Then each node's waits: for each
  * other lane, the latest of its predecessors there, unless an earlier
- * node of its own lane waited for as much.
+ * node of its own lane waited for as much; and each lane's publish points,
+ * the nodes some wait names (the lane publishes its count right after
+ * each: lanes.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +21,17 @@
 #include "common/sync.h"
 #include "graph/lane_plan.h"
 
-/* A node's cost in the plan, ns: measured (w), or WEFT_GRAPH_LANE_NODE_NS. */
-static inline int64_t cost_of(const uint32_t *w, int i)
+/* A node's cost in the plan, ns: measured (w), or unit. */
+static inline int64_t cost_of(const uint32_t *w, int64_t unit, int i)
 {
-  return w ? (w[i] ? (int64_t)w[i] : 1) : WEFT_GRAPH_LANE_NODE_NS;
+  return w ? (w[i] ? (int64_t)w[i] : 1) : unit;
 }
 
 /* Plans K lanes: lane[i] for every node (fixed: the lanes given, only
- * timed); returns the plan's end time, ns. */
+ * timed), each costing w[i] (w NULL: unit); returns the plan's end time,
+ * ns. */
 static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, const uint32_t *w,
-                        const int32_t *fixed, int32_t *lane, int64_t *fin)
+                        int64_t unit, const int32_t *fixed, int32_t *lane, int64_t *fin)
 {
   int64_t free_at[WEFT_GRAPH_LANES_MAX] = {0};
   int npl[WEFT_GRAPH_LANES_MAX] = {0}; /* a node's predecessors in each lane */
@@ -59,7 +62,7 @@ static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, const
     int64_t best_end = INT64_MAX;
     for (int p = 0; p < K; p++) {
       int64_t ready = p == l1 ? in_l1 : elsewhere;
-      int64_t t = (free_at[p] > ready ? free_at[p] : ready) + cost_of(w, i) +
+      int64_t t = (free_at[p] > ready ? free_at[p] : ready) + cost_of(w, unit, i) +
                   (int64_t)(np - npl[p]) * WEFT_GRAPH_LANE_CROSS_NS;
       if (t < best_end) {
         best_end = t;
@@ -67,7 +70,7 @@ static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, const
       }
     }
     if (l1 >= 0) {
-      int64_t t = (free_at[l1] > in_l1 ? free_at[l1] : in_l1) + cost_of(w, i) +
+      int64_t t = (free_at[l1] > in_l1 ? free_at[l1] : in_l1) + cost_of(w, unit, i) +
                   (int64_t)(np - npl[l1]) * WEFT_GRAPH_LANE_CROSS_NS;
       if (t <= best_end + WEFT_GRAPH_LANE_SLACK_NS) {
         best = l1;
@@ -77,7 +80,7 @@ static int64_t simulate(int n, const int (*edge)[2], size_t nedges, int K, const
     if (fixed) {
       int p = best = fixed[i];
       int64_t ready = p == l1 ? in_l1 : elsewhere;
-      best_end = (free_at[p] > ready ? free_at[p] : ready) + cost_of(w, i) +
+      best_end = (free_at[p] > ready ? free_at[p] : ready) + cost_of(w, unit, i) +
                  (int64_t)(np - npl[p]) * WEFT_GRAPH_LANE_CROSS_NS;
     }
     for (size_t x = e0; x < e; x++)
@@ -106,25 +109,31 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
   }
   WEFT_ASSERT(nl >= 2);
   /* One block: node lists, wait offsets, waits (at most one per edge),
-   * the lanes' seen arrays. */
+   * the lanes' seen arrays, their publish points (at most one per node,
+   * and each lane's end mark). */
   size_t bytes = sizeof(weft_gwait) * (nedges ? nedges : 1) + sizeof(int32_t) * (size_t)n +
                  sizeof(uint32_t) * ((size_t)n + (size_t)nl) +
-                 sizeof(int32_t) * (size_t)nl * (size_t)nl;
+                 sizeof(int32_t) * (size_t)nl * (size_t)nl +
+                 sizeof(int32_t) * ((size_t)n + (size_t)nl);
   char *store = weft_malloc(bytes);
   weft_glane *lanes = weft_aligned_alloc(WEFT_CACHE_LINE, sizeof *lanes * (size_t)nl);
   int32_t *pos = weft_malloc(sizeof *pos * (size_t)(n ? n : 1));
   int32_t *last = weft_calloc((size_t)nl * (size_t)nl, sizeof *last);
-  if (!store || !lanes || !pos || !last) {
+  /* Per node: whether a wait names it (its lane publishes after it). */
+  unsigned char *named = weft_calloc((size_t)(n ? n : 1), 1);
+  if (!store || !lanes || !pos || !last || !named) {
     weft_free(store);
     weft_free(lanes);
     weft_free(pos);
     weft_free(last);
+    weft_free(named);
     return WEFT_ENOMEM;
   }
   weft_gwait *waits = (weft_gwait *)store;
   int32_t *nodes = (int32_t *)(waits + (nedges ? nedges : 1));
   uint32_t *wait0 = (uint32_t *)(nodes + n);
   int32_t *seen = (int32_t *)(wait0 + n + nl);
+  int32_t *pubs = seen + (size_t)nl * (size_t)nl;
   memset(lanes, 0, sizeof *lanes * (size_t)nl);
   int32_t *at[WEFT_GRAPH_LANES_MAX];
   uint32_t *w0[WEFT_GRAPH_LANES_MAX];
@@ -157,9 +166,12 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
     weft_free(lanes);
     weft_free(pos);
     weft_free(last);
+    weft_free(named);
     return WEFT_ENOMEM;
   }
-  int32_t need[WEFT_GRAPH_LANES_MAX], stamp[WEFT_GRAPH_LANES_MAX];
+  /* need[q]: the count node i waits for in lane q, from predecessor
+   * by[q] (for stamp[q] == i). */
+  int32_t need[WEFT_GRAPH_LANES_MAX], stamp[WEFT_GRAPH_LANES_MAX], by[WEFT_GRAPH_LANES_MAX];
   uint32_t lane_waits[WEFT_GRAPH_LANES_MAX] = {0};
   for (int q = 0; q < nl; q++)
     stamp[q] = -1;
@@ -178,14 +190,17 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
         stamp[q] = i;
         need[q] = 0;
       }
-      if (pos[pr] + 1 > need[q])
+      if (pos[pr] + 1 > need[q]) {
         need[q] = pos[pr] + 1;
+        by[q] = pr;
+      }
     }
     tw0[i] = nw;
     for (int q = 0; q < nl; q++)
       if (stamp[q] == i && need[q] > last[p * nl + q]) {
         last[p * nl + q] = need[q];
         tmp[nw++] = (weft_gwait){q, need[q]};
+        named[by[q]] = 1;
       }
     lane_waits[p] += nw - tw0[i];
   }
@@ -203,10 +218,21 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
   }
   for (int p = 0; p < nl; p++)
     *w0[p] = cur[p]; /* the lane's wait0[n] */
+  /* Each lane's publish points, in its order: the counts some wait names,
+   * then INT32_MAX (no node is past it). */
+  for (int p = 0; p < nl; p++) {
+    weft_glane *L = &lanes[p];
+    L->pub = pubs;
+    for (int k = 0; k < L->n; k++)
+      if (named[L->node[k]])
+        *pubs++ = k + 1;
+    *pubs++ = INT32_MAX;
+  }
   weft_free(tmp);
   weft_free(tw0);
   weft_free(pos);
   weft_free(last);
+  weft_free(named);
   g->nlanes = nl;
   g->lanes = lanes;
   g->waits = waits;
@@ -214,8 +240,9 @@ static int lay_out(struct weft_graph *g, int n, const int (*edge)[2], size_t ned
   return 0;
 }
 
-int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
-                    const uint32_t *w, int64_t *end)
+/* weft_lanes_plan, with unit as every node's cost when w is NULL. */
+static int plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
+                const uint32_t *w, int64_t unit, int64_t *end)
 {
   int kmax = workers < WEFT_GRAPH_LANES_MAX ? workers : WEFT_GRAPH_LANES_MAX;
   if (kmax < 2 || n < 2)
@@ -237,7 +264,7 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
   ks[nk++] = kmax;
   int64_t best = INT64_MAX;
   for (int j = 0; j < nk; j++) {
-    ends[j] = simulate(n, edge, nedges, ks[j], w, NULL, lane, fin);
+    ends[j] = simulate(n, edge, nedges, ks[j], w, unit, NULL, lane, fin);
     if (ends[j] < best)
       best = ends[j];
   }
@@ -247,14 +274,14 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
       pick = j;
   int64_t one = 0; /* the plan's time in one lane */
   for (int i = 0; i < n; i++)
-    one += cost_of(w, i);
+    one += cost_of(w, unit, i);
   int rc = 0;
   if (ends[pick] * 100 <= one * WEFT_GRAPH_LANES_GAIN_PCT) {
     /* The last count simulated left its plan in lane (the only one, on a
      * pool of 2 or 3): planned again only for another. */
     int32_t *plan = lane;
     if (pick != nk - 1) {
-      simulate(n, edge, nedges, ks[pick], w, NULL, keep, fin);
+      simulate(n, edge, nedges, ks[pick], w, unit, NULL, keep, fin);
       plan = keep;
     }
     if (end)
@@ -264,6 +291,28 @@ int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t ne
   weft_free(lane);
   weft_free(keep);
   weft_free(fin);
+  return rc;
+}
+
+int weft_lanes_plan(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges, int workers,
+                    const uint32_t *w, int64_t *end)
+{
+  return plan(g, n, edge, nedges, workers, w, WEFT_GRAPH_LANE_NODE_NS, end);
+}
+
+int weft_lanes_plan_capture(struct weft_graph *g, int n, const int (*edge)[2], size_t nedges,
+                            int workers)
+{
+  int rc = plan(g, n, edge, nedges, workers, NULL, WEFT_GRAPH_LANE_NODE_NS, NULL);
+  if (rc || g->nlanes)
+    return rc;
+  /* None with short nodes: those of a graph whose parallelism crosses
+   * lanes at every step (a stencil's neighbours, a butterfly's partners)
+   * wait for more than they run. Long ones would not: planned so, the
+   * first launch (which times them) runs in lanes, and the plan from their
+   * measured costs replaces this guess, lanes or none (lanes.h). */
+  rc = plan(g, n, edge, nedges, workers, NULL, WEFT_GRAPH_RELEASE_NS, NULL);
+  g->lane_guess = g->nlanes != 0;
   return rc;
 }
 
@@ -311,7 +360,7 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
   for (int p = 0; p < g->nlanes; p++)
     for (int k = 0; k < g->lanes[p].n; k++)
       lane[g->lanes[p].node[k]] = p;
-  int64_t old_end = simulate(n, edge, g->plan_nedges, g->nlanes ? g->nlanes : 1, w, lane,
+  int64_t old_end = simulate(n, edge, g->plan_nedges, g->nlanes ? g->nlanes : 1, w, 0, lane,
                              scratch, fin);
   weft_free(lane);
   weft_free(scratch);
@@ -325,12 +374,15 @@ void weft_lanes_replan(struct weft_graph *g, int workers)
   g->waits = NULL;
   g->nlanes = 0;
   int64_t new_end = INT64_MAX;
-  if (weft_lanes_plan(g, n, edge, g->plan_nedges, workers, w, &new_end) || g->nlanes < 2 ||
-      new_end * 100 > old_end * WEFT_GRAPH_LANE_REPLAN_PCT) {
+  bool guess = g->lane_guess; /* the plan in place is the capture's guess: it gives way */
+  g->lane_guess = false;
+  if (weft_lanes_plan(g, n, edge, g->plan_nedges, workers, w, &new_end) ||
+      (!guess && (g->nlanes < 2 || new_end * 100 > old_end * WEFT_GRAPH_LANE_REPLAN_PCT))) {
     /* No memory, no lanes with these costs, or not enough better than the
      * plan in place (its lanes keep their vars' chains, which measured
      * noise would scatter): the plan before stays (the launches' own
      * times choose between it and one lane). */
+    g->lane_guess = guess;
     free_plan(g);
     g->lanes = lanes;
     g->lane_store = store;

@@ -38,6 +38,16 @@ static inline int64_t fastest(const struct weft_graph *g)
   return g->lane_best[0] < g->lane_best[1] ? g->lane_best[0] : g->lane_best[1];
 }
 
+/* Whether g's nodes took WEFT_GRAPH_RELEASE_NS or more each, on average,
+ * in the launch that timed them. */
+static bool long_nodes(const struct weft_graph *g)
+{
+  uint64_t sum = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    sum += g->node_ns[i];
+  return sum >= (uint64_t)g->nnodes * WEFT_GRAPH_RELEASE_NS;
+}
+
 bool weft_lanes_choose(struct weft_graph *g)
 {
   unsigned m = g->lane_launches;
@@ -56,6 +66,10 @@ bool weft_lanes_choose(struct weft_graph *g)
                         ? (gap < WEFT_GRAPH_LANE_REPLAN_GAP_MAX ? gap : WEFT_GRAPH_LANE_REPLAN_GAP_MAX)
                         : 0;
     g->replan_wait = g->replan_gap;
+    /* Long nodes with parallelism: released along the edges from the next
+     * launch on (graph.h, released); this one runs in lanes. */
+    if (g->nlanes >= 2 && !g->lane_force && long_nodes(g))
+      g->released = true;
   }
   if (m == 0) {
     /* The period before: its fastest launch, what a launch costs (none yet
@@ -71,6 +85,8 @@ bool weft_lanes_choose(struct weft_graph *g)
   }
   if (!g->nlanes)
     g->lane_now = false;
+  else if (g->released)
+    g->lane_now = true; /* no probe in one lane: it runs one node at a time */
   else if (m < 2 * WEFT_GRAPH_LANE_PROBES)
     g->lane_now = !(m & 1); /* lanes first */
   else {
@@ -99,6 +115,7 @@ void weft_lanes_start(struct weft_graph *g)
     WEFT_ASSERT(atomic_load_explicit(&L->waiters, memory_order_relaxed) == 0);
     atomic_store_explicit(&L->done, 0, memory_order_relaxed);
     L->cursor = 0;
+    L->pub_at = 0;
     for (int q = 0; q < g->nlanes; q++)
       L->seen[q] = 0;
   }
@@ -135,11 +152,11 @@ static void wake(weft_glane *L, int32_t done)
   }
 }
 
-/* L's holder has run done nodes: tells the lanes that wait (every
- * WEFT_GRAPH_LANE_PUBLISH nodes, and before it waits or stops: a store per
- * node would move done's line between the cores at every node of two
- * lanes in step, and the read-modify-write of wake costs a few cycles a
- * node this way). */
+/* L's holder has run done nodes: tells the lanes that wait (right after
+ * each node a wait names, its publish points, and before it waits, stops,
+ * yields or ends; never after a node nobody waits for: a store per node
+ * would move done's line between the cores at every node of two lanes in
+ * step, for nothing). */
 static inline void publish(weft_glane *L, int32_t done)
 {
   /* release: the nodes' writes, to the lanes that wait for them (their
@@ -228,11 +245,13 @@ static int lane_task(void *arg)
   uint32_t *node_ns = g->lane_measure ? g->node_ns : NULL; /* this launch times its nodes */
   int32_t k = L->cursor;
   uint32_t wi = L->wait0[k];
+  const int32_t *pub = L->pub + L->pub_at; /* the next publish point: > k */
   for (int since = 0; k < n; k++) {
     for (uint32_t we = L->wait0[k + 1]; wi < we; wi++) {
       weft_gwait w = waits[wi];
       if (seen[w.lane] < w.done) {
         L->cursor = k;
+        L->pub_at = (int32_t)(pub - L->pub);
         if (!wait_lane(L, w.lane, w.done, plain))
           return 0;
       }
@@ -253,21 +272,24 @@ static int lane_task(void *arg)
     }
     if (node_ns)
       node_ns[node[k]] = weft_lanes_elapsed(t0);
-    if (++since % WEFT_GRAPH_LANE_PUBLISH)
+    if (k + 1 == *pub) { /* another lane waits for this node: at once */
+      pub++;
+      publish(L, k + 1);
+    }
+    if (++since < WEFT_KEEP_RUN_MAX)
       continue;
-    publish(L, k + 1);
-    if (since == WEFT_KEEP_RUN_MAX) {
-      since = 0;
-      if (k + 1 < n && weft_pool_yield_due(pool)) {
-        /* Behind the work that waits for this worker; its waiters first. */
-        L->cursor = k + 1;
-        /* relaxed: a hint (graph.h); its waiters were woken just above */
-        atomic_store_explicit(&L->running, WEFT_LANE_QUEUED, memory_order_relaxed);
-        if (weft_pool_submit_embedded_last(pool, &L->task) == 0)
-          return 0;
-        /* relaxed: a hint (graph.h) */
-        atomic_store_explicit(&L->running, WEFT_LANE_RUNNING, memory_order_relaxed);
-      }
+    since = 0;
+    if (k + 1 < n && weft_pool_yield_due(pool)) {
+      /* Behind the work that waits for this worker; its waiters first. */
+      publish(L, k + 1);
+      L->cursor = k + 1;
+      L->pub_at = (int32_t)(pub - L->pub);
+      /* relaxed: a hint (graph.h); its waiters were woken just above */
+      atomic_store_explicit(&L->running, WEFT_LANE_QUEUED, memory_order_relaxed);
+      if (weft_pool_submit_embedded_last(pool, &L->task) == 0)
+        return 0;
+      /* relaxed: a hint (graph.h) */
+      atomic_store_explicit(&L->running, WEFT_LANE_RUNNING, memory_order_relaxed);
     }
   }
   /* relaxed: a hint (graph.h) */

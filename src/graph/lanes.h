@@ -12,10 +12,17 @@
  * its need, its bit in q's waiters, and looks at q's done once more; if
  * that still falls short it returns, and its run is q's to give back
  * (if it got there, the lane clears its bit and queues itself, as a waker
- * would). A holder publishes done every WEFT_GRAPH_LANE_PUBLISH nodes, and
- * before it spins, stops, yields or ends, and each time reads its own
- * waiters with a read-modify-write: every lane whose need its done meets
- * gets its bit cleared and its task queued by the one that cleared it. Of
+ * would). A holder publishes done right after each node that some wait of
+ * another lane names (its publish points, from the plan), and before it
+ * spins, stops, yields or ends, and each time reads its own waiters with a
+ * read-modify-write: every lane whose need its done meets gets its bit
+ * cleared and its task queued by the one that cleared it. So a lane never
+ * waits for a node that has run: a count published only every so many
+ * nodes made two lanes with edges both ways (a stencil's neighbours, a
+ * butterfly's partners) take turns, each running until it had to wait
+ * itself, while the other waited for a node run long before, and a lane
+ * that stopped was queued only when its waker stopped too, on the waker's
+ * worker, which then ran it: both lanes on one worker. Of
  * a stopping lane's fetch_or and its waker's read-modify-write, the later
  * sees the other's bit or done, so no stop is left without its wake. From
  * its fetch_or to its last look, a stopping lane holds the launch open
@@ -48,8 +55,11 @@
  * lanes again with those costs (weft_lanes_replan). A graph with lanes
  * tries both ways in turn in the first 2 x WEFT_GRAPH_LANE_PROBES launches
  * of the period, and runs the rest the way whose fastest launch was
- * faster; one without runs in one lane. A node's run order and memory
- * stay the same either way. */
+ * faster; one without runs in one lane. A graph whose timed nodes took
+ * WEFT_GRAPH_RELEASE_NS each or more, on average, and whose plan from
+ * those costs has lanes, runs this launch in lanes and is released along
+ * its edges from the next on (graph.h, released). A node's run order and
+ * memory stay the same either way. */
 bool weft_lanes_choose(struct weft_graph *g);
 /* ns since t0 (weft_now_ns), as a node's time (lanes.c, and the one
  * sweeper's in run.c, in a launch that times its nodes). */

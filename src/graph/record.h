@@ -64,7 +64,11 @@ static inline void weft_rec_set(weft_capture_rec *r, const weft_op_desc *d, size
  *
  * at_launch: the build is a launch's, the first since the graph changed
  * (graph_api.c), which may be its only one: what pays only over later
- * launches is left to the next one (weft_graph.lean). */
+ * launches is left to the next one (weft_graph.lean).
+ *
+ * released: the graph's nodes were timed long (weft_graph.released): on a
+ * pool of several workers they are released along the edges, never run in
+ * order. */
 typedef struct weft_recording {
   weft_engine *eng;
   const weft_capture_rec *recs;
@@ -75,6 +79,7 @@ typedef struct weft_recording {
   size_t nxedges;
   const int32_t *order;
   bool at_launch;
+  bool released;
 } weft_recording;
 
 /* The record at build index i of c. */

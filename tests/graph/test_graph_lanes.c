@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A graph run in lanes (src/graph/lanes.h): the capture's plan and the
- * plan again with measured costs (checked through the graph's internals),
+ * A graph run in lanes (src/graph/lanes.h): the capture's plan (and its
+ * guess for long nodes) and the plan again with measured costs (checked
+ * through the graph's internals),
  * and what users see: every edge kept in
  * every launch, whichever way a launch runs (the first launches try lanes
  * and one lane in turn), with lanes that stop and wake each other (ops
@@ -441,6 +442,63 @@ Test(graph_lanes, dear_replans_are_spaced_out, .init = setup, .timeout = TU_TIME
     cr_assert_eq(atomic_load(&runs[i]), launches, "op %d ran %d times in %d launches", i,
                  atomic_load(&runs[i]), launches);
   cr_assert_eq(weft_graph_destroy(g), 0);
+  cr_assert_eq(te_free(&t), 0);
+  tu_assert_no_errors();
+}
+
+/* A 1-D stencil, 8 ops a step (each reads its neighbours' last values,
+ * double-buffered), 2 workers: with nodes of 10 ns its lanes would wait
+ * for more than they run, so equal costs find none, but the capture's
+ * guess with long nodes does (lane_plan.h: its first launch runs in
+ * them); the first plan from measured costs replaces the guess, lanes or
+ * none, where a plan it does not beat by enough would stay. */
+static weft_graph *capture_stencil(te *t, weft_var *v[2][8], atomic_int *runs)
+{
+  cr_assert_eq(weft_graph_begin_capture(t->eng), 0);
+  for (int s = 0; s < 20; s++)
+    for (int i = 0; i < 8; i++) {
+      weft_var *r[3];
+      size_t nr = 0;
+      for (int j = i - 1; s > 0 && j <= i + 1; j++)
+        if (j >= 0 && j < 8)
+          r[nr++] = v[(s + 1) % 2][j];
+      cr_assert_eq(te_push(t->eng, te_count_fn, &runs[s * 8 + i], r, nr, TE_V(v[s % 2][i]), 0),
+                   0);
+    }
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(t->eng, &g), 0);
+  return g;
+}
+
+Test(graph_lanes, the_capture_guesses_lanes_for_long_nodes, .init = setup,
+     .timeout = TU_TIMEOUT(60))
+{
+  te t = te_new("threaded", 2, 0);
+  static atomic_int runs[160];
+  weft_var *v[2][8];
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 8; i++)
+      v[b][i] = te_var(t.eng);
+  for (int k = 0; k < 2; k++) { /* measured short, then long */
+    weft_graph *g = capture_stencil(&t, v, runs);
+    cr_assert(weft_lanes_able(g) && g->node_ns);
+    cr_assert_eq(g->nlanes, 2, "the capture's guess: %d lanes", g->nlanes);
+    cr_assert(g->lane_guess);
+    for (int i = 0; i < g->nnodes; i++)
+      g->node_ns[i] = k ? 30000 : 10;
+    weft_lanes_replan(g, 2);
+    cr_assert_not(g->lane_guess);
+    if (k)
+      cr_assert_eq(g->nlanes, 2, "measured long: %d lanes", g->nlanes);
+    else
+      cr_assert_eq(g->nlanes, 0, "measured short, the guess stayed: %d lanes", g->nlanes);
+    cr_assert_eq(weft_graph_launch(g), 0);
+    cr_assert_eq(weft_wait_all(t.eng), 0);
+    cr_assert_eq(weft_graph_destroy(g), 0);
+  }
+  for (int i = 0; i < 160; i++)
+    cr_assert_eq(atomic_load(&runs[i]), 2, "op %d ran %d times in 2 launches", i,
+                 atomic_load(&runs[i]));
   cr_assert_eq(te_free(&t), 0);
   tu_assert_no_errors();
 }

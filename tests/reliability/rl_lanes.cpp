@@ -2,7 +2,8 @@
 /*
  * relacy harness: a graph run in lanes (src/graph/lanes.h, lanes.c): each
  * lane's sweeper runs its nodes in order, each after its waits for other
- * lanes' done counts; it publishes its own done every PUBLISH nodes and
+ * lanes' done counts; it publishes its own done right after each node a
+ * wait of the other lane names (its publish points, lane_plan.c) and
  * before it spins, each time reading its own waiters with a
  * read-modify-write and queuing each lane whose bit it clears; a wait
  * unmet after the spin stops the lane: its need, one more count on the
@@ -15,10 +16,10 @@
  * The graph: six nodes in capture order, a zigzag chain across two lanes
  * (0 -> 1 -> 2 -> 3 -> 4 -> 5; lane 0 runs 0, 2, 4 and lane 1 runs 1, 3,
  * 5), so every node but the first waits for the other lane, and the lanes
- * stop and wake each other. PUBLISH is 2: a lane publishes after its
- * second node, or before it spins, or at its end. Two workers run the
- * queued sweepers from a shared stack under a spinlock (the pool's
- * hand-off); they stop once nothing is queued or running.
+ * stop and wake each other. Every node but the last is a publish point: a
+ * lane publishes after each, or before it spins, or at its end. Two
+ * workers run the queued sweepers from a shared stack under a spinlock
+ * (the pool's hand-off); they stop once nothing is queued or running.
  *
  * Mutants (`rl_lanes n` runs mutant n, as mutants.sh does; each must be caught):
  *   1  a lane that publishes (before it stops, at its end) reads its
@@ -47,12 +48,21 @@ namespace {
 constexpr int N = 6;     /* nodes */
 constexpr int LANES = 2;
 constexpr int PER = 3;   /* nodes a lane */
-constexpr int PUBLISH = 2;
 constexpr int SPINS = 1; /* looks at done before a lane stops */
 
 /* lane p's k-th node is node 2k + p; it waits for lane 1 - p to have run
  * wait_done[p][k] nodes (0: no wait). */
 const int wait_done[LANES][PER] = {{0, 1, 2}, {1, 2, 3}};
+
+/* Whether lane p publishes right after its k-th node: a wait of the other
+ * lane names it (lane_plan.c's publish points). */
+bool publish_point(int p, int k)
+{
+  for (int j = 0; j < PER; j++)
+    if (wait_done[1 - p][j] == k + 1)
+      return true;
+  return false;
+}
 
 struct lanes_test : rl::test_suite<lanes_test, 2> {
   struct lane {
@@ -174,7 +184,7 @@ struct lanes_test : rl::test_suite<lanes_test, 2> {
           return;
       }
       run_node(2 * k + p);
-      if ((k + 1) % PUBLISH == 0)
+      if (publish_point(p, k))
         publish(p, k + 1);
     }
     publish(p, PER);
