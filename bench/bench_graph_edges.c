@@ -52,6 +52,8 @@
 #include <time.h>
 
 #include "harness.h"
+#define BENCH_PROG "bench_graph_edges"
+#include "check.h"
 #include "weft/weft.h"
 
 static int64_t now_ns(void)
@@ -79,19 +81,6 @@ static int64_t cpu_ns(void)
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-
-static void fail(const char *what, int rc)
-{
-  fprintf(stderr, "bench_graph_edges: %s: %s\n", what, weft_strerror(rc));
-  exit(1);
-}
-
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    int rc_ = (call);                                                                      \
-    if (rc_)                                                                               \
-      fail(#call, rc_);                                                                    \
-  } while (0)
 
 static int empty_fn(const weft_run_ctx *rc, void *arg)
 {

@@ -38,27 +38,9 @@
 #include <string.h>
 #include <time.h>
 
+#define BENCH_PROG "bench_graph_stencil"
+#include "check.h"
 #include "weft/weft.h"
-
-static int64_t now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void fail(const char *what, int rc)
-{
-  fprintf(stderr, "bench_graph_stencil: %s: %s\n", what, weft_strerror(rc));
-  exit(1);
-}
-
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    int rc_ = (call);                                                                      \
-    if (rc_)                                                                               \
-      fail(#call, rc_);                                                                    \
-  } while (0)
 
 enum { MAXK = 8 };
 
@@ -255,7 +237,7 @@ int main(int argc, char **argv)
     for (int r = -1; r < reps; r++) /* -1: each mode warmed up once */
       for (int m = 0; m < M_MODES; m++) {
         reset(&s);
-        int64_t t0 = now_ns();
+        int64_t t0 = bench_mono_ns();
         if (m == M_SERIAL) {
           for (int st = 0; st < s.steps; st++)
             for (int i = 0; i < s.width; i++)
@@ -267,7 +249,7 @@ int main(int argc, char **argv)
             CHECK(weft_graph_launch(g));
           CHECK(weft_wait_all(eng));
         }
-        int64_t dt = now_ns() - t0;
+        int64_t dt = bench_mono_ns() - t0;
         if (memcmp(s.buf[(s.steps - 1) % 2], ref, sizeof(double) * n)) {
           fprintf(stderr, "bench_graph_stencil: %s at %d threads: a wrong result\n",
                   mode_names[m], threads);

@@ -164,6 +164,20 @@ static void push_all(weft_engine *e, sim *s, cell *cells, weft_var *v[2][MAXW])
  * overlapped enough ops to judge by (or a bound on the rounds): at least
  * min_rounds of each. *push and *replay: the ops that overlapped another
  * in each; returns the ops each ran. */
+/* The vars of s's shape (double-buffered) in v, and its operators captured
+ * into a graph. */
+static weft_graph *capture_stencil(weft_engine *e, sim *s, cell *cells, weft_var *v[2][MAXW])
+{
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < s->sh->width; i++)
+      v[b][i] = te_var(e);
+  cr_assert_eq(weft_graph_begin_capture(e), 0);
+  push_all(e, s, cells, v);
+  weft_graph *g = NULL;
+  cr_assert_eq(weft_graph_end_capture(e, &g), 0);
+  return g;
+}
+
 static long push_against_replay(const shape *sh, long *push, long *replay)
 {
   te t = te_new("threaded", 2, 0);
@@ -174,13 +188,7 @@ static long push_against_replay(const shape *sh, long *push, long *replay)
   s.steps = NOPS / sh->width;
   s.count = true;
   weft_var *v[2][MAXW];
-  for (int b = 0; b < 2; b++)
-    for (int i = 0; i < sh->width; i++)
-      v[b][i] = te_var(t.eng);
-  cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
-  push_all(t.eng, &s, cells, v);
-  weft_graph *g = NULL;
-  cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+  weft_graph *g = capture_stencil(t.eng, &s, cells, v);
   const long enough = NOPS / 4; /* overlapped push ops */
   const int min_rounds = 6, max_rounds = 60;
   long ran[2] = {0, 0}, over[2] = {0, 0};
@@ -247,13 +255,7 @@ Test(graph_replay_parallel, a_lane_never_waits_for_an_op_that_has_run, .init = s
     s.steps = NOPS / sh->width;
     s.done_round = done_round;
     weft_var *v[2][MAXW];
-    for (int b = 0; b < 2; b++)
-      for (int i = 0; i < sh->width; i++)
-        v[b][i] = te_var(t.eng);
-    cr_assert_eq(weft_graph_begin_capture(t.eng), 0);
-    push_all(t.eng, &s, cells, v);
-    weft_graph *g = NULL;
-    cr_assert_eq(weft_graph_end_capture(t.eng, &g), 0);
+    weft_graph *g = capture_stencil(t.eng, &s, cells, v);
     /* The lanes of ops of OP_NS (those of the capture's plan, unless
      * these pay much more: lane_plan.h), every launch in them. */
     for (int i = 0; i < g->nnodes; i++)
