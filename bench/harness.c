@@ -196,6 +196,23 @@ double *bench_reduce_alloc(void) {
   }
   for (size_t i = 0; i < BENCH_REDUCE_N; i++)
     x[i] = (double)(i % 1024);
+  /* The 80 MB of inputs can fit in a large last-level cache (hundreds of
+   * MiB on some servers, shared with other programs): then each pass over
+   * them keeps more of them cached and runs faster, 2x from the first pass
+   * to the tenth on a 2-core VM with 480 MiB of L3, serial code alone, and
+   * a short idle lets other programs evict them again. Every runtime's
+   * repetitions start from the same state: passes until three in a row
+   * come no closer than 3% under the best before them (at most 40). */
+  double best = 0;
+  for (int pass = 0, flat = 0; pass < 40 && flat < 3; pass++) {
+    uint64_t t0 = bench_now_ns();
+    volatile double sink = bench_reduce_range(x, 0, BENCH_REDUCE_N);
+    (void)sink;
+    double t = (double)(bench_now_ns() - t0);
+    flat = pass > 0 && t >= 0.97 * best ? flat + 1 : 0;
+    if (pass == 0 || t < best)
+      best = t;
+  }
   return x;
 }
 

@@ -182,7 +182,9 @@ size_t bench_fine_check(const uint32_t *out, uint32_t seed);
  * harness.c, as bench_fine_range: the same machine code for every runtime). */
 double bench_reduce_range(const double *x, size_t begin, size_t end);
 
-/* The BENCH_REDUCE_N inputs, every page touched. Never NULL (exits on failure). */
+/* The BENCH_REDUCE_N inputs, every page touched, then read in passes until
+ * a pass's time settles (harness.c: the cache's state is the same for every
+ * runtime). Never NULL (exits on failure). */
 double *bench_reduce_alloc(void);
 /* Their exact sum. */
 double bench_reduce_expected(void);
