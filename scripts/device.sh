@@ -19,7 +19,7 @@
 #       and the CUDA math libraries (ldd, with the bundle's LD_LIBRARY_PATH);
 #       exit 1 and the culprit if not.
 #   scripts/device.sh run [BUNDLE] [ARGS]   there: the check, then
-#       bench/run.py --builddir BUNDLE ARGS (the tree's own run.py, which the
+#       bench/engine/run.py --builddir BUNDLE ARGS (the tree's own run.py, which the
 #       GPU machine's copy of the working tree has; default: the dependency
 #       lists and the pipeline at 1, 2, 4, 8 and 16 threads, 3 runs a cell,
 #       weft, oneTBB, libgomp and libomp), with bench_xfer's line-move cost
@@ -34,12 +34,12 @@
 #       fanout; the same runtimes), XNNPACK over the stock libpthreadpool and over weft's
 #       drop-in at 1-16 threads, tiled Cholesky N 8192 b 256, double, 1 and
 #       16 threads, against the same peers and OpenBLAS's dpotrf, then the
-#       MPI section: bench/run_mpi.py's distributed Cholesky, N 8192 b 512,
+#       MPI section: bench/mpi/run.py's distributed Cholesky, N 8192 b 512,
 #       4 ranks x 4 threads and 1 x 16, weft_mpi against StarPU-MPI, and the
 #       ping-pong at 2 ranks (a core each, or unbound: whichever bare MPI is
 #       the faster in), on the bundle's Open MPI (relocated: OPAL_PREFIX).
 #       Every peer at its best: each table's footer says how each ran
-#       (bench/peers.py). One report on stdout.
+#       (bench/harness/peers.py). One report on stdout.
 #       --dry: every section once, small, at 1 thread (the MPI section: 2
 #       ranks of 1 thread; a check here: 58 s on the 2-vCPU VM). --only
 #       S[,S] (sweep, shapes, xnnpack, cholesky, mpi): those sections alone, e.g. to
@@ -67,7 +67,7 @@
 #       launch that waits behind a running kernel shows as a gap between
 #       the two, or as a failure); the CUDA examples, gpu_cuda_streams and
 #       cholesky_gpu (15 s each); bench_gpu, full (240 s);
-#       bench/run_cholesky_gpu.py (what is left, at most 120 s). One report
+#       bench/cholesky/run_gpu.py (what is left, at most 120 s). One report
 #       at the end; exit 1 if a step failed or timed out. A CUDA program
 #       that skips itself (exit 77) is a failure where a GPU is present (a
 #       GPU CUDA cannot use: a driver too old for the runtime, CUDA 13
@@ -75,7 +75,7 @@
 #       found), "skipped: no GPU" elsewhere. A program the bundle lacks is
 #       reported "not in the bundle: not built".
 #       --dry: here, without a GPU: every step once, small (bench_gpu
-#       --quick, run_cholesky_gpu.py --quick when it takes it); the CUDA
+#       --quick, cholesky/run_gpu.py --quick when it takes it); the CUDA
 #       programs exit 77, reported "skipped: no GPU". --log FILE: the whole
 #       output also goes to FILE (the report is its tail).
 #
@@ -119,7 +119,7 @@ cuda_math_default=(libcublas.so.13 libcublasLt.so.13 libcusolver.so.12 libcuspar
 bins=(bench_weft bench_tbb bench_gomp bench_omp_clang bench_serial bench_xfer bench_skeleton
   bench_cholesky_gomp bench_cholesky_omp_clang bench_cholesky_tbb bench_xnnpack
   bench_mpi_pingpong bench_gpu)
-# weft's pthreadpool drop-in, beside bench_xnnpack (run_pthreadpool.py finds it here)
+# weft's pthreadpool drop-in, beside bench_xnnpack (pthreadpool/run.py finds it here)
 dropin=src/compat/pthreadpool/libpthreadpool.so.0
 # the Open MPI plugins left out of the bundle: those that load these (see above)
 ompi_skip_re='liboshmem|libucp|libucs|libuct|libucm|libfabric|libibverbs|librdmacm|libpsm|libinfinipath'
@@ -205,7 +205,7 @@ mpi_section() {
       export OMPI_MCA_mca_base_param_files="$root/ompi/etc/openmpi-mca-params.conf"
     export STARPU_HOME="${STARPU_HOME:-$root/starpu-home}" # its calibration files
     echo "mpirun: $(command -v mpirun), $(mpirun --version 2>&1 | head -1)"
-    python3 bench/run_mpi.py --builddir "$bundle" "${sp[@]}" "${mpi[@]}"
+    python3 bench/mpi/run.py --builddir "$bundle" "${sp[@]}" "${mpi[@]}"
   ) || echo "== MPI: exit $?"
 }
 
@@ -462,11 +462,11 @@ gpu_main() {
   else
     run_bin "bench_gpu" 240 bench/bench_gpu
   fi
-  chol=(python3 -u bench/run_cholesky_gpu.py --builddir "$bundle")
-  if [ ! -f bench/run_cholesky_gpu.py ]; then
-    gpu_note "run_cholesky_gpu.py" "not in the tree: not merged"
+  chol=(python3 -u bench/cholesky/run_gpu.py --builddir "$bundle")
+  if [ ! -f bench/cholesky/run_gpu.py ]; then
+    gpu_note "cholesky/run_gpu.py" "not in the tree: not merged"
   elif [ ! -x "$bundle/examples/cholesky_gpu" ]; then
-    gpu_note "run_cholesky_gpu.py" "not run: examples/cholesky_gpu not in the bundle"
+    gpu_note "cholesky/run_gpu.py" "not run: examples/cholesky_gpu not in the bundle"
   else
     # its row budget within the step's 120 s; --dry: small, on emulated devices
     if [ -n "$dry" ]; then
@@ -474,7 +474,7 @@ gpu_main() {
     else
       chol+=(--budget 100)
     fi
-    gpu_step "run_cholesky_gpu.py${dry:+ (small)}" 120 "${chol[@]}"
+    gpu_step "cholesky/run_gpu.py${dry:+ (small)}" 120 "${chol[@]}"
   fi
   echo
   echo "== device.sh gpu${dry:+ $dry}: report (built from $(cat "$bundle/commit"), $SECONDS s)"
@@ -559,7 +559,7 @@ run)
   [ $# -gt 0 ] || set -- --only chain,indep,dag,wave,pipeline --threads 1,2,4,8,16 --reps 3 \
     --rt weft,tbb,gomp,omp_clang
   export LD_LIBRARY_PATH="$(realpath "$bundle")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  python3 bench/run.py --builddir "$bundle" "$@"
+  python3 bench/engine/run.py --builddir "$bundle" "$@"
   ;;
 cpu)
   dry= only=sweep,shapes,xnnpack,cholesky,mpi
@@ -587,18 +587,18 @@ cpu)
   fi
   if section sweep; then
     echo "== the sweep: engine and pool, 1-16 threads"
-    python3 bench/run.py --builddir "$bundle" --only chain,indep,dag,wave,pipeline,fib,pfor_fine,pfor_imb \
+    python3 bench/engine/run.py --builddir "$bundle" --only chain,indep,dag,wave,pipeline,fib,pfor_fine,pfor_imb \
       --rt weft,tbb,gomp,omp_clang "${sweep[@]}" || echo "== the sweep: exit $?"
   fi
   if section shapes; then
     echo "== Taskflow's graph shapes and fanout, 1-16 threads"
-    python3 bench/run.py --builddir "$bundle" --only graph_dag,graph_grid,graph_tree,fanout \
+    python3 bench/engine/run.py --builddir "$bundle" --only graph_dag,graph_grid,graph_tree,fanout \
       --rt weft,tbb,gomp,omp_clang "${sweep[@]}" || echo "== the shapes: exit $?"
   fi
   if section xnnpack; then
     echo "== XNNPACK over the stock libpthreadpool and over weft's drop-in"
     if [ -x "$bundle/bench/bench_xnnpack" ] && [ -e "$bundle/$dropin" ]; then
-      python3 bench/run_pthreadpool.py --builddir "$bundle" --stock-libdir "$bundle/lib" "${xnn[@]}" ||
+      python3 bench/pthreadpool/run.py --builddir "$bundle" --stock-libdir "$bundle/lib" "${xnn[@]}" ||
         echo "== XNNPACK: exit $?"
     else
       echo "no bench_xnnpack or drop-in in the bundle (libxnnpack-dev was not found at pack time)"
@@ -607,7 +607,7 @@ cpu)
   if section cholesky; then
     echo "== tiled Cholesky"
     if [ -x "$bundle/examples/cholesky" ]; then
-      python3 bench/run_cholesky.py --builddir "$bundle" --prec double "${chol[@]}" ||
+      python3 bench/cholesky/run.py --builddir "$bundle" --prec double "${chol[@]}" ||
         echo "== tiled Cholesky: exit $?"
     else
       echo "no examples/cholesky in the bundle (OpenBLAS was not found at pack time)"

@@ -54,7 +54,7 @@
  * every POTRF's devInfo (info) is read back after the run and must be 0.
  *
  * Prints one line of figures and checks, then one JSON line (the bench
- * driver's: bench/run_cholesky_gpu.py). GFLOP/s count n^3/3. Exit status 0
+ * driver's: bench/cholesky/run_gpu.py). GFLOP/s count n^3/3. Exit status 0
  * when every check passed, 1 when one failed (not SPD included, without
  * --not-spd), 2 on bad arguments or setup failure, 77 without a CUDA device
  * (checked before anything else touches CUDA).

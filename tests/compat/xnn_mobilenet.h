@@ -3,7 +3,7 @@
  * xnn_mobilenet.h: a MobileNet v1 (1.0, 224x224x3, NHWC fp32) built with
  * XNNPACK's subgraph API, with random weights; shared by the pthreadpool
  * compat test (tests/compat/xnn_mobilenet.c) and the XNNPACK bench
- * (bench/bench_xnnpack.c). Header of static inline functions only: include
+ * (bench/pthreadpool/bench_xnnpack.c). Header of static inline functions only: include
  * it once per program, after defining _GNU_SOURCE (for dladdr).
  *
  * Written against Debian 12's XNNPACK (0.0~git20220216) and pthreadpool

@@ -11,8 +11,8 @@ Trials.footer prints, under the table, each peer's configurations, the
 winner of every row with the trial figures, and one shell command that
 reruns one cell by hand.
 
-Used by bench/run.py, run_cholesky.py, run_mpi.py and run_pthreadpool.py;
-the configurations of a kind of peer (OpenMP's binding, StarPU's scheduler)
+Used by the runners bench/engine/run.py, bench/cholesky/run.py,
+bench/mpi/run.py and bench/pthreadpool/run.py; the configurations of a kind of peer (OpenMP's binding, StarPU's scheduler)
 are made here so that every table tries the same ones.
 """
 

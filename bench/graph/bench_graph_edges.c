@@ -7,7 +7,7 @@
  *   bench_graph_edges [--threads N[,N...]] [--reps R] [--shape S[,S...]] [--mode M[,M...]]
  *                     [--alone] [--phases]
  *
- * Shapes, the harness's graph_dag, graph_grid and graph_tree (bench/harness.h:
+ * Shapes, the harness's graph_dag, graph_grid and graph_tree (bench/harness/harness.h:
  * the graphs the peers' rows run, from the same seed); the operators are
  * empty fns here: what is measured is the scheduling:
  *   layered  a random layered DAG of 65,536 nodes, 256 layers of 256, each
@@ -109,7 +109,7 @@ static void shape_alloc(shape *s, int n, size_t maxedges)
   }
 }
 
-/* One of the harness's graph shapes (bench/harness.h: the same graphs the
+/* One of the harness's graph shapes (bench/harness/harness.h: the same graphs the
  * peers' rows run, from the same seed), as a shape: its nodes are in a
  * topological order already (layer by layer, row by row, parents first). */
 static shape from_harness(const char *workload, const char *name)

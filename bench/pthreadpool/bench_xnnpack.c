@@ -41,7 +41,7 @@
  *
  * Build (Debian 12: libxnnpack-dev, libpthreadpool-dev):
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Itests/compat \
- *       bench/bench_xnnpack.c -o bench_xnnpack \
+ *       bench/pthreadpool/bench_xnnpack.c -o bench_xnnpack \
  *       -lXNNPACK -lpthreadpool -lm -ldl
  */
 #ifndef _GNU_SOURCE

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Tiled Cholesky across MPI ranks: weft_mpi against StarPU-MPI, one table.
 
-    python3 bench/run_mpi.py --builddir build-mpi [--quick]
+    python3 bench/mpi/run.py --builddir build-mpi [--quick]
 
 Same matrix order N and tile size b, single precision, T workers and one
 BLAS thread per rank (OPENBLAS_NUM_THREADS=1: the runtimes run the calls),
@@ -16,7 +16,7 @@ R ranks on this machine, for each layout RxT (--layout RxT[,RxT]; default
               --starpu PATH overrides), -size N -nblocks N/b, STARPU_NCPU=T
               (it computes in single precision: sgemm, ssyrk, strsm, spotrf),
               in its best configuration for the row (below)
-StarPU-MPI at its best (bench/peers.py): StarPU 1.3 pins each
+StarPU-MPI at its best (bench/harness/peers.py): StarPU 1.3 pins each
 rank's workers from core 0 up whatever mpirun did, so by default every
 rank's workers share the same cores. Each row first tries, one launch each,
 the bindings
@@ -71,6 +71,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+# peers.py and runutil.py, the runners' shared code, are in bench/harness/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 
 from peers import (STARPU_SCHEDS, Config, Trials, physical_cores, shell, starpu_sched_configs,
                    usable_cpus)

@@ -80,7 +80,7 @@
  */
 #include "bench_gpu_shared.h"
 /* whether a GPU is present without CUDA (shared with the CUDA suites) */
-#include "../tests/gpu/gpu_present.h"
+#include "../../tests/gpu/gpu_present.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""What bench/run_pthreadpool.py and bench/run_cholesky.py share: their
+"""What bench/pthreadpool/run.py and bench/cholesky/run.py share: their
 aligned plain-text table, and their entry point (a failed run, an
 executable's failed check or a timeout, is one line and exit status 1)."""
 

@@ -4,7 +4,7 @@
  * include/weft/weft.hpp, written as a C++ user writes them: lambdas,
  * weft::pool, weft::group, pool.parallel_for, engine.push(lambda,
  * weft::reads{...}, weft::writes{...}), engine.capture(...) + launch. The
- * runtime is "weft++"; bench/run.py puts its rows beside bench_weft's (the
+ * runtime is "weft++"; bench/engine/run.py puts its rows beside bench_weft's (the
  * C API) with the ratio C++ / C.
  *
  *   bench_weftxx --workload W --threads N --reps R [--quick]

@@ -5,8 +5,8 @@
 Build, then run (from the repository root):
 
     meson setup build-bench -Dtests=disabled && ninja -C build-bench
-    python3 bench/run.py --quick --builddir build-bench    # ~4.5 min on 2 cores
-    python3 bench/run.py --builddir build-bench            # full: ~7.5 min, plus the trials
+    python3 bench/engine/run.py --quick --builddir build-bench    # ~4.5 min on 2 cores
+    python3 bench/engine/run.py --builddir build-bench            # full: ~7.5 min, plus the trials
 
 Options:
     --quick            5 repetitions of the pool workloads, 3 of the op lists
@@ -39,14 +39,14 @@ Options:
                        weft++/weft's [min-max] is then over the K rounds (the
                        ratio of each round's two medians)
 
-Executables (bench/meson.build): bench_weft, bench_weftxx (weft++), bench_tbb,
+Executables (bench/engine/meson.build): bench_weft, bench_weftxx (weft++), bench_tbb,
 bench_gomp, bench_omp_clang, bench_starpu (op lists only), bench_serial, all
 taking
     --workload W --threads N --reps R [--quick]
-and printing one JSON object per line and metric (bench/harness.h):
+and printing one JSON object per line and metric (bench/harness/harness.h):
     {"rt":"weft","workload":"fib","threads":2,"unit":"ms","samples":[...],"check":"ok"}
 
-The op-list workloads (bench/harness.h, "op lists"): chain (100k ops on one
+The op-list workloads (bench/harness/harness.h, "op lists"): chain (100k ops on one
 var), indep (1M ops, op i writes var i mod 1024), dag (200k ops over 256 vars,
 each writes one and reads 0-2 others), wave (a 512x512 grid, cell (i,j) reads
 (i-1,j) and (i,j-1), row by row); --quick: 20k, 200k, 50k, 256x256. Every
@@ -71,7 +71,7 @@ pfor_imb the ratio to the perfect split (serial time / threads, serial measured
 in this run), for the op lists weft's driver-mode figure, main/driver and
 2T/1T (replay rows: weft's fresh push from main and fresh/replay), and the
 target set for weft with yes/NO.
-Every peer at its best (bench/peers.py): weft runs with its
+Every peer at its best (bench/harness/peers.py): weft runs with its
 defaults (WEFT_AFFINITY unset: its workers are not pinned). For each
 workload and thread count, gomp and omp_clang are tried once (--reps 1)
 unbound (OMP_PROC_BIND unset), with OMP_PROC_BIND=close and, with fewer
@@ -82,7 +82,7 @@ to the threads). The footer under the table names each cell's winner with
 the trial figures and gives a command that reruns a cell by hand; --json
 keeps the trials too ("trials", "trial_runs").
 
-Graph shapes (bench/harness.h, "graph shapes"; Taskflow's CPU benchmarks
+Graph shapes (bench/harness/harness.h, "graph shapes"; Taskflow's CPU benchmarks
 where its peers compete): graph_dag (a random layered DAG of 65,536 nodes,
 ~0.7 us of work a node), graph_grid (a 256x256 wavefront of empty blocks),
 graph_tree (a binary tree of 2^18 empty nodes), each node computing its
@@ -136,10 +136,13 @@ import subprocess
 import sys
 import time
 
+# peers.py and runutil.py, the runners' shared code, are in bench/harness/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+
 from peers import Config, Trials, omp_configs, shell, starpu_sched_configs
 
 DEP_WORKLOADS = ["chain", "indep", "dag", "wave"]
-# Taskflow's CPU benchmark shapes (bench/harness.h, "graph shapes"): a graph
+# Taskflow's CPU benchmark shapes (bench/harness/harness.h, "graph shapes"): a graph
 # with explicit edges built and run once ("<shape>") and run again
 # ("<shape>_relaunch", the runtimes in RELAUNCH_RTS)
 GRAPH_WORKLOADS = ["graph_dag", "graph_grid", "graph_tree"]
@@ -219,7 +222,7 @@ ENABLE = {
 }
 
 
-# Every peer at its best (bench/peers.py). weft runs with its
+# Every peer at its best (bench/harness/peers.py). weft runs with its
 # defaults (WEFT_AFFINITY unset: workers not pinned; WEFT_SPIN_COUNT built in).
 PEER_NOTES = {
     "weft": "its defaults: WEFT_AFFINITY unset (workers not pinned), one configuration",
@@ -257,10 +260,10 @@ def emits(rt, metric):
     return metric not in REPLAY_METRICS or rt in REPLAY_RTS
 
 FIB_SPAWNS = 1346268
-# bench/harness.h: BENCH_PIPE_MAX_INFLIGHT, BENCH_PIPE_TOKENS
+# bench/harness/harness.h: BENCH_PIPE_MAX_INFLIGHT, BENCH_PIPE_TOKENS
 PIPE_MAX_INFLIGHT = 8
 PIPE_TOKENS = 4
-# One item's buffers (bench/harness.h, BENCH_PIPE_ITEM_BYTES: 384 KiB), MiB:
+# One item's buffers (bench/harness/harness.h, BENCH_PIPE_ITEM_BYTES: 384 KiB), MiB:
 # an unbounded run that never held more than one has run nothing ahead, and
 # there is nothing for back pressure to bound (1 thread: one item at a time).
 PIPE_ITEM_MIB = 384 / 1024
@@ -353,7 +356,7 @@ def find_bindir(builddir, here):
     if builddir:
         cands = [builddir]
     else:
-        root = os.path.dirname(here)
+        root = os.path.dirname(os.path.dirname(here))  # here: bench/engine
         for d in ("build-bench", "build"):
             cands += [os.path.join(os.getcwd(), d), os.path.join(root, d)]
     for d in cands:
@@ -460,7 +463,7 @@ class Runner:
     def run(self, rt, workload, threads, cfg=None, reps=None, trial=False, oplist=None):
         """One process: its records (by metric). cfg: the peer's
         configuration (its environment); trial: a configuration trial
-        (bench/peers.py), whose records are returned but not kept (its
+        (bench/harness/peers.py), whose records are returned but not kept (its
         failures are); oplist: for workload "pushers", the op list."""
         cmd = self.cmd(rt, workload, threads, reps, oplist)
         expect = METRICS[workload] if rt != "serial" else [workload]
@@ -536,7 +539,7 @@ class Runner:
         return got
 
     def run_best(self, rt, workload, threads):
-        """A peer's cell in its best configuration (bench/peers.py): each of
+        """A peer's cell in its best configuration (bench/harness/peers.py): each of
         its configurations tried once (--reps 1), the best by the workload's
         first metric kept for the cell's repetitions."""
         metric = METRICS[workload][0]
@@ -1202,7 +1205,7 @@ def main():
               "whole list, from the pushers' start to main's weft_wait_all. The")
         print("      ratio to one pusher is taken round by round (every P runs in each round).")
     if any(w in GRAPH_WORKLOADS for w in workloads):
-        print("graph shapes (Taskflow's CPU benchmarks, bench/harness.h): graph_dag, a random "
+        print("graph shapes (Taskflow's CPU benchmarks, bench/harness/harness.h): graph_dag, a random "
               "layered DAG of 65,536 nodes (256 layers of 256, 1-4 out-edges each to")
         print("      the next layer, one fixed seed), ~0.7 us of work a node (750 steps of a "
               "multiply chain); graph_grid, a 256x256 wavefront, each block after its left")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Tiled Cholesky on a GPU: weft (cuBLAS/cuSOLVER per tile) against one cusolverDnDpotrf.
 
-    python3 bench/run_cholesky_gpu.py --builddir build-device [--n 16384] [--b 1024,2048]
+    python3 bench/cholesky/run_gpu.py --builddir build-device [--n 16384] [--b 1024,2048]
 
 Runs examples/cholesky_gpu (examples/cholesky/cholesky_gpu.c), which times,
 in one process and on the same matrix, weft's tiled factorization (one GPU
@@ -49,6 +49,9 @@ import site
 import subprocess
 import sys
 import time
+
+# peers.py and runutil.py, the runners' shared code, are in bench/harness/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 
 from runutil import print_table, run_main
 

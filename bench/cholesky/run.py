@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Tiled Cholesky: weft against StarPU, OpenMP tasks and LAPACK, one table.
 
-    python3 bench/run_cholesky.py --builddir build-bench [--quick]
+    python3 bench/cholesky/run.py --builddir build-bench [--quick]
 
 Same matrix order N and tile size b for everyone, one BLAS thread per task
 (threaded OpenBLAS with OPENBLAS_NUM_THREADS=1 / openblas_set_num_threads):
@@ -19,7 +19,7 @@ the same run by examples/cholesky --gemm-ceiling). GFLOP/s count N^3/3.
 Every runtime checks its factor (weft, gomp, libomp: the residual; StarPU:
 its -check; LAPACK: info); a failed check makes the exit status non-zero.
 
-Every peer at its best (bench/peers.py), per row: weft runs with
+Every peer at its best (bench/harness/peers.py), per row: weft runs with
 its defaults (workers not pinned); gomp and libomp are tried once each
 unbound (OMP_PROC_BIND unset), OMP_PROC_BIND=close and, with fewer threads
 than cores, spread (OMP_PLACES=cores), and StarPU with the schedulers lws,
@@ -44,6 +44,9 @@ import re
 import statistics
 import subprocess
 import sys
+
+# peers.py and runutil.py, the runners' shared code, are in bench/harness/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 
 from peers import Trials, omp_configs, shell, starpu_sched_configs
 from runutil import print_table, run_main

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 """weft's libpthreadpool.so.0 against the stock one, under XNNPACK: one table.
 
-    python3 bench/run_pthreadpool.py --builddir build-bench [--quick]
+    python3 bench/pthreadpool/run.py --builddir build-bench [--quick]
 
-Runs <builddir>/bench/bench_xnnpack (bench/bench_xnnpack.c: MobileNet v1, a
+Runs <builddir>/bench/bench_xnnpack (bench/pthreadpool/bench_xnnpack.c: MobileNet v1, a
 1x1 convolution 7x7x1024->1024, a depthwise 3x3 on 112x112x32, a fully
 connected 1024->1000, and pthreadpool_parallelize_1d with an empty body over
 1, 100 and 10k items) once on the system's libpthreadpool.so.0 and once on
@@ -38,6 +38,9 @@ import os
 import statistics
 import subprocess
 import sys
+
+# peers.py and runutil.py, the runners' shared code, are in bench/harness/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 
 from peers import Trials, shell
 from runutil import print_table, run_main

@@ -4,7 +4,7 @@
  * tasks and depend clauses instead of weft's vars: the same tiles, the same
  * kernels (examples/cholesky/tiles.c, threaded OpenBLAS with one thread a
  * call), the same operator order, pushed from one thread (omp single).
- * Built by gcc (libgomp) and by clang (LLVM libomp) (bench/meson.build).
+ * Built by gcc (libgomp) and by clang (LLVM libomp) (bench/cholesky/meson.build).
  *
  *   bench_cholesky_omp --n N --b B --threads T [--precision float|double]
  *                      [--reps R] [--check]
