@@ -662,7 +662,7 @@ WEFT_API int weft_graph_create(weft_engine *eng, weft_graph **out);
  * other nodes as a push would: after the nodes added before it that write
  * a var it uses or read a var it writes; and the launch is ordered with
  * the engine's other operators on them. WEFT_EBUSY while a launch of the
- * graph runs (nothing is added: wait for it); WEFT_EINVAL for NULL graph
+ * graph runs or is queued (nothing is added: wait for it); WEFT_EINVAL for NULL graph
  * or desc; WEFT_ENOMEM; WEFT_ESHUTDOWN once the engine's destroy began.
  * On an error nothing is added. */
 WEFT_API int weft_graph_add(weft_graph *graph, const weft_op_desc *desc, size_t *node);
@@ -684,16 +684,22 @@ WEFT_API int weft_graph_add_arg(weft_graph *graph, const weft_op_desc *desc, con
  * found by the next launch, which returns WEFT_EINVAL with one message
  * naming a node on it (its index and name) and runs nothing. WEFT_EINVAL
  * for NULL graph, before == after or a node not added yet; WEFT_EBUSY
- * while a launch of the graph runs; WEFT_ENOMEM; WEFT_ESHUTDOWN once the
+ * while a launch of the graph runs or is queued; WEFT_ENOMEM; WEFT_ESHUTDOWN once the
  * engine's destroy began. On an error nothing is added. */
 WEFT_API int weft_graph_edge(weft_graph *graph, size_t before, size_t after);
 /* Runs the graph's operators once more (see above) and returns without
  * waiting for them (an earlier launch whose last operator has finished but
  * whose end is still being recorded, a few dozen instructions on another
- * thread, is waited out first). WEFT_EBUSY while an earlier launch of it
- * still runs
- * (nothing happens: wait for it, e.g. with weft_var_wait on a var it
- * writes, or weft_wait_all); WEFT_EINVAL if a var it uses has been deleted
+ * thread, is waited out first). A launch made while an earlier one of the
+ * graph still runs, or waits, is queued behind it: it takes its place on
+ * the graph's vars now, as a push would (an operator pushed after the call
+ * on one of them runs after this launch, one pushed before it runs
+ * before), and its nodes start once the launch before it has ended, from
+ * any thread, launches of several threads in the order they took their
+ * places; weft_wait_all and weft_var_wait wait for queued launches too.
+ * On the naive engine a launch from inside one of the graph's own nodes
+ * runs once that launch's nodes are done (its failures go to the next
+ * weft_wait_all). WEFT_EINVAL if a var it uses has been deleted
  * (nothing runs; a message names the operator and the var), or if its
  * edges and vars form a cycle (nothing runs; a message names a node on
  * it); WEFT_ENOMEM when the graph changed since its last launch and could
@@ -702,7 +708,24 @@ WEFT_API int weft_graph_edge(weft_graph *graph, size_t before, size_t after);
  * launch takes one place. May be called from inside operators, as
  * weft_push. */
 WEFT_API int weft_graph_launch(weft_graph *graph);
-/* Frees the graph. WEFT_EBUSY while a launch of it runs (nothing happens);
+/* A node's argument for one launch (weft_graph_launch_args). */
+typedef struct weft_graph_arg {
+  size_t node; /* the node's index (weft_graph_add's *node; a captured graph's
+                  pushes are nodes 0, 1, ... in the order they were pushed) */
+  void *arg;   /* what its fn (or async_fn) receives in this launch */
+} weft_graph_arg;
+/* weft_graph_launch with nargs nodes' arguments replaced for this launch
+ * alone (args is read before the call returns: it may be reused at once);
+ * every other node, and every later launch, gets the argument its node was
+ * added or captured with. A launch queued behind another keeps its own.
+ * WEFT_EINVAL (nothing runs; a message names the node) for NULL args with
+ * nargs > 0, a node the graph does not have, a node named twice, a node
+ * whose argument is stored with the graph (weft_graph_add_arg, or a
+ * captured weft_push_arg: its fn reads that copy) and a GPU operator;
+ * otherwise as weft_graph_launch. */
+WEFT_API int weft_graph_launch_args(weft_graph *graph, const weft_graph_arg *args, size_t nargs);
+/* Frees the graph. WEFT_EBUSY while a launch of it runs or is queued
+ * (nothing happens);
  * NULL: WEFT_EINVAL; WEFT_ESHUTDOWN in a fork child for a graph it
  * inherited (frees nothing, as for pools and engines). */
 WEFT_API int weft_graph_destroy(weft_graph *graph);

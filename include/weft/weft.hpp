@@ -934,7 +934,10 @@ public:
   weft_graph *get() const noexcept { return g_; }
   weft_graph *release() noexcept { return std::exchange(g_, nullptr); }
   /* Runs the recorded operators once more, without waiting for them
-   * (weft_graph_launch: WEFT_EBUSY while the previous launch runs). */
+   * (weft_graph_launch: queued behind the previous launch while it runs,
+   * ordered with the pushes around it by the vars it uses). A node this
+   * header added calls its own callable at every launch: per-launch
+   * arguments (weft_graph_launch_args) are for nodes added with a C fn. */
   weft::status launch() noexcept { return weft::status(weft_graph_launch(g_)); }
 
   /* Task graphs with explicit edges (weft_graph_add_arg, weft_graph_edge):

@@ -61,6 +61,12 @@ struct weft_graph *weft_graph_new(weft_engine *eng)
     weft_free(g);
     return NULL;
   }
+  if (pthread_mutex_init(&g->queue_lock, NULL)) {
+    pthread_mutex_destroy(&g->gate_lock);
+    weft_free(g->def);
+    weft_free(g);
+    return NULL;
+  }
   atomic_init(&g->eng, eng);
   atomic_init(&g->entering, 0);
   atomic_init(&g->running, WEFT_GRAPH_IDLE);
@@ -76,7 +82,9 @@ void weft_graph_free(struct weft_graph *g)
     gate = next;
   }
   weft_gdef_free(g->def);
+  weft_free(g->over);
   pthread_mutex_destroy(&g->gate_lock);
+  pthread_mutex_destroy(&g->queue_lock);
   weft_free(g);
 }
 
@@ -109,6 +117,11 @@ void weft_graph_release_built(struct weft_graph *g)
   weft_free((void *)g->inherit);
   weft_free(g->xoff);
   weft_free(g->xadj);
+  weft_free(g->arg_block);
+  g->arg_block = NULL;
+  weft_free(g->over); /* the blocks they named are gone: a build sets every argument */
+  g->over = NULL;
+  g->nover = 0;
   g->nodes = NULL;
   g->pending = NULL;
   g->roots = NULL;

@@ -241,8 +241,23 @@ typedef struct weft_gate {
   /* atomic: WEFT_HOLD_* (keep.h): whether it runs a launch, or keeps its
    * vars between launches. */
   _Atomic unsigned hold;
+  /* A launch made while another of the graph was running or queued
+   * (queue.h): it registered at its call and starts once granted and the
+   * launch before it ended. Set by its launcher before it registers; args
+   * (its per-launch arguments, nargs of them, by block index; NULL: none,
+   * freed when it starts) read by whoever starts it. */
+  bool queued;
+  struct weft_garg *args;
+  size_t nargs;
   weft_var_req req[];          /* [graph->nvars] */
 } weft_gate;
+
+/* A node's argument for one launch, by block index, and the one it was
+ * added with (queue.h). */
+typedef struct weft_garg {
+  int32_t block;
+  void *arg, *dflt;
+} weft_garg;
 
 struct weft_graph {
   /* atomic: the engine; NULL once it was destroyed first (set under the
@@ -394,6 +409,25 @@ struct weft_graph {
    * (replay.c), then WEFT_GRAPH_IDLE; WEFT_GRAPH_EDITING while a
    * weft_graph_add or weft_graph_edge changes the definition. */
   _Atomic int running;
+  /* The launch queue (queue.h), under queue_lock: launches registered and
+   * not started (nqueued, WEFT_GRAPH_QUEUED in running while not 0), and
+   * the queued gates granted before the launch ahead of them ended
+   * (qhead .. qtail, through their next), which that launch's end starts
+   * in turn. */
+  pthread_mutex_t queue_lock;
+  int nqueued;
+  weft_gate *qhead, *qtail;
+  /* The nodes whose argument the launch in progress replaced (queue.h):
+   * their block indices and the arguments they were built with, put back
+   * by the next launch's start. Touched by the thread that holds running
+   * at RUNNING before the roots are released. */
+  weft_garg *over;
+  size_t nover;
+  /* By node index (the user's: order of adding, captured ones first): its
+   * block index, | WEFT_GRAPH_STORED_ARG when its argument is stored with
+   * the graph (weft_graph_add_arg, a captured weft_push_arg), made on
+   * the first launch with arguments after a build (NULL until then). */
+  int32_t *arg_block;
   /* atomic: gates taken and not yet given back (a gate finishing after
    * running went to 0 still reads the graph). */
   _Atomic int gates_out;
@@ -419,15 +453,30 @@ extern void (*weft_graph_window_hook)(struct weft_graph *g);
 /* EDITING: a weft_graph_add or weft_graph_edge (graph_api.c) changes the
  * graph's definition, a copy and an append or two; launches, destroys
  * and other changes wait it out, as ENDING's. */
-enum { WEFT_GRAPH_IDLE = 0, WEFT_GRAPH_RUNNING = 1, WEFT_GRAPH_ENDING = 2, WEFT_GRAPH_EDITING = 3 };
+/* Two bits beside the state (WEFT_GRAPH_STATE), queue.h: QUEUED, launches
+ * wait in the graph's queue (no change or destroy until they have run);
+ * REG, a launch that found the graph idle builds it (if it must) and
+ * registers its gate, and no queued launch reads the build or registers
+ * before it is done (its end may come meanwhile: the state moves on). */
+enum {
+  WEFT_GRAPH_IDLE = 0,
+  WEFT_GRAPH_RUNNING = 1,
+  WEFT_GRAPH_ENDING = 2,
+  WEFT_GRAPH_EDITING = 3,
+  WEFT_GRAPH_STATE = 3,
+  WEFT_GRAPH_QUEUED = 4,
+  WEFT_GRAPH_REG = 8,
+};
+/* In weft_graph.arg_block: the node's argument is stored with the graph. */
+#define WEFT_GRAPH_STORED_ARG ((int32_t)0x40000000)
 
-/* Waits while g's launch is ENDING (or a change EDITING); returns
- * running's value then (acquire: pairs with the end's release store of
- * IDLE, or the change's). */
+/* Waits while g's launch is ENDING with nothing queued (or a change
+ * EDITING); returns running's value then (acquire: pairs with the end's
+ * release of IDLE, or the change's). */
 static inline int weft_graph_wait_ended(struct weft_graph *g)
 {
   for (unsigned spins = 0;;) {
-    /* acquire: pairs with the release store of IDLE at the launch's end
+    /* acquire: pairs with the release of IDLE at the launch's end
      * (replay.c): its resets and its nodes' writes; or at a change's end
      * (graph_api.c): the definition it changed. */
     int r = atomic_load_explicit(&g->running, memory_order_acquire);

@@ -18,6 +18,7 @@
 #include "graph/hooks.h"
 #include "deps/inflight.h"
 #include "graph/keep.h"
+#include "graph/queue.h"
 #include "deps/push.h"
 #include "graph/registry.h"
 
@@ -29,6 +30,25 @@ static bool has_graphs(const weft_engine *eng, const char *call)
     return true;
   weft_log("%s: the engine was created without graphs", call);
   return false;
+}
+
+/* The graph whose launch this thread makes with REG set (graph.h), or
+ * NULL: an operator run inline during that registration may launch it
+ * again (queued behind it) without waiting for the bit. */
+static _Thread_local weft_graph *reg_tls;
+
+/* Waits while a launch that found g idle builds and registers (REG), unless
+ * this thread is that launch's (it is past its registration when anything
+ * of it runs here). */
+static void wait_registered(weft_graph *g)
+{
+  if (reg_tls == g)
+    return;
+  /* acquire: pairs with the release that clears REG: the build, and the
+   * gate's place on every var. */
+  for (unsigned spins = 0;
+       atomic_load_explicit(&g->running, memory_order_acquire) & WEFT_GRAPH_REG;)
+    weft_spin_step(&spins, WEFT_GRAPH_END_SPINS);
 }
 
 int weft_graph_begin_capture(weft_engine *eng)
@@ -78,7 +98,7 @@ int weft_graph_create(weft_engine *eng, weft_graph **out)
 /* Takes g's running word for a change of its definition (IDLE ->
  * EDITING), waiting out a launch that is ending, another change or the
  * orphaning (registry.c): 0 and *eng its engine; or WEFT_EBUSY while a
- * launch runs, WEFT_ESHUTDOWN once the engine's destroy began (or let go
+ * launch runs or is queued (queue.h), WEFT_ESHUTDOWN once the engine's destroy began (or let go
  * of g, or g was inherited through fork), and then nothing is held. A
  * change enters no count on g and no guard of the engine (launches and
  * destroys do: graph_enter): the orphaning takes the running word before
@@ -95,8 +115,9 @@ static int edit_begin(weft_graph *g, weft_engine **eng)
    * g->eng as they left them. */
   while (!atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_EDITING,
                                                   memory_order_acquire, memory_order_relaxed)) {
-    if (idle == WEFT_GRAPH_RUNNING)
-      return WEFT_EBUSY;
+    if ((idle & WEFT_GRAPH_STATE) == WEFT_GRAPH_RUNNING || (idle & WEFT_GRAPH_QUEUED))
+      return WEFT_EBUSY; /* launches run or wait */
+    wait_registered(g); /* a launch that ended as it registered */
     weft_graph_wait_ended(g);
     idle = WEFT_GRAPH_IDLE;
   }
@@ -187,7 +208,7 @@ int weft_graph_edge(weft_graph *g, size_t before, size_t after)
   return rc;
 }
 
-static void log_dead_var(const weft_graph *g, int k);
+static void log_dead_var(const weft_graph *g, int k, const char *caller);
 
 /* The naive engine replays each operator as its push would run, once
  * every var is known live (nothing runs otherwise). */
@@ -198,7 +219,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
   pthread_mutex_lock(&eng->naive_lock);
   for (int k = 0; k < g->nvars; k++)
     if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
-      log_dead_var(g, k);
+      log_dead_var(g, k, "weft_graph_launch");
       pthread_mutex_unlock(&eng->naive_lock);
       return WEFT_EINVAL;
     }
@@ -241,14 +262,14 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
 }
 
 /* Names the first operator of g that uses its dead var k. */
-static void log_dead_var(const weft_graph *g, int k)
+static void log_dead_var(const weft_graph *g, int k, const char *caller)
 {
   for (int i = 0; i < g->nnodes; i++) {
     const weft_opr *op = weft_graph_node(g, g->place[i]);
     for (int j = 0; j < op->nvars; j++)
       if (g->node_uses[g->place[i]][j].handle == g->uses[k].handle) {
-        weft_log("weft_graph_launch: var %d of the graph's operator %d (\"%s\") was deleted "
-                 "(handle %#llx)", j, g->order ? (int)g->order[i] : i, op->name ? op->name : "op",
+        weft_log("%s: var %d of the graph's operator %d (\"%s\") was deleted (handle %#llx)",
+                 caller, j, g->order ? (int)g->order[i] : i, op->name ? op->name : "op",
                  (unsigned long long)g->uses[k].handle);
         return;
       }
@@ -315,19 +336,34 @@ static int rebuild(weft_engine *eng, weft_graph *g, bool at_launch)
   return rc;
 }
 
-static int launch(weft_engine *eng, weft_graph *g, bool out)
+static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
+                             const weft_graph_arg *args, size_t nargs, const char *caller);
+
+/* The rest of a launch that found g idle and took it (IDLE -> RUNNING |
+ * REG): built again if it must be, its gate registered (or resumed), then
+ * REG cleared; running back to IDLE if nothing runs. */
+static int launch_direct(weft_engine *eng, weft_graph *g, bool out, const weft_graph_arg *args,
+                         size_t nargs, const char *caller)
 {
-  int idle = WEFT_GRAPH_IDLE;
-  /* acquire: pairs with the release store of the last node's finish
-   * (replay.c): every counter of the previous launch is reset; or with a
-   * change's end (graph_add): the definition as it left it. */
-  while (!atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_RUNNING,
-                                                  memory_order_acquire, memory_order_relaxed)) {
-    if (idle != WEFT_GRAPH_ENDING && idle != WEFT_GRAPH_EDITING)
-      return WEFT_EBUSY;
-    weft_graph_wait_ended(g); /* its nodes are done, or its change: no longer busy */
-    idle = WEFT_GRAPH_IDLE;
-  }
+  weft_graph *prev = reg_tls;
+  reg_tls = g;
+  int rc = launch_direct_reg(eng, g, out, args, nargs, caller);
+  reg_tls = prev;
+  if (rc)
+    /* release: as a launch's end (nothing of this one ran); launches
+     * queued meanwhile stay queued. */
+    atomic_fetch_and_explicit(&g->running, ~(WEFT_GRAPH_STATE | WEFT_GRAPH_REG),
+                              memory_order_release);
+  else
+    /* release: the build and the gate's registration, before the queued
+     * launches' reads (wait_registered). */
+    atomic_fetch_and_explicit(&g->running, ~WEFT_GRAPH_REG, memory_order_release);
+  return rc;
+}
+
+static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
+                             const weft_graph_arg *args, size_t nargs, const char *caller)
+{
   /* Changed since its last build (weft_graph_add, weft_graph_edge): built
    * again first, for this launch (at_launch), and its nodes' times learnt
    * again (released); or built for one launch and launched again: built
@@ -340,15 +376,29 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
   } else if (g->lean || (g->released && g->in_order)) {
     rc = rebuild(eng, g, false);
   }
-  g->launch_no++; /* the tags of the failures it passes on (graph.h, inherit) */
+  weft_garg *ga = NULL;
+  if (!rc)
+    rc = weft_graph_args_resolve(g, args, nargs, caller, &ga); /* on what was built */
   if (rc || g->nnodes == 0) {
-    /* not built (nothing runs), or empty: a launch that does nothing */
+    /* not built (nothing runs), a bad argument, or empty: a launch that does nothing */
   } else if (g->stale) {
-    weft_log("weft_graph_launch: a var of the graph was deleted, and its slot reused, while "
-             "the graph was captured or added to");
+    weft_log("%s: a var of the graph was deleted, and its slot reused, while the graph was "
+             "captured or added to", caller);
     rc = WEFT_EINVAL;
+  } else {
+    weft_graph_launch_begin(g, ga, nargs); /* the graph's now */
+    ga = NULL;
+  }
+  if (rc || g->nnodes == 0) {
+    /* nothing to run */
   } else if (eng->naive) {
+    /* Nothing registers: a launch from one of its nodes (this thread)
+     * finds RUNNING alone (launch_naive_call). */
+    atomic_fetch_and_explicit(&g->running, ~WEFT_GRAPH_REG, memory_order_relaxed);
     rc = launch_naive(eng, g, out);
+    atomic_fetch_and_explicit(&g->running, ~WEFT_GRAPH_STATE, memory_order_release);
+    weft_free(ga);
+    return rc;
   } else {
     /* A place under max_inflight first: a kept gate turned RUN, then
      * waiting for one, would keep its vars from the operator that holds
@@ -366,6 +416,7 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
       /* No var names it: its block is ours to fill (a kept gate's stays as
        * it is: a yield reads it, under a var's lock). */
       gate_fill(eng, g, gate);
+      gate->queued = false;
       /* relaxed: published to the yields by the registration's var locks. */
       atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
       g->kept = gate;
@@ -389,7 +440,7 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
         int slot = op->slot;
         for (int k = 0; k < g->nvars; k++)
           if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
-            log_dead_var(g, k);
+            log_dead_var(g, k, caller);
             break;
           }
         /* Nothing was appended (a dead var is found before any append):
@@ -403,9 +454,172 @@ static int launch(weft_engine *eng, weft_graph *g, bool out)
       }
     }
   }
-  /* release: as a launch's end (nothing of this one ran). */
-  atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+  weft_free(ga);
+  if (!rc) /* empty: nothing ran, but nothing failed */
+    atomic_fetch_and_explicit(&g->running, ~WEFT_GRAPH_STATE, memory_order_release);
   return rc;
+}
+
+/* A launch made while another runs or waits (queue.h), counted in the
+ * queue already: its gate registers now, and starts when granted and the
+ * launch before it ended. Nothing is built again (no change can come while
+ * launches are queued; a lean or released graph runs as it was built, and
+ * the next launch that finds the graph idle builds it the full way). */
+static int launch_queued(weft_engine *eng, weft_graph *g, bool out, const weft_graph_arg *args,
+                         size_t nargs, const char *caller)
+{
+  wait_registered(g); /* the build is done, and the launch before has its place */
+  weft_garg *ga = NULL;
+  int rc = weft_graph_args_resolve(g, args, nargs, caller, &ga);
+  if (rc || g->nnodes == 0) { /* a bad argument, or an empty graph: nothing to run */
+    weft_graph_queue_leave(g);
+    weft_free(ga);
+    return rc;
+  }
+  if (g->stale) {
+    weft_log("%s: a var of the graph was deleted, and its slot reused, while the graph was "
+             "captured or added to", caller);
+    weft_graph_queue_leave(g);
+    weft_free(ga);
+    return WEFT_EINVAL;
+  }
+  bool capped = eng->max_inflight > 0;
+  if (capped)
+    weft_push_admit(eng, out);
+  weft_gate *gate = weft_gate_get(g);
+  if (!gate) {
+    if (capped)
+      weft_push_unadmit(eng);
+    weft_graph_queue_leave(g);
+    weft_free(ga);
+    return WEFT_ENOMEM;
+  }
+  gate_fill(eng, g, gate);
+  gate->queued = true;
+  gate->args = ga;
+  gate->nargs = nargs;
+  /* relaxed: published to the yields by the registration's var locks. */
+  atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
+  weft_opr *op = &gate->op;
+  op->admitted = false;
+  op->status = 0;
+  WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
+  rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
+  if (!rc)
+    return 0; /* queued; from here on its grant may have started it already */
+  int slot = op->slot;
+  for (int k = 0; k < g->nvars; k++)
+    if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
+      log_dead_var(g, k, caller);
+      break;
+    }
+  /* Nothing was appended (a dead var is found before any append). */
+  weft_free(gate->args);
+  gate->args = NULL;
+  gate->nargs = 0;
+  weft_gate_put(op);
+  weft_engine_count_done(eng, slot);
+  if (capped)
+    weft_push_unadmit(eng);
+  weft_graph_queue_leave(g);
+  return rc;
+}
+
+/* A launch on the naive engine, whose launches run on the launcher's
+ * thread, one at a time (its lock): one made from inside a node of the
+ * graph's own launch (the thread holds running) waits in the graph's
+ * queue, and the launch that runs takes it when its own nodes are done. */
+static int launch_naive_call(weft_engine *eng, weft_graph *g, bool out,
+                             const weft_graph_arg *args, size_t nargs, const char *caller)
+{
+  pthread_mutex_lock(&eng->naive_lock); /* recursive: a node's own pushes take it */
+  int idle = WEFT_GRAPH_IDLE;
+  while (!atomic_compare_exchange_strong_explicit(&g->running, &idle,
+                                                  WEFT_GRAPH_RUNNING | WEFT_GRAPH_REG,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+    if (idle == WEFT_GRAPH_RUNNING) { /* this thread's own launch: after it */
+      weft_garg *ga = NULL;
+      int rc = weft_graph_args_resolve(g, args, nargs, caller, &ga);
+      weft_gate *q = rc ? NULL : weft_gate_get(g);
+      if (!rc && !q)
+        rc = WEFT_ENOMEM;
+      if (rc) {
+        weft_free(ga);
+        pthread_mutex_unlock(&eng->naive_lock);
+        return rc;
+      }
+      q->op.arg = q; /* a record of the queue, put back as a gate (weft_gate_put) */
+      q->args = ga;
+      q->nargs = nargs;
+      q->next = NULL;
+      if (g->qtail) /* under naive_lock: the naive engine's queue is this thread's */
+        g->qtail->next = q;
+      else
+        g->qhead = q;
+      g->qtail = q;
+      pthread_mutex_unlock(&eng->naive_lock);
+      return 0;
+    }
+    weft_graph_wait_ended(g); /* a change: a copy and an append or two */
+    idle = WEFT_GRAPH_IDLE;
+  }
+  int rc = launch_direct(eng, g, out, args, nargs, caller); /* IDLE again when it returns */
+  /* The launches its nodes made, in turn (each may queue more). */
+  while (g->qhead) {
+    weft_gate *q = g->qhead;
+    g->qhead = q->next;
+    if (!g->qhead)
+      g->qtail = NULL;
+    idle = WEFT_GRAPH_IDLE;
+    bool took = atomic_compare_exchange_strong_explicit(&g->running, &idle, WEFT_GRAPH_RUNNING,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed);
+    WEFT_ASSERT(took); /* nobody else launches or changes it meanwhile: the lock */
+    (void)took;
+    int qrc = 0;
+    if (g->nnodes > 0) {
+      weft_graph_launch_begin(g, q->args, q->nargs);
+      q->args = NULL;
+      q->nargs = 0;
+      qrc = launch_naive(eng, g, out);
+    }
+    weft_free(q->args);
+    q->args = NULL;
+    weft_gate_put(&q->op);
+    /* release: as a launch's end. */
+    atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+    if (qrc)
+      weft_engine_record_failure(eng, qrc, "weft_graph_launch (queued)");
+  }
+  pthread_mutex_unlock(&eng->naive_lock);
+  return rc;
+}
+
+static int launch(weft_engine *eng, weft_graph *g, bool out, const weft_graph_arg *args,
+                  size_t nargs, const char *caller)
+{
+  if (eng->naive)
+    return launch_naive_call(eng, g, out, args, nargs, caller);
+  for (;;) {
+    int idle = WEFT_GRAPH_IDLE;
+    /* acquire: pairs with the release store of the last node's finish
+     * (replay.c): every counter of the previous launch is reset; or with a
+     * change's end (graph_add): the definition as it left it. */
+    if (atomic_compare_exchange_strong_explicit(&g->running, &idle,
+                                                WEFT_GRAPH_RUNNING | WEFT_GRAPH_REG,
+                                                memory_order_acquire, memory_order_relaxed))
+      return launch_direct(eng, g, out, args, nargs, caller);
+    if (idle == WEFT_GRAPH_ENDING || idle == WEFT_GRAPH_EDITING) {
+      weft_graph_wait_ended(g); /* its nodes are done, or its change: no longer busy */
+      continue;
+    }
+    bool retry;
+    if (weft_graph_queue_enter(g, &retry))
+      return launch_queued(eng, g, out, args, nargs, caller);
+    if (!retry)
+      return launch_direct(eng, g, out, args, nargs, caller); /* it found the graph idle */
+    weft_graph_wait_ended(g);
+  }
 }
 
 void (*weft_graph_window_hook)(struct weft_graph *g);
@@ -439,7 +653,8 @@ static int graph_enter(weft_graph *g, weft_engine **eng, int *guest, bool *fork_
   return rc;
 }
 
-int weft_graph_launch(weft_graph *g)
+static int launch_call(weft_graph *g, const weft_graph_arg *args, size_t nargs,
+                       const char *caller)
 {
   if (!g)
     return WEFT_EINVAL;
@@ -449,9 +664,19 @@ int weft_graph_launch(weft_graph *g)
   int rc = graph_enter(g, &eng, &guest, &stale);
   if (rc)
     return rc; /* its engine was destroyed, or is being destroyed */
-  rc = weft_capturing(eng) ? WEFT_EBUSY : launch(eng, g, guest);
+  rc = weft_capturing(eng) ? WEFT_EBUSY : launch(eng, g, guest, args, nargs, caller);
   weft_engine_leave(eng, guest);
   return rc;
+}
+
+int weft_graph_launch(weft_graph *g)
+{
+  return launch_call(g, NULL, 0, "weft_graph_launch");
+}
+
+int weft_graph_launch_args(weft_graph *g, const weft_graph_arg *args, size_t nargs)
+{
+  return launch_call(g, args, nargs, "weft_graph_launch_args");
 }
 
 int weft_graph_destroy(weft_graph *g)
@@ -471,6 +696,7 @@ int weft_graph_destroy(weft_graph *g)
   /* acquire (in the wait): pairs with the release that ends a launch
    * (replay.c): the nodes' last writes come before their memory is freed.
    * A launch that is ending no longer runs: its end is waited for. */
+  wait_registered(g); /* a launch that ended as it registered: over, as at ENDING */
   if (weft_graph_wait_ended(g) != WEFT_GRAPH_IDLE) {
     if (eng)
       weft_engine_leave(eng, guest);

@@ -14,6 +14,7 @@
 #include "deps/dispatch.h"
 #include "deps/engine.h"
 #include "graph/keep.h"
+#include "graph/queue.h"
 #include "graph/replay.h"
 #include "deps/var.h"
 
@@ -215,10 +216,12 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
   weft_gate *gate = g->cur;
   weft_opr *gop = &gate->op;
   /* relaxed: a thread that sees a var of the graph free from here on
-   * (keep_end's release CAS orders this store before any yield's grant)
-   * sees ENDING, or IDLE, or a later launch: a launch waits this out
-   * (graph.h). */
-  atomic_store_explicit(&g->running, WEFT_GRAPH_ENDING, memory_order_relaxed);
+   * (keep_end's release CAS orders this before any yield's grant) sees
+   * ENDING, or IDLE, or a later launch: a launch waits this out (graph.h).
+   * A read-modify-write, as the one to IDLE below: a launch may set
+   * QUEUED meanwhile (queue.h). */
+  atomic_fetch_add_explicit(&g->running, WEFT_GRAPH_ENDING - WEFT_GRAPH_RUNNING,
+                            memory_order_relaxed);
   if (weft_keep_end(gate)) {
     /* The gate keeps the vars for the next launch (keep.h), which may
      * reuse it as soon as running is clear: what its count needs is read
@@ -229,9 +232,13 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
     WEFT_OPR_SET(gop, WEFT_OPR_ST_DONE);
     weft_opr_retire(eng, gop);
     /* release: every node's reset (gathered by count_off) before the next
-     * launch; pairs with the acquire CAS in weft_graph_launch. */
-    atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+     * launch; pairs with the acquire CAS in weft_graph_launch, or a queued
+     * launch's take (queue.c). While launches are queued the graph stays
+     * (no destroy gets IDLE), so the handoff below may read it. */
+    int was = atomic_fetch_sub_explicit(&g->running, WEFT_GRAPH_ENDING, memory_order_release);
     weft_opr_count_finish(eng, slot, gepoch, count, NULL, hook);
+    if (was & WEFT_GRAPH_QUEUED)
+      weft_graph_queue_handoff(g);
     return NULL;
   }
   /* Wanted elsewhere: the gate releases every var. The graph may be
@@ -240,7 +247,9 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
    * writes; the nodes are all done either way). */
   g->kept = NULL;
   /* release: as above. */
-  atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
+  int was = atomic_fetch_sub_explicit(&g->running, WEFT_GRAPH_ENDING, memory_order_release);
+  if (was & WEFT_GRAPH_QUEUED) /* a gate of a graph without vars may wait (queue.h) */
+    weft_graph_queue_handoff(g);
   return weft_opr_finish_vars(gop, 0, keep_one, ready, hook);
 }
 

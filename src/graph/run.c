@@ -11,6 +11,7 @@
 #include "deps/dispatch.h"
 #include "graph/devrun_plan.h"
 #include "graph/lanes.h"
+#include "graph/queue.h"
 #include "graph/replay.h"
 #include "graph/run.h"
 #include "pool/pool_ext.h"
@@ -164,6 +165,14 @@ static void queue_sweeper(weft_pool *pool, struct weft_graph *g)
 }
 
 void weft_gate_hold(weft_opr *gate)
+{
+  /* A queued launch (queue.h) starts here only if the one before ended. */
+  if (((weft_gate *)gate->arg)->queued && !weft_graph_queue_claim(gate->arg))
+    return;
+  weft_gate_run(gate);
+}
+
+void weft_gate_run(weft_opr *gate)
 {
   struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
   if (g->sweep) {

@@ -7,7 +7,7 @@
  * the edges were added in; cycles are refused at the launch with nothing
  * run; failures skip along explicit edges as along vars; the naive engine,
  * which runs the nodes one at a time in the order the launch resolved,
- * agrees; the bad inputs, a launch running (WEFT_EBUSY), adds after
+ * agrees; the bad inputs, a launch running (adds refused, launches queued), adds after
  * launches and to captured graphs, stored arguments and GPU nodes on the
  * host backend.
  */
@@ -734,10 +734,11 @@ Test(graph_edges, bad_input, .init = cpu_setup, .timeout = TU_TIMEOUT(60))
 
 /* ------------------------------------------------------- while it runs */
 
-/* While a launch runs (its first node holds its worker), adds, edges and
- * launches are refused with WEFT_EBUSY and change nothing; once it is
- * over, what is added next runs at the next launch, in the order its edges
- * give (a node that a later edge puts before the others). */
+/* While a launch runs (its first node holds its worker), adds and edges
+ * are refused with WEFT_EBUSY and change nothing, and a launch is queued
+ * behind it; once both are over, what is added next runs at the next
+ * launch, in the order its edges give (a node that a later edge puts
+ * before the others). */
 Test(graph_edges, busy_while_running_then_added_to, .init = cpu_setup,
      .timeout = TU_TIMEOUT(60))
 {
@@ -765,12 +766,13 @@ Test(graph_edges, busy_while_running_then_added_to, .init = cpu_setup,
     weft_op_desc ad = te_desc(te_rec_fn, NULL);
     cr_assert_eq(weft_graph_add_arg(g, &ad, &drops, sizeof drops, NULL, &at), WEFT_EBUSY);
     cr_assert_eq(weft_graph_edge(g, c, gn), WEFT_EBUSY);
-    cr_assert_eq(weft_graph_launch(g), WEFT_EBUSY);
+    cr_assert_eq(weft_graph_launch(g), 0); /* queued */
+    cr_assert_eq(weft_graph_add(g, &cd, &at), WEFT_EBUSY, "an add while a launch is queued");
     cr_assert_eq(weft_graph_destroy(g), WEFT_EBUSY);
     cr_assert_eq(at, 99);
     atomic_store(&gate.open, 1);
     cr_assert_eq(weft_wait_all(t.eng), 0);
-    cr_assert_eq(atomic_load(&recs[0].ran), 1);
+    cr_assert_eq(atomic_load(&recs[0].ran), 2, "the running launch and the queued one");
     /* Added after a launch: node 2, which an edge puts before node 1; node
      * 3 after node 2. */
     size_t n2, n3;
@@ -785,7 +787,7 @@ Test(graph_edges, busy_while_running_then_added_to, .init = cpu_setup,
       atomic_store(&nlog, 0);
       cr_assert_eq(weft_graph_launch(g), 0); /* the gate is open: it returns at once */
       cr_assert_eq(weft_wait_all(t.eng), 0);
-      cr_assert_eq(atomic_load(&recs[0].ran), 2 + l);
+      cr_assert_eq(atomic_load(&recs[0].ran), 3 + l);
       cr_assert_eq(atomic_load(&recs[2].ran), 1 + l);
       cr_assert_eq(atomic_load(&recs[3].ran), 1 + l);
       cr_assert_lt(recs[2].order, recs[0].order, "node 2 ran after node 1, which follows it");
@@ -879,9 +881,9 @@ Test(graph_edges, failures_skip_along_edges, .init = cpu_setup, .timeout = TU_TI
 /* ------------------------------------------------- launches from threads */
 
 /* A diamond lattice whose nodes check, as they start, that each of their
- * predecessors has run once more than they have: launches serialised one
- * at a time (WEFT_EBUSY while one runs: the threads retry), each node run
- * once per accepted launch and after its predecessors in each. */
+ * predecessors has run once more than they have: launches from several
+ * threads queue behind each other (never WEFT_EBUSY), each node run once
+ * per launch and after its predecessors in each. */
 #define LAT 8 /* a LAT x LAT grid, each node after its left and upper ones */
 
 typedef struct lat {
@@ -921,12 +923,9 @@ static void *launch_thread(void *arg)
   launcher *L = arg;
   for (int got = 0; got < L->want;) {
     int rc = weft_graph_launch(L->g);
-    if (rc == WEFT_EBUSY) {
+    if (rc == WEFT_EBUSY)
       L->busy++;
-      sched_yield();
-      continue;
-    }
-    TU_CHECK(rc == 0, "weft_graph_launch = %d", rc);
+    TU_CHECK(rc == 0, "weft_graph_launch = %d (a launch queues, never busy)", rc);
     if (rc)
       break;
     got++;
