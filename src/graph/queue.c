@@ -10,8 +10,8 @@
 #include "common/error.h"
 #include "deps/arg.h"
 #include "graph/def.h"
+#include "deps/dispatch.h"
 #include "graph/queue.h"
-#include "graph/run.h"
 
 static int cmp_addr(const void *a, const void *b)
 {
@@ -250,5 +250,6 @@ void weft_graph_queue_handoff(struct weft_graph *g)
   take(g, gate);
   pthread_mutex_unlock(&g->queue_lock);
   begin(g, gate);
-  weft_gate_run(&gate->op);
+  /* Dispatched again: no longer queued, its hold (run.c) starts it. */
+  weft_opr_ready(&gate->op);
 }

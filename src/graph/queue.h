@@ -71,7 +71,8 @@ void weft_graph_queue_leave(struct weft_graph *g);
 bool weft_graph_queue_claim(weft_gate *gate);
 
 /* A launch's end saw QUEUED: starts the first gate waiting in g's queue,
- * if it has one and nothing took running before. */
+ * if it has one and nothing took running before (it takes running and is
+ * dispatched again: its hold, no longer queued, begins it). */
 void weft_graph_queue_handoff(struct weft_graph *g);
 
 #endif /* WEFT_GRAPH_QUEUE_H */

@@ -169,11 +169,6 @@ void weft_gate_hold(weft_opr *gate)
   /* A queued launch (queue.h) starts here only if the one before ended. */
   if (((weft_gate *)gate->arg)->queued && !weft_graph_queue_claim(gate->arg))
     return;
-  weft_gate_run(gate);
-}
-
-void weft_gate_run(weft_opr *gate)
-{
   struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
   if (g->sweep) {
     weft_graph_sweep_start(gate);

@@ -30,8 +30,5 @@ weft_opr *weft_gnode_run(weft_opr *op, int worker, weft_between_fn hook, unsigne
  * the launch begins (a queued one: once the launch before it ended): its first root is dispatched, or its sweeper (one
  * lane's or its lanes', lanes.h) queued. */
 void weft_gate_hold(weft_opr *gate);
-/* weft_gate_hold once the launch holds running (a queued one's claim, or
- * the end of the launch before it: queue.h). */
-void weft_gate_run(weft_opr *gate);
 
 #endif /* WEFT_GRAPH_RUN_H */
