@@ -24,6 +24,14 @@
  *           (untimed: a graph's first launches time its operators and
  *           choose how it runs, weft.h), then weft_graph_launch and
  *           weft_wait_all
+ *   queued  two steps captured once (2W operators, not timed, warmed as
+ *           replay's), launched T / 2 times back to back, each launch
+ *           passing its nodes their steps' arguments
+ *           (weft_graph_launch_args; each launch queues behind the one
+ *           before), then weft_wait_all
+ *   waited  the same launches, each followed by weft_wait_all (what a
+ *           program whose launches could not queue had to do)
+ * (queued and waited need an even T; with an odd one they are left out.)
  * The modes' repetitions are interleaved. Every repetition's result is
  * compared with the first serial run's, bit for bit (each point is
  * computed by the same code from the same inputs in every mode); a
@@ -150,8 +158,8 @@ static int cmp_i64(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-enum { M_SERIAL, M_PUSH, M_REPLAY, M_MODES };
-static const char *mode_names[M_MODES] = {"serial", "push", "replay"};
+enum { M_SERIAL, M_PUSH, M_REPLAY, M_QUEUED, M_WAITED, M_MODES };
+static const char *mode_names[M_MODES] = {"serial", "push", "replay", "queued", "waited"};
 
 int main(int argc, char **argv)
 {
@@ -190,12 +198,22 @@ int main(int argc, char **argv)
   double *ref = malloc(sizeof(double) * n);
   task *tasks = malloc(sizeof *tasks * (size_t)s.width * (size_t)s.steps);
   int64_t *t[M_MODES];
+  bool ok = s.buf[0] && s.buf[1] && ref && tasks;
   for (int m = 0; m < M_MODES; m++)
-    t[m] = malloc(sizeof *t[m] * (size_t)reps);
-  if (!s.buf[0] || !s.buf[1] || !ref || !tasks || !t[M_SERIAL] || !t[M_PUSH] || !t[M_REPLAY]) {
+    ok = (t[m] = malloc(sizeof *t[m] * (size_t)reps)) && ok;
+  /* queued and waited: launch k's arguments, its 2W nodes' tasks (steps
+   * 2k and 2k + 1; node j of the two-step graph is step j / W's block j % W) */
+  const int nmodes = s.steps % 2 ? M_QUEUED : M_MODES;
+  const int launches = s.steps / 2, per = 2 * s.width;
+  weft_graph_arg *largs = malloc(sizeof *largs * (size_t)launches * (size_t)per + 1);
+  if (!ok || !largs) {
     fprintf(stderr, "bench_graph_stencil: out of memory\n");
     return 1;
   }
+  for (int k = 0; k < launches; k++)
+    for (int j = 0; j < per; j++)
+      largs[(size_t)k * per + j] =
+          (weft_graph_arg){(size_t)j, &tasks[(size_t)(2 * k) * (size_t)s.width + (size_t)j]};
   /* The reference: one run in order. */
   reset(&s);
   for (int st = 0; st < s.steps; st++)
@@ -230,18 +248,40 @@ int main(int argc, char **argv)
     CHECK(weft_graph_begin_capture(eng));
     push_all(eng, &s, tasks, v);
     CHECK(weft_graph_end_capture(eng, &g));
+    /* Two steps (queued, waited): pushes of steps 0 and 1 captured, the
+     * tasks' values then rewritten as push_all leaves them (the same for
+     * every step). */
+    weft_graph *g2 = NULL;
+    if (nmodes == M_MODES) {
+      stencil two = s;
+      two.steps = 2;
+      CHECK(weft_graph_begin_capture(eng));
+      push_all(eng, &two, tasks, v);
+      CHECK(weft_graph_end_capture(eng, &g2));
+      for (int k = 0; k < s.width * s.steps; k++)
+        tasks[k] = (task){&s, k / s.width, k % s.width};
+    }
     for (int w = 0; w < 8; w++) { /* the first launches, untimed */
       CHECK(weft_graph_launch(g));
+      if (g2)
+        CHECK(weft_graph_launch(g2));
       CHECK(weft_wait_all(eng));
     }
     for (int r = -1; r < reps; r++) /* -1: each mode warmed up once */
-      for (int m = 0; m < M_MODES; m++) {
+      for (int m = 0; m < nmodes; m++) {
         reset(&s);
         int64_t t0 = bench_mono_ns();
         if (m == M_SERIAL) {
           for (int st = 0; st < s.steps; st++)
             for (int i = 0; i < s.width; i++)
               update_block(&s, st, i);
+        } else if (m == M_QUEUED || m == M_WAITED) {
+          for (int k = 0; k < launches; k++) {
+            CHECK(weft_graph_launch_args(g2, &largs[(size_t)k * per], (size_t)per));
+            if (m == M_WAITED)
+              CHECK(weft_wait_all(eng));
+          }
+          CHECK(weft_wait_all(eng));
         } else {
           if (m == M_PUSH)
             push_all(eng, &s, tasks, v);
@@ -259,21 +299,24 @@ int main(int argc, char **argv)
           t[m][r] = dt;
       }
     double med[M_MODES];
-    for (int m = 0; m < M_MODES; m++) {
+    for (int m = 0; m < nmodes; m++) {
       qsort(t[m], (size_t)reps, sizeof *t[m], cmp_i64);
       med[m] = reps % 2 ? (double)t[m][reps / 2] : (t[m][reps / 2 - 1] + t[m][reps / 2]) / 2.0;
     }
-    for (int m = 0; m < M_MODES; m++)
+    for (int m = 0; m < nmodes; m++)
       printf("%-8s %3d %-7s %10.2f %10.2f %10.2f %8.2f %8.2f\n", "stencil", threads,
              mode_names[m], med[m] / 1e6, t[m][0] / 1e6, t[m][reps - 1] / 1e6, flops / med[m],
              med[m] / med[M_PUSH]);
     CHECK(weft_graph_destroy(g));
+    if (g2)
+      CHECK(weft_graph_destroy(g2));
     CHECK(weft_engine_destroy(eng));
     CHECK(weft_pool_destroy(pool));
     free(v);
   }
   for (int m = 0; m < M_MODES; m++)
     free(t[m]);
+  free(largs);
   free(tasks);
   free(ref);
   free(s.buf[0]);
