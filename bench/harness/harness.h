@@ -57,6 +57,7 @@
 #ifndef WEFT_BENCH_HARNESS_H
 #define WEFT_BENCH_HARNESS_H
 
+#include <stdbool.h>
 #include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -182,10 +183,19 @@ size_t bench_fine_check(const uint32_t *out, uint32_t seed);
  * harness.c, as bench_fine_range: the same machine code for every runtime). */
 double bench_reduce_range(const double *x, size_t begin, size_t end);
 
-/* The BENCH_REDUCE_N inputs, every page touched, then read in passes until
- * a pass's time settles (harness.c: the cache's state is the same for every
- * runtime). Never NULL (exits on failure). */
+/* The BENCH_REDUCE_N inputs, every page touched. Never NULL (exits on
+ * failure). */
 double *bench_reduce_alloc(void);
+/* Untimed repetitions of a runtime's reduce, first_ns being when the first
+ * began, go on while this is true (harness.c: for BENCH_REDUCE_WARM_NS), so
+ * that every runtime's timed ones start from the same state of the machine:
+ *   uint64_t warm0 = bench_now_ns();
+ *   for (int r = -1; r < reps; r++) {
+ *     ...one reduce, timed...
+ *     if (r < 0) { if (bench_reduce_warming(warm0)) r = -2; continue; }
+ *     ...keep its time... } */
+#define BENCH_REDUCE_WARM_NS 300000000u
+bool bench_reduce_warming(uint64_t first_ns);
 /* Their exact sum. */
 double bench_reduce_expected(void);
 
