@@ -222,7 +222,8 @@ WEFT_API int weft_group_spawn_arg(weft_group *g, weft_task_fn fn, const void *da
  * has finished; returns the first non-zero value one of them returned, else 0
  * (WEFT_EINVAL from another thread than the one that called init).
  * The waiting thread runs other tasks meanwhile, so a worker is never blocked
- * and nested fork-join cannot deadlock. */
+ * and nested fork-join cannot deadlock: a worker its own deque's first, a
+ * thread outside the pool what it spawned or pushed first. */
 WEFT_API int weft_group_wait(weft_group *g);
 
 /* weft_group_wait without helping: the calling thread runs nothing and

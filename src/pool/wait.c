@@ -16,6 +16,7 @@
 #include "pool/pool_ext.h"
 #include "pool/run.h"
 #include "pool/search.h"
+#include "pool/solo.h"
 
 /* Helping nests: a waiter runs a task, whose own wait may run another, and
  * so on. Bounded two ways, as oneTBB does: a worker stops taking other
@@ -30,12 +31,17 @@ static bool stack_deep(const weft_worker *w)
 }
 
 /* A thread outside the pool runs one task it finds, counted busy while it
- * does (destroy's drain), marked as helping (no nested help). */
+ * does (destroy's drain), marked as helping (no nested help). Its own
+ * first: the solo queue it fills (solo.h), if it owns one of pool's, holds
+ * what it spawned and pushed, which its wait most likely waits for; then
+ * the others, as any helper. */
 static bool help_from_outside(weft_pool *pool)
 {
   weft_pool *prev_task_pool = weft_tls_task_pool;
   weft_busy_add(pool, +1); /* busy before taking */
-  weft_task *t = weft_find_nonlocal(pool, NULL);
+  weft_task *t = weft_solo_last == pool->uid ? weft_inject_pop(weft_solo_last_q) : NULL;
+  if (!t)
+    t = weft_find_nonlocal(pool, NULL);
   if (t) {
     weft_tls_task_pool = pool;
     help_depth++;

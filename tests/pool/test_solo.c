@@ -5,8 +5,9 @@
  * fill it without a CAS; other outside threads use the shared injection
  * queue; an owner's exit gives its queue back, also after its pool is gone
  * (the registry of live pools), a thread notes claims in up to
- * WEFT_SOLO_CLAIMS pools at once, and a thread that declines (the
- * library's GPU workers) never claims.
+ * WEFT_SOLO_CLAIMS pools at once, a thread that declines (the library's
+ * GPU workers) never claims, and an outside thread's wait runs the tasks of
+ * its own queue before anyone else's.
  *
  * Checked through the internals (who owns pool->solo_owner[]) and through
  * what runs: every task submitted, by the owners and by the others at
@@ -211,4 +212,109 @@ Test(solo, a_thread_that_declines_leaves_the_queue_to_the_next, .timeout = TU_TI
   cr_assert_eq(weft_pool_submit(pool, nop_fn, NULL), 0);
   cr_assert(owned(pool), "the next submitting thread claims the queue");
   cr_assert_eq(weft_pool_destroy(pool), 0);
+}
+
+/* An outside thread's wait runs its own tasks first: with the only worker
+ * held, B spawns its tasks (its solo queue, claimed before A's) and does
+ * not wait yet; A spawns its own and waits: A runs its own, none of B's,
+ * whose queue a helper would look at before A's. Then B's wait runs its
+ * own; every task runs once. */
+enum { OWN_N = 10 };
+
+typedef struct own_run {
+  pthread_t waiter; /* the thread that waits for this task's group */
+  atomic_int ran, on_other; /* runs; runs on a thread that is neither its waiter nor the worker */
+} own_run;
+
+static _Atomic pthread_t worker_thread;
+
+typedef struct own_gate {
+  atomic_int started, open;
+} own_gate;
+
+static int own_gate_fn(void *arg)
+{
+  own_gate *g = arg;
+  atomic_store(&worker_thread, pthread_self());
+  atomic_store(&g->started, 1);
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&g->open), TU_DEADLINE_S), "the gate never opened");
+  return 0;
+}
+
+static int own_task_fn(void *arg)
+{
+  own_run *r = arg;
+  atomic_fetch_add(&r->ran, 1);
+  if (!pthread_equal(pthread_self(), r->waiter) &&
+      !pthread_equal(pthread_self(), atomic_load(&worker_thread)))
+    atomic_fetch_add(&r->on_other, 1);
+  return 0;
+}
+
+typedef struct own_thread {
+  weft_pool *pool;
+  own_run runs[OWN_N];
+  atomic_int *spawned, *go; /* B: has spawned; may wait */
+  int rc;
+} own_thread;
+
+static void *spawn_then_wait(void *arg)
+{
+  own_thread *o = arg;
+  weft_group g;
+  weft_group_init(&g, o->pool);
+  for (int i = 0; i < OWN_N; i++) {
+    o->runs[i].waiter = pthread_self();
+    if (weft_group_spawn(&g, own_task_fn, &o->runs[i]))
+      o->rc = -1;
+  }
+  if (o->spawned) {
+    atomic_store(o->spawned, 1);
+    TU_CHECK(TU_WAIT_UNTIL(atomic_load(o->go), TU_DEADLINE_S), "B was never let wait");
+  }
+  int rc = weft_group_wait(&g);
+  if (rc && !o->rc)
+    o->rc = rc;
+  return NULL;
+}
+
+Test(solo, an_outside_wait_runs_its_own_tasks_first, .timeout = TU_TIMEOUT(60))
+{
+  weft_pool *p = new_pool(1);
+  own_gate gate = {0};
+  cr_assert_eq(weft_pool_submit(p, own_gate_fn, &gate), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&gate.started), TU_DEADLINE_S));
+  atomic_int spawned = 0, go = 0;
+  static own_thread a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.pool = b.pool = p;
+  b.spawned = &spawned;
+  b.go = &go;
+  pthread_t tb, ta;
+  cr_assert_eq(pthread_create(&tb, NULL, spawn_then_wait, &b), 0);
+  cr_assert(TU_WAIT_UNTIL(atomic_load(&spawned), TU_DEADLINE_S));
+  cr_assert_eq(pthread_create(&ta, NULL, spawn_then_wait, &a), 0);
+  cr_assert_eq(pthread_join(ta, NULL), 0); /* A's wait returned: its tasks ran */
+  int b_ran = 0, a_ran = 0;
+  for (int i = 0; i < OWN_N; i++) {
+    b_ran += atomic_load(&b.runs[i].ran);
+    a_ran += atomic_load(&a.runs[i].ran);
+  }
+  cr_assert_eq(a_ran, OWN_N, "A's wait returned with %d of its %d tasks run", a_ran, OWN_N);
+  cr_assert_eq(b_ran, 0, "A's wait ran %d of B's tasks (the worker is held, B waits later)",
+               b_ran);
+  atomic_store(&go, 1);
+  atomic_store(&gate.open, 1);
+  cr_assert_eq(pthread_join(tb, NULL), 0);
+  for (int i = 0; i < OWN_N; i++) {
+    cr_assert_eq(atomic_load(&b.runs[i].ran), 1, "B's task %d ran %d times", i,
+                 atomic_load(&b.runs[i].ran));
+    cr_assert_eq(atomic_load(&a.runs[i].ran), 1);
+    cr_assert_eq(atomic_load(&a.runs[i].on_other), 0, "A's task %d ran on B's thread", i);
+  }
+  cr_assert_eq(a.rc, 0);
+  cr_assert_eq(b.rc, 0);
+  cr_assert_eq(weft_pool_destroy(p), 0);
+  tu_assert_no_errors();
 }
