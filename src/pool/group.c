@@ -44,14 +44,11 @@ void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc)
     return;
   }
   weft_pool *pool = g->pool; /* g may be gone after the fetch_sub */
-  bool owned = weft_group_worker_owned(g);
   /* release: publishes the task's effects and status to the waiter; pairs
-   * with the acquire loads of state in wait. acquire: the waiter's arming. */
+   * with the acquire loads of state in wait. acquire: the waiter's arming.
+   * (state alone may go below zero: the owner's spawns are in its local
+   * count until it arms; see weft_group_impl.) */
   uint32_t old = atomic_fetch_sub_explicit(&g->state, WEFT_GROUP_ONE, memory_order_acq_rel);
-  /* Without a worker owner every spawn counts in state, so this task was
-   * counted there (with one, state alone may go below zero: see
-   * weft_group_impl). */
-  WEFT_ASSERT(owned || weft_group_state_count(old) >= 1);
   if (weft_group_state_count(old) != 1)
     return;
   if (old & WEFT_GROUP_SLEEPING)
@@ -74,8 +71,8 @@ bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag)
   }
   /* acquire: pairs with the finishers' release (a count of zero means done). */
   uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-  /* The armer is the owner (its count is now in state) or g has no worker
-   * owner: state holds every pending task, never fewer than zero. */
+  /* The armer is the owner (its count is now in state): state holds every
+   * pending task, never fewer than zero. */
   WEFT_ASSERT(weft_group_state_count(s) >= 0);
   for (;;) {
     if (weft_group_state_count(s) == 0)

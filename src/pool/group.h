@@ -24,9 +24,9 @@
 typedef struct weft_group_impl {
   weft_pool *pool;      /* immutable after init */
   /* immutable after init: the initialising thread (weft_group_thread_id):
-   * its worker when it is one of pool's (the group then counts that
-   * worker's spawns in `local`), else the address of its
-   * weft_group_thread_tag with bit 0 set. Only that thread may wait. */
+   * its worker when it is one of pool's, else the address of its
+   * weft_group_thread_tag with bit 0 set. The group counts that thread's
+   * spawns and finishes in `local`; only that thread may wait. */
   uintptr_t owner;
   int32_t local;        /* owner only: spawns minus finishes on the owner's thread */
   /* atomic: others' spawns minus finishes << 2 | WEFT_GROUP_* waiter bits. */
@@ -55,18 +55,12 @@ static inline uintptr_t weft_group_thread_id(const weft_worker *w)
   return w ? (uintptr_t)w : (uintptr_t)&weft_group_thread_tag | 1u;
 }
 
-/* Whether w (the calling thread's worker in g's pool, or NULL) initialised
- * g: its spawns and finishes are then counted in `local`. */
+/* Whether the calling thread (w: its worker in g's pool, or NULL)
+ * initialised g: its spawns and finishes are then counted in `local`, a
+ * worker's and a thread's outside the pool alike. */
 static inline bool weft_group_is_owner(const weft_group_impl *g, const weft_worker *w)
 {
-  return w && (uintptr_t)w == g->owner;
-}
-
-/* Whether g was initialised by a worker of its pool (some spawns may then
- * be counted in `local`, and `state` alone may go below zero). */
-static inline bool weft_group_worker_owned(const weft_group_impl *g)
-{
-  return g->owner && !(g->owner & 1u);
+  return weft_group_thread_id(w) == g->owner;
 }
 
 /* The signed count held in a group's state word. */
@@ -82,9 +76,10 @@ static inline int32_t weft_group_pending(weft_group_impl *g, weft_worker *w)
   int32_t n = weft_group_state_count(atomic_load_explicit(&g->state, memory_order_acquire));
   if (weft_group_is_owner(g, w))
     n += g->local;
-  /* The waiter's view (the owner's, or anyone's in a group without a worker
-   * owner) counts every pending task exactly once: never below zero. */
-  WEFT_ASSERT(n >= 0 || (weft_group_worker_owned(g) && !weft_group_is_owner(g, w)));
+  /* The waiter's view (the owner's) counts every pending task exactly once:
+   * never below zero; anyone else's state alone may be (the owner's spawns
+   * finished elsewhere). */
+  WEFT_ASSERT(n >= 0 || !weft_group_is_owner(g, w));
   return n;
 }
 
