@@ -284,6 +284,99 @@ Test(group, tasks_spawn_into_their_own_group, .init = setup, .timeout = TU_TIMEO
   tu_assert_no_errors();
 }
 
+/* A worker that finished a task of group A and goes straight on to a task
+ * of group B (both queued in one batch while it was held) hands A's finish
+ * back before B's task runs: A's waiter returns while B's task still runs
+ * (B's task waits for A's wait to return; a finish kept back until B's
+ * task ends would leave both waiting until the deadline). Both waits run
+ * nothing, so the worker runs both tasks, one after the other. */
+typedef struct handback {
+  atomic_int gate_started, gate_open, a_ran, a_returned;
+} handback;
+
+static int hb_gate(void *arg)
+{
+  handback *h = arg;
+  atomic_store(&h->gate_started, 1);
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&h->gate_open), TU_DEADLINE_S), "the gate never opened");
+  return 0;
+}
+
+static int hb_a(void *arg)
+{
+  atomic_store(&((handback *)arg)->a_ran, 1);
+  return 0;
+}
+
+static int hb_b(void *arg)
+{
+  handback *h = arg;
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&h->a_returned), TU_DEADLINE_S),
+           "A's wait did not return while B's task ran: A's finish was kept back");
+  return 0;
+}
+
+typedef struct hb_waiter {
+  weft_group *ga;
+  handback *h;
+  int rc;
+} hb_waiter;
+
+static void *hb_wait_a(void *arg)
+{
+  hb_waiter *w = arg;
+  TU_CHECK(TU_WAIT_UNTIL(atomic_load(&w->h->a_ran), TU_DEADLINE_S), "A's task never ran");
+  /* blocking: A's owner takes nothing (B's task must stay the worker's) */
+  w->rc = weft_group_wait_blocking(w->ga); /* its task ran on the worker, now in B's */
+  atomic_store(&w->h->a_returned, 1);
+  return NULL;
+}
+
+typedef struct hb_init {
+  weft_pool *p;
+  weft_group *ga;
+  atomic_int ready;
+  hb_waiter *w;
+} hb_init;
+
+/* A's owner: inits A (so that only it may wait), lets main spawn into it,
+ * then waits once A's task has run. */
+static void *hb_owner(void *arg)
+{
+  hb_init *in = arg;
+  weft_group_init(in->ga, in->p);
+  atomic_store(&in->ready, 1);
+  hb_wait_a(in->w);
+  return NULL;
+}
+
+Test(group, a_worker_hands_a_groups_finishes_back_before_another_groups_task,
+     .init = setup, .timeout = TU_TIMEOUT(60))
+{
+  for (int round = 0; round < 20; round++) {
+    weft_pool *p = tu_pool(1, -1);
+    handback h = {0};
+    cr_assert_eq(weft_pool_submit(p, hb_gate, &h), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&h.gate_started), TU_DEADLINE_S));
+    weft_group ga, gb;
+    hb_waiter w = {&ga, &h, -1};
+    hb_init in = {p, &ga, 0, &w};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, hb_owner, &in), 0);
+    cr_assert(TU_WAIT_UNTIL(atomic_load(&in.ready), TU_DEADLINE_S));
+    weft_group_init(&gb, p);
+    /* both from this thread, in this order: one queue, one batch */
+    cr_assert_eq(weft_group_spawn(&ga, hb_a, &h), 0);
+    cr_assert_eq(weft_group_spawn(&gb, hb_b, &h), 0);
+    atomic_store(&h.gate_open, 1);
+    cr_assert_eq(weft_group_wait_blocking(&gb), 0); /* nor does this thread */
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(w.rc, 0);
+    tu_destroy(p);
+  }
+  tu_assert_no_errors();
+}
+
 /* --------------------------------------------------------- parallel_for */
 
 typedef struct cover {
