@@ -153,12 +153,8 @@ static void bench_reduce(const bench_args *a) {
     uint64_t t1 = bench_now_ns();
     if (sum != want)
       bench_fail("reduce: sum %.17g, want %.17g", sum, want);
-    if (r < 0) { /* untimed, for BENCH_REDUCE_WARM_NS (harness.h) */
-      if (bench_reduce_warming(warm0))
-        r = -2;
-      continue;
-    }
-    bench_series_add(&s, (double)(t1 - t0) / 1e6);
+    if (bench_reduce_timed(&r, warm0)) /* after the warm-up (harness.h) */
+      bench_series_add(&s, (double)(t1 - t0) / 1e6);
   }
   bench_emit(RT, "reduce", a->threads, "ms", &s, ",\"schedule\":\"static\"");
   bench_series_free(&s);

@@ -551,12 +551,8 @@ int main(int argc, char **argv) {
         uint64_t t1 = bench_now_ns();
         if (got != want)
           bench_fail("reduce: sum %.17g, want %.17g", got, want);
-        if (r < 0) { // untimed, for BENCH_REDUCE_WARM_NS (harness.h)
-          if (bench_reduce_warming(warm0))
-            r = -2;
-          continue;
-        }
-        bench_series_add(&s, (double)(t1 - t0) / 1e6);
+        if (bench_reduce_timed(&r, warm0)) // after the warm-up (harness.h)
+          bench_series_add(&s, (double)(t1 - t0) / 1e6);
       }
     });
     bench_emit(RT, "reduce", n, "ms", &s, ",\"partitioner\":\"auto\"");

@@ -206,8 +206,12 @@ double *bench_reduce_alloc(void) {
  * often began after a few flat repetitions, and a short idle undid it.
  * So each runtime repeats its own reduce, untimed, for BENCH_REDUCE_WARM_NS
  * before its timed repetitions. */
-bool bench_reduce_warming(uint64_t first_ns) {
-  return bench_now_ns() - first_ns < BENCH_REDUCE_WARM_NS;
+bool bench_reduce_timed(int *r, uint64_t first_ns) {
+  if (*r >= 0)
+    return true;
+  if (bench_now_ns() - first_ns < BENCH_REDUCE_WARM_NS)
+    *r = -2; /* the loop's increment: -1, another untimed one */
+  return false;
 }
 
 double bench_reduce_expected(void) {

@@ -186,16 +186,17 @@ double bench_reduce_range(const double *x, size_t begin, size_t end);
 /* The BENCH_REDUCE_N inputs, every page touched. Never NULL (exits on
  * failure). */
 double *bench_reduce_alloc(void);
-/* Untimed repetitions of a runtime's reduce, first_ns being when the first
- * began, go on while this is true (harness.c: for BENCH_REDUCE_WARM_NS), so
- * that every runtime's timed ones start from the same state of the machine:
+/* A runtime's reduce repeats untimed (r < 0) for BENCH_REDUCE_WARM_NS from
+ * first_ns before its timed repetitions (harness.c), so that every
+ * runtime's start from the same state of the machine. After repetition *r
+ * of such a loop: whether its time counts; an untimed one sets *r so that
+ * the loop's increment runs another while the warm-up lasts.
  *   uint64_t warm0 = bench_now_ns();
  *   for (int r = -1; r < reps; r++) {
  *     ...one reduce, timed...
- *     if (r < 0) { if (bench_reduce_warming(warm0)) r = -2; continue; }
- *     ...keep its time... } */
+ *     if (bench_reduce_timed(&r, warm0)) ...keep its time... } */
 #define BENCH_REDUCE_WARM_NS 300000000u
-bool bench_reduce_warming(uint64_t first_ns);
+bool bench_reduce_timed(int *r, uint64_t first_ns);
 /* Their exact sum. */
 double bench_reduce_expected(void);
 

@@ -347,13 +347,6 @@ Test(graph_queue, a_node_that_launches_its_own_graph_queues_behind_it, .init = s
 
 /* ------------------------------------------------------ bad arguments */
 
-static int noop_fn(const weft_run_ctx *rc, void *arg)
-{
-  (void)rc;
-  (void)arg;
-  return 0;
-}
-
 Test(graph_queue, bad_arguments_are_refused_and_nothing_runs, .init = setup,
      .timeout = TU_TIMEOUT(60))
 {
@@ -365,8 +358,8 @@ Test(graph_queue, bad_arguments_are_refused_and_nothing_runs, .init = setup,
     weft_var *v = te_var(t.eng);
     tag base[3] = {{&log, 0, 0}, {&log, 0, 1}, {&log, 0, 2}};
     weft_graph *g = chain_graph(t.eng, v, base, 3);
-    weft_op_desc sd = te_desc(noop_fn, NULL);
-    int data = 5;
+    weft_op_desc sd = te_desc(te_count_fn, NULL); /* counts into its stored copy */
+    atomic_int data = 0;
     size_t stored;
     cr_assert_eq(weft_graph_add_arg(g, &sd, &data, sizeof data, NULL, &stored), 0);
     tag other = {&log, 7, 0};
