@@ -720,7 +720,8 @@ typedef struct weft_graph_arg {
  * every other node, and every later launch, gets the argument its node was
  * added or captured with. A launch queued behind another keeps its own.
  * WEFT_EINVAL (nothing runs; a message names the node) for NULL args with
- * nargs > 0, a node the graph does not have, a node named twice, a node
+ * nargs > 0, more args than the graph has nodes, a node the graph does not
+ * have, a node named twice, a node
  * whose argument is stored with the graph (weft_graph_add_arg, or a
  * captured weft_push_arg: its fn reads that copy) and a GPU operator;
  * otherwise as weft_graph_launch. */

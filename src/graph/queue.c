@@ -68,6 +68,10 @@ int weft_graph_args_resolve(struct weft_graph *g, const weft_graph_arg *args, si
     weft_log("%s: args is NULL with nargs %zu", caller, nargs);
     return WEFT_EINVAL;
   }
+  if (nargs > (size_t)g->nnodes) { /* one is out of range or named twice */
+    weft_log("%s: %zu args for a graph of %d nodes", caller, nargs, g->nnodes);
+    return WEFT_EINVAL;
+  }
   pthread_mutex_lock(&g->queue_lock);
   bool ok = arg_blocks(g);
   pthread_mutex_unlock(&g->queue_lock);

@@ -367,6 +367,7 @@ Test(graph_queue, bad_arguments_are_refused_and_nothing_runs, .init = setup,
     weft_graph_arg twice[2] = {{1, &other}, {1, &other}};
     weft_graph_arg on_stored = {stored, &other};
     cr_assert_eq(weft_graph_launch_args(g, NULL, 1), WEFT_EINVAL, "NULL args");
+    cr_assert_eq(weft_graph_launch_args(g, twice, SIZE_MAX / 8), WEFT_EINVAL, "more than nodes");
     cr_assert_eq(weft_graph_launch_args(g, &out_of_range, 1), WEFT_EINVAL, "node 4 of 4");
     cr_assert_eq(weft_graph_launch_args(g, twice, 2), WEFT_EINVAL, "node 1 twice");
     cr_assert_eq(weft_graph_launch_args(g, &on_stored, 1), WEFT_EINVAL, "a stored argument");
