@@ -212,9 +212,9 @@ static void *push_marks(void *arg)
   return NULL;
 }
 
-static void launches_from_threads(int threads, bool vars)
+static void launches_from_threads(int threads, bool vars, int max_inflight)
 {
-  te t = te_new("threaded", threads, 0);
+  te t = te_new("threaded", threads, max_inflight);
   static qlog log;
   memset(&log, 0, sizeof log);
   weft_var *v = te_var(t.eng);
@@ -286,9 +286,12 @@ Test(graph_queue, launches_from_several_threads_run_whole_one_at_a_time, .init =
      .timeout = TU_TIMEOUT(120))
 {
   for (int threads = 1; threads <= 4; threads *= 2) {
-    launches_from_threads(threads, true);
-    launches_from_threads(threads, false);
+    launches_from_threads(threads, true, 0);
+    launches_from_threads(threads, false, 0);
   }
+  /* with max_inflight: each launch takes a place, queued ones too */
+  launches_from_threads(2, true, 2);
+  launches_from_threads(2, false, 1);
   tu_assert_no_errors();
 }
 
