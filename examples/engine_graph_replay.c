@@ -154,8 +154,8 @@ int main(int argc, char **argv)
     weft_var *wr[2] = {x[0], stepv};
     m.step = s; /* read by load_op; the previous load ran (var_wait below) */
     rc = push(e, load_op, &m, NULL, 0, wr, 2);
-    while (!rc && (rc = weft_graph_launch(g)) == WEFT_EBUSY)
-      rc = weft_var_wait(e, lossv); /* the previous launch still runs: wait for it */
+    if (!rc) /* queued behind the previous step's launch while that one runs */
+      rc = weft_graph_launch(g);
     if (!rc)
       rc = weft_var_wait(e, stepv); /* this step's load ran: m.step may change */
   }
