@@ -31,7 +31,19 @@
  *           before), then weft_wait_all
  *   waited  the same launches, each followed by weft_wait_all (what a
  *           program whose launches could not queue had to do)
+ *   bsp     no scheduler: N threads (main and N - 1 of the program's own),
+ *           each running its share of every step's blocks in order, a
+ *           spinning barrier after each step (bulk-synchronous, as an MPI
+ *           code exchanging halos: the floor a task runtime aims at)
  * (queued and waited need an even T; with an odd one they are left out.)
+ *
+ * --metg: for each thread count, the block size is halved from 16384
+ * doubles down to 16 (T and W as given), every mode run at each size
+ * (--reps R, default 5 there); printed: each mode's task granularity (the
+ * median run's time x threads / tasks, in us) and efficiency (the work
+ * rate over N times the serial rate at the largest size), then each mode's
+ * METG(50%): the smallest granularity measured at which it still reached
+ * half of that peak (Task Bench's figure).
  * The modes' repetitions are interleaved. Every repetition's result is
  * compared with the first serial run's, bit for bit (each point is
  * computed by the same code from the same inputs in every mode); a
@@ -39,6 +51,8 @@
  * of a run, its min and max, the work rate at the median (GFLOP/s: 2 (2K +
  * 1) - 1 flops a point), and the median's ratio to push's.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -158,168 +172,382 @@ static int cmp_i64(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-enum { M_SERIAL, M_PUSH, M_REPLAY, M_QUEUED, M_WAITED, M_MODES };
-static const char *mode_names[M_MODES] = {"serial", "push", "replay", "queued", "waited"};
+/* ---------------------------------------------------------------- bsp */
+
+/* A sense-reversing spinning barrier for n threads. */
+typedef struct spin_barrier {
+  atomic_int left;
+  atomic_int sense;
+  int n;
+} spin_barrier;
+
+static void barrier_wait(spin_barrier *b, int *my_sense)
+{
+  int s = !*my_sense;
+  *my_sense = s;
+  if (atomic_fetch_sub(&b->left, 1) == 1) {
+    atomic_store(&b->left, b->n);
+    atomic_store(&b->sense, s);
+  } else {
+    while (atomic_load(&b->sense) != s)
+      __builtin_ia32_pause();
+  }
+}
+
+/* The bulk-synchronous run: threads - 1 helpers kept for the whole
+ * measure, asleep between runs (start: a pthread barrier, so that they
+ * take no CPU from the other modes), spinning between a run's steps. */
+typedef struct bsp {
+  stencil *s;
+  int threads;
+  spin_barrier bar;
+  pthread_barrier_t start;
+  atomic_int quit;
+} bsp;
+
+typedef struct bsp_member {
+  bsp *b;
+  int id, sense;
+} bsp_member;
+
+/* Member id's share of one run: its blocks of each step, a barrier after
+ * each. */
+static void bsp_run(bsp_member *m)
+{
+  const stencil *s = m->b->s;
+  int lo = s->width * m->id / m->b->threads, hi = s->width * (m->id + 1) / m->b->threads;
+  for (int t = 0; t < s->steps; t++) {
+    for (int i = lo; i < hi; i++)
+      update_block(s, t, i);
+    barrier_wait(&m->b->bar, &m->sense);
+  }
+}
+
+static void *bsp_helper(void *arg)
+{
+  bsp_member *m = arg;
+  for (;;) {
+    pthread_barrier_wait(&m->b->start); /* a run begins, or the end */
+    if (atomic_load(&m->b->quit))
+      return NULL;
+    bsp_run(m);
+  }
+}
+
+enum { M_SERIAL, M_PUSH, M_REPLAY, M_QUEUED, M_WAITED, M_BSP, M_MODES };
+static const char *mode_names[M_MODES] = {"serial", "push", "replay", "queued", "waited", "bsp"};
+
+/* What every measure shares: the problem (its block size set by the
+ * caller, its buffers and reference allocated for it), the operators'
+ * arguments, the queued launches' arguments, the samples. */
+typedef struct bench {
+  stencil s;
+  int reps, nmodes, launches, per;
+  task *tasks;            /* [width * steps] */
+  weft_graph_arg *largs;  /* [launches * per] */
+  double *ref;            /* the last step's buffer of a run in order */
+  int64_t *t[M_MODES];    /* [reps] */
+} bench;
+
+/* (Re)allocates the buffers for s.block and computes the reference. */
+static void set_block(bench *b, size_t block)
+{
+  stencil *s = &b->s;
+  s->block = block;
+  size_t n = (size_t)s->width * s->block;
+  free(s->buf[0]);
+  free(s->buf[1]);
+  free(b->ref);
+  s->buf[0] = malloc(sizeof(double) * n);
+  s->buf[1] = malloc(sizeof(double) * n);
+  b->ref = malloc(sizeof(double) * n);
+  if (!s->buf[0] || !s->buf[1] || !b->ref) {
+    fprintf(stderr, "bench_graph_stencil: out of memory\n");
+    exit(1);
+  }
+  reset(s);
+  for (int st = 0; st < s->steps; st++)
+    for (int i = 0; i < s->width; i++)
+      update_block(s, st, i);
+  memcpy(b->ref, s->buf[(s->steps - 1) % 2], sizeof(double) * n);
+}
+
+/* Every mode at threads threads, reps interleaved (one warm-up each):
+ * med[m], the median run's ns (the samples sorted in b->t). */
+static void measure(bench *b, int threads, double med[M_MODES])
+{
+  stencil *s = &b->s;
+  size_t n = (size_t)s->width * s->block;
+  weft_pool_config pc;
+  weft_pool_config_default(&pc);
+  pc.num_threads = threads;
+  weft_pool *pool;
+  CHECK(weft_pool_create(&pool, &pc));
+  weft_engine_config ec;
+  weft_engine_config_default(&ec);
+  ec.pool = pool;
+  weft_engine *eng;
+  CHECK(weft_engine_create(&eng, &ec));
+  weft_var **v = malloc(sizeof *v * 2 * (size_t)s->width);
+  bsp_member *members = malloc(sizeof *members * (size_t)threads);
+  pthread_t *helpers = malloc(sizeof *helpers * (size_t)threads);
+  if (!v || !members || !helpers) {
+    fprintf(stderr, "bench_graph_stencil: out of memory\n");
+    exit(1);
+  }
+  for (int k = 0; k < 2 * s->width; k++)
+    CHECK(weft_var_new(eng, &v[k]));
+  weft_graph *g = NULL;
+  CHECK(weft_graph_begin_capture(eng));
+  push_all(eng, s, b->tasks, v);
+  CHECK(weft_graph_end_capture(eng, &g));
+  /* Two steps (queued, waited): pushes of steps 0 and 1 captured, the
+   * tasks' values then rewritten as push_all leaves them (the same for
+   * every step). */
+  weft_graph *g2 = NULL;
+  if (b->nmodes == M_MODES) {
+    stencil two = *s;
+    two.steps = 2;
+    CHECK(weft_graph_begin_capture(eng));
+    push_all(eng, &two, b->tasks, v);
+    CHECK(weft_graph_end_capture(eng, &g2));
+    for (int k = 0; k < s->width * s->steps; k++)
+      b->tasks[k] = (task){s, k / s->width, k % s->width};
+  }
+  for (int w = 0; w < 8; w++) { /* the first launches, untimed */
+    CHECK(weft_graph_launch(g));
+    if (g2)
+      CHECK(weft_graph_launch(g2));
+    CHECK(weft_wait_all(eng));
+  }
+  /* bsp's helpers, parked in the barrier between runs */
+  bsp bs;
+  bs.s = s;
+  bs.threads = threads;
+  bs.bar.n = threads;
+  atomic_init(&bs.bar.left, threads);
+  atomic_init(&bs.bar.sense, 0);
+  atomic_init(&bs.quit, 0);
+  if (pthread_barrier_init(&bs.start, NULL, (unsigned)threads)) {
+    fprintf(stderr, "bench_graph_stencil: pthread_barrier_init failed\n");
+    exit(1);
+  }
+  for (int k = 0; k < threads; k++)
+    members[k] = (bsp_member){&bs, k, 0};
+  for (int k = 1; k < threads; k++)
+    if (pthread_create(&helpers[k], NULL, bsp_helper, &members[k])) {
+      fprintf(stderr, "bench_graph_stencil: pthread_create failed\n");
+      exit(1);
+    }
+  for (int r = -1; r < b->reps; r++) /* -1: each mode warmed up once */
+    for (int m = 0; m < M_MODES; m++) {
+      if (m == M_QUEUED || m == M_WAITED) {
+        if (b->nmodes != M_MODES)
+          continue;
+      }
+      reset(s);
+      int64_t t0 = bench_mono_ns();
+      if (m == M_SERIAL) {
+        for (int st = 0; st < s->steps; st++)
+          for (int i = 0; i < s->width; i++)
+            update_block(s, st, i);
+      } else if (m == M_BSP) {
+        pthread_barrier_wait(&bs.start); /* the helpers start */
+        bsp_run(&members[0]);
+      } else if (m == M_QUEUED || m == M_WAITED) {
+        for (int k = 0; k < b->launches; k++) {
+          CHECK(weft_graph_launch_args(g2, &b->largs[(size_t)k * b->per], (size_t)b->per));
+          if (m == M_WAITED)
+            CHECK(weft_wait_all(eng));
+        }
+        CHECK(weft_wait_all(eng));
+      } else {
+        if (m == M_PUSH)
+          push_all(eng, s, b->tasks, v);
+        else
+          CHECK(weft_graph_launch(g));
+        CHECK(weft_wait_all(eng));
+      }
+      int64_t dt = bench_mono_ns() - t0;
+      if (memcmp(s->buf[(s->steps - 1) % 2], b->ref, sizeof(double) * n)) {
+        fprintf(stderr, "bench_graph_stencil: %s at %d threads, block %zu: a wrong result\n",
+                mode_names[m], threads, s->block);
+        exit(1);
+      }
+      if (r >= 0)
+        b->t[m][r] = dt;
+    }
+  atomic_store(&bs.quit, 1);
+  pthread_barrier_wait(&bs.start);
+  for (int k = 1; k < threads; k++)
+    pthread_join(helpers[k], NULL);
+  pthread_barrier_destroy(&bs.start);
+  const int reps = b->reps;
+  for (int m = 0; m < M_MODES; m++) {
+    if ((m == M_QUEUED || m == M_WAITED) && b->nmodes != M_MODES) {
+      med[m] = -1;
+      continue;
+    }
+    qsort(b->t[m], (size_t)reps, sizeof *b->t[m], cmp_i64);
+    med[m] = reps % 2 ? (double)b->t[m][reps / 2] : (b->t[m][reps / 2 - 1] + b->t[m][reps / 2]) / 2.0;
+  }
+  CHECK(weft_graph_destroy(g));
+  if (g2)
+    CHECK(weft_graph_destroy(g2));
+  CHECK(weft_engine_destroy(eng));
+  CHECK(weft_pool_destroy(pool));
+  free(v);
+  free(members);
+  free(helpers);
+}
+
+/* --metg at threads threads: each block size, then each mode's METG(50%). */
+static void metg(bench *b, int threads)
+{
+  enum { NB = 11 };
+  size_t blocks[NB];
+  double gran[NB][M_MODES], eff[NB][M_MODES];
+  double peak = 0; /* the serial rate at the largest size, points a ns */
+  const stencil *s = &b->s;
+  const double tasks = (double)s->width * s->steps;
+  for (int k = 0; k < NB; k++) {
+    blocks[k] = (size_t)16384 >> k;
+    set_block(b, blocks[k]);
+    double med[M_MODES];
+    measure(b, threads, med);
+    double points = (double)s->width * (double)s->block * s->steps;
+    if (k == 0)
+      peak = points / med[M_SERIAL];
+    for (int m = 0; m < M_MODES; m++) {
+      gran[k][m] = med[m] < 0 ? -1 : med[m] * threads / tasks / 1e3;
+      eff[k][m] = med[m] < 0 ? -1 : points / med[m] / (peak * (m == M_SERIAL ? 1 : threads));
+    }
+  }
+  printf("# METG sweep, %d threads: %d blocks a step, %d steps, radius %d; per mode the task "
+         "granularity (us: time x threads / tasks) and efficiency (work rate / %d x serial's at "
+         "the largest block)\n", threads, s->width, s->steps, s->radius, threads);
+  printf("%-7s", "block");
+  for (int m = 1; m < M_MODES; m++)
+    if (eff[0][m] >= 0)
+      printf(" %9s_us %6s", mode_names[m], "eff");
+  printf("\n");
+  for (int k = 0; k < NB; k++) {
+    printf("%-7zu", blocks[k]);
+    for (int m = 1; m < M_MODES; m++)
+      if (eff[0][m] >= 0)
+        printf(" %12.2f %6.2f", gran[k][m], eff[k][m]);
+    printf("\n");
+  }
+  printf("METG(50%%), %d threads:", threads);
+  for (int m = 1; m < M_MODES; m++) {
+    if (eff[0][m] < 0)
+      continue;
+    double best = -1;
+    for (int k = 0; k < NB; k++)
+      if (eff[k][m] >= 0.5 && (best < 0 || gran[k][m] < best))
+        best = gran[k][m];
+    if (best < 0)
+      printf(" %s never", mode_names[m]);
+    else
+      printf(" %s %.2f us", mode_names[m], best);
+  }
+  printf("\n");
+}
 
 int main(int argc, char **argv)
 {
   const char *threads_list = "2";
-  int reps = 11;
-  stencil s = {8, 100, 4, 4096, {0}, {NULL, NULL}};
+  int reps = -1;
+  bool sweep = false;
+  bench b = {{8, 100, 4, 4096, {0}, {NULL, NULL}}, 0, 0, 0, 0, NULL, NULL, NULL, {NULL}};
+  stencil *s = &b.s;
+  size_t block = s->block;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc)
       threads_list = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--width") && i + 1 < argc)
-      s.width = atoi(argv[++i]);
+      s->width = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-      s.steps = atoi(argv[++i]);
+      s->steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--block") && i + 1 < argc)
-      s.block = (size_t)atol(argv[++i]);
+      block = (size_t)atol(argv[++i]);
     else if (!strcmp(argv[i], "--radius") && i + 1 < argc)
-      s.radius = atoi(argv[++i]);
+      s->radius = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--metg"))
+      sweep = true;
     else {
       fprintf(stderr, "usage: %s [--threads N[,N...]] [--reps R] [--width W] [--steps T] "
-              "[--block B] [--radius K]\n", argv[0]);
+              "[--block B] [--radius K] [--metg]\n", argv[0]);
       return 2;
     }
   }
-  if (reps < 1 || s.width < 1 || s.steps < 1 || s.block < 1 || s.radius < 0 ||
-      s.radius > MAXK || (size_t)s.radius > s.block) {
+  if (reps < 0)
+    reps = sweep ? 5 : 11;
+  b.reps = reps;
+  if (reps < 1 || s->width < 1 || s->steps < 1 || block < 1 || s->radius < 0 ||
+      s->radius > MAXK || (size_t)s->radius > (sweep ? 16 : block)) {
     fprintf(stderr, "bench_graph_stencil: bad sizes\n");
     return 2;
   }
-  for (int j = 0; j <= 2 * s.radius; j++)
-    s.w[j] = 1.0 / (2 * s.radius + 1) + (j - s.radius) * 1e-3;
-  size_t n = (size_t)s.width * s.block;
-  s.buf[0] = malloc(sizeof(double) * n);
-  s.buf[1] = malloc(sizeof(double) * n);
-  double *ref = malloc(sizeof(double) * n);
-  task *tasks = malloc(sizeof *tasks * (size_t)s.width * (size_t)s.steps);
-  int64_t *t[M_MODES];
-  bool ok = s.buf[0] && s.buf[1] && ref && tasks;
+  for (int j = 0; j <= 2 * s->radius; j++)
+    s->w[j] = 1.0 / (2 * s->radius + 1) + (j - s->radius) * 1e-3;
+  b.tasks = malloc(sizeof *b.tasks * (size_t)s->width * (size_t)s->steps);
+  bool ok = b.tasks != NULL;
   for (int m = 0; m < M_MODES; m++)
-    ok = (t[m] = malloc(sizeof *t[m] * (size_t)reps)) && ok;
+    ok = (b.t[m] = malloc(sizeof *b.t[m] * (size_t)reps)) && ok;
   /* queued and waited: launch k's arguments, its 2W nodes' tasks (steps
    * 2k and 2k + 1; node j of the two-step graph is step j / W's block j % W) */
-  const int nmodes = s.steps % 2 ? M_QUEUED : M_MODES;
-  const int launches = s.steps / 2, per = 2 * s.width;
-  weft_graph_arg *largs = malloc(sizeof *largs * (size_t)launches * (size_t)per + 1);
-  if (!ok || !largs) {
+  b.nmodes = s->steps % 2 ? M_QUEUED : M_MODES;
+  b.launches = s->steps / 2;
+  b.per = 2 * s->width;
+  b.largs = malloc(sizeof *b.largs * (size_t)b.launches * (size_t)b.per + 1);
+  if (!ok || !b.largs) {
     fprintf(stderr, "bench_graph_stencil: out of memory\n");
     return 1;
   }
-  for (int k = 0; k < launches; k++)
-    for (int j = 0; j < per; j++)
-      largs[(size_t)k * per + j] =
-          (weft_graph_arg){(size_t)j, &tasks[(size_t)(2 * k) * (size_t)s.width + (size_t)j]};
-  /* The reference: one run in order. */
-  reset(&s);
-  for (int st = 0; st < s.steps; st++)
-    for (int i = 0; i < s.width; i++)
-      update_block(&s, st, i);
-  memcpy(ref, s.buf[(s.steps - 1) % 2], sizeof(double) * n);
-  double flops = (double)n * s.steps * (2.0 * (2 * s.radius + 1) - 1);
-  printf("# stencil: %d blocks of %zu doubles, %d steps, radius %d: %.1f MFLOP a run\n", s.width,
-         s.block, s.steps, s.radius, flops / 1e6);
-  printf("%-8s %3s %-7s %10s %10s %10s %8s %8s\n", "shape", "thr", "mode", "median_ms", "min_ms",
-         "max_ms", "GFLOP/s", "vs_push");
+  for (int k = 0; k < b.launches; k++)
+    for (int j = 0; j < b.per; j++)
+      b.largs[(size_t)k * b.per + j] =
+          (weft_graph_arg){(size_t)j, &b.tasks[(size_t)(2 * k) * (size_t)s->width + (size_t)j]};
+  if (!sweep) {
+    set_block(&b, block);
+    double flops = (double)s->width * s->block * s->steps * (2.0 * (2 * s->radius + 1) - 1);
+    printf("# stencil: %d blocks of %zu doubles, %d steps, radius %d: %.1f MFLOP a run\n",
+           s->width, s->block, s->steps, s->radius, flops / 1e6);
+    printf("%-8s %3s %-7s %10s %10s %10s %8s %8s\n", "shape", "thr", "mode", "median_ms",
+           "min_ms", "max_ms", "GFLOP/s", "vs_push");
+  }
   for (const char *p = threads_list; *p;) {
     int threads = atoi(p);
     while (*p && *p != ',')
       p++;
     if (*p == ',')
       p++;
-    weft_pool_config pc;
-    weft_pool_config_default(&pc);
-    pc.num_threads = threads;
-    weft_pool *pool;
-    CHECK(weft_pool_create(&pool, &pc));
-    weft_engine_config ec;
-    weft_engine_config_default(&ec);
-    ec.pool = pool;
-    weft_engine *eng;
-    CHECK(weft_engine_create(&eng, &ec));
-    weft_var **v = malloc(sizeof *v * 2 * (size_t)s.width);
-    for (int k = 0; k < 2 * s.width; k++)
-      CHECK(weft_var_new(eng, &v[k]));
-    weft_graph *g = NULL;
-    CHECK(weft_graph_begin_capture(eng));
-    push_all(eng, &s, tasks, v);
-    CHECK(weft_graph_end_capture(eng, &g));
-    /* Two steps (queued, waited): pushes of steps 0 and 1 captured, the
-     * tasks' values then rewritten as push_all leaves them (the same for
-     * every step). */
-    weft_graph *g2 = NULL;
-    if (nmodes == M_MODES) {
-      stencil two = s;
-      two.steps = 2;
-      CHECK(weft_graph_begin_capture(eng));
-      push_all(eng, &two, tasks, v);
-      CHECK(weft_graph_end_capture(eng, &g2));
-      for (int k = 0; k < s.width * s.steps; k++)
-        tasks[k] = (task){&s, k / s.width, k % s.width};
+    if (threads < 1) {
+      fprintf(stderr, "bench_graph_stencil: bad thread count\n");
+      return 2;
     }
-    for (int w = 0; w < 8; w++) { /* the first launches, untimed */
-      CHECK(weft_graph_launch(g));
-      if (g2)
-        CHECK(weft_graph_launch(g2));
-      CHECK(weft_wait_all(eng));
+    if (sweep) {
+      metg(&b, threads);
+      continue;
     }
-    for (int r = -1; r < reps; r++) /* -1: each mode warmed up once */
-      for (int m = 0; m < nmodes; m++) {
-        reset(&s);
-        int64_t t0 = bench_mono_ns();
-        if (m == M_SERIAL) {
-          for (int st = 0; st < s.steps; st++)
-            for (int i = 0; i < s.width; i++)
-              update_block(&s, st, i);
-        } else if (m == M_QUEUED || m == M_WAITED) {
-          for (int k = 0; k < launches; k++) {
-            CHECK(weft_graph_launch_args(g2, &largs[(size_t)k * per], (size_t)per));
-            if (m == M_WAITED)
-              CHECK(weft_wait_all(eng));
-          }
-          CHECK(weft_wait_all(eng));
-        } else {
-          if (m == M_PUSH)
-            push_all(eng, &s, tasks, v);
-          else
-            CHECK(weft_graph_launch(g));
-          CHECK(weft_wait_all(eng));
-        }
-        int64_t dt = bench_mono_ns() - t0;
-        if (memcmp(s.buf[(s.steps - 1) % 2], ref, sizeof(double) * n)) {
-          fprintf(stderr, "bench_graph_stencil: %s at %d threads: a wrong result\n",
-                  mode_names[m], threads);
-          return 1;
-        }
-        if (r >= 0)
-          t[m][r] = dt;
-      }
     double med[M_MODES];
-    for (int m = 0; m < nmodes; m++) {
-      qsort(t[m], (size_t)reps, sizeof *t[m], cmp_i64);
-      med[m] = reps % 2 ? (double)t[m][reps / 2] : (t[m][reps / 2 - 1] + t[m][reps / 2]) / 2.0;
-    }
-    for (int m = 0; m < nmodes; m++)
-      printf("%-8s %3d %-7s %10.2f %10.2f %10.2f %8.2f %8.2f\n", "stencil", threads,
-             mode_names[m], med[m] / 1e6, t[m][0] / 1e6, t[m][reps - 1] / 1e6, flops / med[m],
-             med[m] / med[M_PUSH]);
-    CHECK(weft_graph_destroy(g));
-    if (g2)
-      CHECK(weft_graph_destroy(g2));
-    CHECK(weft_engine_destroy(eng));
-    CHECK(weft_pool_destroy(pool));
-    free(v);
+    measure(&b, threads, med);
+    double flops = (double)s->width * s->block * s->steps * (2.0 * (2 * s->radius + 1) - 1);
+    for (int m = 0; m < M_MODES; m++)
+      if (med[m] >= 0)
+        printf("%-8s %3d %-7s %10.2f %10.2f %10.2f %8.2f %8.2f\n", "stencil", threads,
+               mode_names[m], med[m] / 1e6, b.t[m][0] / 1e6, b.t[m][reps - 1] / 1e6,
+               flops / med[m], med[m] / med[M_PUSH]);
   }
   for (int m = 0; m < M_MODES; m++)
-    free(t[m]);
-  free(largs);
-  free(tasks);
-  free(ref);
-  free(s.buf[0]);
-  free(s.buf[1]);
+    free(b.t[m]);
+  free(b.largs);
+  free(b.tasks);
+  free(b.ref);
+  free(s->buf[0]);
+  free(s->buf[1]);
   return 0;
 }
