@@ -313,16 +313,9 @@ int main(int argc, char **argv)
     int threads = atoi(tp);
     const char *comma = strchr(tp, ',');
     tp = comma ? comma + 1 : tp + strlen(tp);
-    weft_pool_config pc;
-    weft_pool_config_default(&pc);
-    pc.num_threads = threads;
     weft_pool *pool;
-    CHECK(weft_pool_create(&pool, &pc));
-    weft_engine_config ec;
-    weft_engine_config_default(&ec);
-    ec.pool = pool;
     weft_engine *eng;
-    CHECK(weft_engine_create(&eng, &ec));
+    BENCH_ENGINE_ON_POOL(threads, pool, eng);
     for (int si = 0; si < 3; si++) {
       const shape *s = &all[si];
       if (!listed(shapes, s->name))

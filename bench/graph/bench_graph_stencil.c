@@ -278,16 +278,9 @@ static void measure(bench *b, int threads, double med[M_MODES])
 {
   stencil *s = &b->s;
   size_t n = (size_t)s->width * s->block;
-  weft_pool_config pc;
-  weft_pool_config_default(&pc);
-  pc.num_threads = threads;
   weft_pool *pool;
-  CHECK(weft_pool_create(&pool, &pc));
-  weft_engine_config ec;
-  weft_engine_config_default(&ec);
-  ec.pool = pool;
   weft_engine *eng;
-  CHECK(weft_engine_create(&eng, &ec));
+  BENCH_ENGINE_ON_POOL(threads, pool, eng);
   weft_var **v = malloc(sizeof *v * 2 * (size_t)s->width);
   bsp_member *members = malloc(sizeof *members * (size_t)threads);
   pthread_t *helpers = malloc(sizeof *helpers * (size_t)threads);

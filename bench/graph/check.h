@@ -2,7 +2,8 @@
 /*
  * What the standalone weft programs of the bench (bench_graph_edges.c,
  * bench_graph_stencil.c: no harness) share: a failed weft call ends the
- * run, naming the program, the call and weft_strerror's text.
+ * run, naming the program, the call and weft_strerror's text; the clock;
+ * an engine on a pool of its own.
  */
 #ifndef WEFT_BENCH_CHECK_H
 #define WEFT_BENCH_CHECK_H
@@ -34,5 +35,19 @@ static inline int64_t bench_mono_ns(void)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+/* A pool of threads workers (*pool) and an engine on it (the defaults
+ * otherwise: kind and max_inflight from the environment). */
+#define BENCH_ENGINE_ON_POOL(threads, pool, eng)                                           \
+  do {                                                                                     \
+    weft_pool_config pc_;                                                                  \
+    weft_pool_config_default(&pc_);                                                        \
+    pc_.num_threads = (threads);                                                           \
+    CHECK(weft_pool_create(&(pool), &pc_));                                                \
+    weft_engine_config ec_;                                                                \
+    weft_engine_config_default(&ec_);                                                      \
+    ec_.pool = (pool);                                                                     \
+    CHECK(weft_engine_create(&(eng), &ec_));                                               \
+  } while (0)
 
 #endif /* WEFT_BENCH_CHECK_H */
