@@ -25,8 +25,9 @@
  *           choose how it runs, weft.h), then weft_graph_launch and
  *           weft_wait_all
  *   queued  two steps captured once (2W operators, not timed, warmed as
- *           replay's), launched T / 2 times back to back, each launch
- *           passing its nodes their steps' arguments
+ *           replay's; an fft's whole cycle of steps, if longer), launched
+ *           T / 2 times back to back, each launch passing its nodes their
+ *           steps' arguments
  *           (weft_graph_launch_args; each launch queues behind the one
  *           before), then weft_wait_all
  *   waited  the same launches, each followed by weft_wait_all (what a
@@ -35,7 +36,14 @@
  *           each running its share of every step's blocks in order, a
  *           spinning barrier after each step (bulk-synchronous, as an MPI
  *           code exchanging halos: the floor a task runtime aims at)
- * (queued and waited need an even T; with an odd one they are left out.)
+ * (queued and waited need T a multiple of that period; else they are left
+ * out.)
+ *
+ * --pattern (Task Bench's): stencil (above), nearest (blocks i - 2 .. i + 2
+ * of the step before), fft (i and i ^ 2^(t mod log2 W), W a power of two),
+ * chains (i alone); the patterns but stencil compute each block as the
+ * mean of the same sweep over each block it reads, clamped at that block's
+ * ends.
  *
  * --metg: for each thread count, the block size is halved from 16384
  * doubles down to 16 (T and W as given), every mode run at each size
@@ -66,13 +74,68 @@
 
 enum { MAXK = 8 };
 
+/* Which blocks of the step before an operator reads (Task Bench's
+ * patterns): stencil i - 1 .. i + 1 (the points its sweep reaches),
+ * nearest i - 2 .. i + 2, fft i and i ^ 2^(t mod log2 W), chains i. */
+enum { PAT_STENCIL, PAT_NEAREST, PAT_FFT, PAT_CHAINS, PAT_N };
+static const char *pattern_names[PAT_N] = {"stencil", "nearest", "fft", "chains"};
+
 /* The problem: its sizes, its weights, its two buffers. */
 typedef struct stencil {
-  int width, steps, radius;
+  int width, steps, radius, pattern, log2w;
   size_t block; /* points a block */
   double w[2 * MAXK + 1];
   double *buf[2]; /* [width * block] each */
 } stencil;
+
+/* The blocks operator (t, i) reads of step t - 1, ascending, in dep[]
+ * (5 at most); returns how many. */
+static int deps(const stencil *s, int t, int i, int *dep)
+{
+  int n = 0;
+  switch (s->pattern) {
+  case PAT_FFT: {
+    int j = i ^ (1 << (t % s->log2w));
+    dep[n++] = j < i ? j : i;
+    dep[n++] = j < i ? i : j;
+    return n;
+  }
+  case PAT_CHAINS:
+    dep[n++] = i;
+    return n;
+  default: {
+    int r = s->pattern == PAT_NEAREST ? 2 : 1;
+    for (int j = i - r; j <= i + r; j++)
+      if (j >= 0 && j < s->width)
+        dep[n++] = j;
+    return n;
+  }
+  }
+}
+
+/* The flops of a run: 2 (2K + 1) - 1 a point for the stencil, 2 (2K + 1)
+ * + 1 a point and block read for the others. */
+static double run_flops(const stencil *s)
+{
+  double per = 2.0 * (2 * s->radius + 1) - 1;
+  if (s->pattern == PAT_STENCIL)
+    return (double)s->width * (double)s->block * s->steps * per;
+  double reads = 0;
+  int dep[5];
+  for (int t = 0; t < s->steps; t++)
+    for (int i = 0; i < s->width; i++)
+      reads += deps(s, t, i, dep);
+  return reads * (double)s->block * (per + 2);
+}
+
+/* Steps of a period of the pattern's dependences and of the two buffers:
+ * a graph of that many steps, relaunched, runs the whole (queued). */
+static int period(const stencil *s)
+{
+  if (s->pattern != PAT_FFT || s->log2w < 2)
+    return 2;
+  return s->log2w % 2 ? 2 * s->log2w : s->log2w; /* lcm(2, log2 W) */
+}
 
 /* One operator's argument. */
 typedef struct task {
@@ -98,8 +161,38 @@ static inline __attribute__((always_inline)) void sweep(const double *restrict i
  * away from the array's ends by sweep, the few at its ends clamped. Every
  * mode runs this code, so that every point's sum is the same, bit for
  * bit. */
+/* Any pattern but stencil: block i of step t, the mean of the 2K + 1-point
+ * sweep of each block it reads (each sweep clamped at its own block's
+ * ends, so it reads those blocks alone). */
+static void update_deps(const stencil *s, int t, int i)
+{
+  const double *in = s->buf[(t + 1) % 2];
+  double *out = s->buf[t % 2] + (size_t)i * s->block;
+  int dep[5];
+  int nd = deps(s, t, i, dep);
+  const long bl = (long)s->block, k = s->radius;
+  const double share = 1.0 / nd;
+  for (long x = 0; x < bl; x++)
+    out[x] = 0;
+  for (int q = 0; q < nd; q++) {
+    const double *src = in + (size_t)dep[q] * s->block;
+    for (long x = 0; x < bl; x++) {
+      double acc = 0;
+      for (long j = -k; j <= k; j++) {
+        long y = x + j < 0 ? 0 : x + j >= bl ? bl - 1 : x + j;
+        acc += s->w[j + k] * src[y];
+      }
+      out[x] += share * acc;
+    }
+  }
+}
+
 static void update_block(const stencil *s, int t, int i)
 {
+  if (s->pattern != PAT_STENCIL) {
+    update_deps(s, t, i);
+    return;
+  }
   const double *in = s->buf[(t + 1) % 2];
   double *out = s->buf[t % 2];
   const long n = (long)s->width * (long)s->block, k = s->radius;
@@ -147,11 +240,11 @@ static void push_all(weft_engine *eng, stencil *s, task *tasks, weft_var **v)
 {
   for (int t = 0; t < s->steps; t++)
     for (int i = 0; i < s->width; i++) {
-      weft_var *r[3];
+      weft_var *r[5];
+      int dep[5];
       size_t nr = 0;
-      for (int j = i - 1; j <= i + 1; j++)
-        if (j >= 0 && j < s->width)
-          r[nr++] = v[((t + 1) % 2) * s->width + j];
+      for (int q = 0, nd = deps(s, t, i, dep); q < nd; q++)
+        r[nr++] = v[((t + 1) % 2) * s->width + dep[q]];
       task *a = &tasks[(size_t)t * (size_t)s->width + (size_t)i];
       *a = (task){s, t, i};
       weft_op_desc d;
@@ -294,13 +387,13 @@ static void measure(bench *b, int threads, double med[M_MODES])
   CHECK(weft_graph_begin_capture(eng));
   push_all(eng, s, b->tasks, v);
   CHECK(weft_graph_end_capture(eng, &g));
-  /* Two steps (queued, waited): pushes of steps 0 and 1 captured, the
-   * tasks' values then rewritten as push_all leaves them (the same for
-   * every step). */
+  /* A period's steps (queued, waited; period: two, or an fft's cycle):
+   * the pushes of steps 0 .. period - 1 captured, the tasks' values then
+   * rewritten as push_all leaves them (the same for every step). */
   weft_graph *g2 = NULL;
   if (b->nmodes == M_MODES) {
     stencil two = *s;
-    two.steps = 2;
+    two.steps = period(s);
     CHECK(weft_graph_begin_capture(eng));
     push_all(eng, &two, b->tasks, v);
     CHECK(weft_graph_end_capture(eng, &g2));
@@ -416,9 +509,10 @@ static void metg(bench *b, int threads)
       eff[k][m] = med[m] < 0 ? -1 : points / med[m] / (peak * (m == M_SERIAL ? 1 : threads));
     }
   }
-  printf("# METG sweep, %d threads: %d blocks a step, %d steps, radius %d; per mode the task "
-         "granularity (us: time x threads / tasks) and efficiency (work rate / %d x serial's at "
-         "the largest block)\n", threads, s->width, s->steps, s->radius, threads);
+  printf("# METG sweep, %s, %d threads: %d blocks a step, %d steps, radius %d; per mode the "
+         "task granularity (us: time x threads / tasks) and efficiency (work rate / %d x "
+         "serial's at the largest block)\n", pattern_names[s->pattern], threads, s->width,
+         s->steps, s->radius, threads);
   printf("%-7s", "block");
   for (int m = 1; m < M_MODES; m++)
     if (eff[0][m] >= 0)
@@ -431,7 +525,7 @@ static void metg(bench *b, int threads)
         printf(" %12.2f %6.2f", gran[k][m], eff[k][m]);
     printf("\n");
   }
-  printf("METG(50%%), %d threads:", threads);
+  printf("METG(50%%), %s, width %d, %d threads:", pattern_names[s->pattern], s->width, threads);
   for (int m = 1; m < M_MODES; m++) {
     if (eff[0][m] < 0)
       continue;
@@ -452,7 +546,8 @@ int main(int argc, char **argv)
   const char *threads_list = "2";
   int reps = -1;
   bool sweep = false;
-  bench b = {{8, 100, 4, 4096, {0}, {NULL, NULL}}, 0, 0, 0, 0, NULL, NULL, NULL, {NULL}};
+  bench b = {{8, 100, 4, PAT_STENCIL, 0, 4096, {0}, {NULL, NULL}}, 0, 0, 0, 0, NULL, NULL,
+             NULL, {NULL}};
   stencil *s = &b.s;
   size_t block = s->block;
   for (int i = 1; i < argc; i++) {
@@ -470,11 +565,27 @@ int main(int argc, char **argv)
       s->radius = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--metg"))
       sweep = true;
-    else {
+    else if (!strcmp(argv[i], "--pattern") && i + 1 < argc) {
+      const char *name = argv[++i];
+      s->pattern = PAT_N;
+      for (int k = 0; k < PAT_N; k++)
+        if (!strcmp(name, pattern_names[k]))
+          s->pattern = k;
+      if (s->pattern == PAT_N) {
+        fprintf(stderr, "bench_graph_stencil: --pattern: stencil, nearest, fft or chains\n");
+        return 2;
+      }
+    } else {
       fprintf(stderr, "usage: %s [--threads N[,N...]] [--reps R] [--width W] [--steps T] "
-              "[--block B] [--radius K] [--metg]\n", argv[0]);
+              "[--block B] [--radius K] [--pattern P] [--metg]\n", argv[0]);
       return 2;
     }
+  }
+  while (s->width > 1 && (1 << (s->log2w + 1)) <= s->width)
+    s->log2w++;
+  if (s->pattern == PAT_FFT && (s->width < 2 || (1 << s->log2w) != s->width)) {
+    fprintf(stderr, "bench_graph_stencil: fft: --width must be a power of two, 2 or more\n");
+    return 2;
   }
   if (reps < 0)
     reps = sweep ? 5 : 11;
@@ -490,11 +601,13 @@ int main(int argc, char **argv)
   bool ok = b.tasks != NULL;
   for (int m = 0; m < M_MODES; m++)
     ok = (b.t[m] = malloc(sizeof *b.t[m] * (size_t)reps)) && ok;
-  /* queued and waited: launch k's arguments, its 2W nodes' tasks (steps
-   * 2k and 2k + 1; node j of the two-step graph is step j / W's block j % W) */
-  b.nmodes = s->steps % 2 ? M_QUEUED : M_MODES;
-  b.launches = s->steps / 2;
-  b.per = 2 * s->width;
+  /* queued and waited: launch k's arguments, its P W nodes' tasks (steps
+   * P k .. P k + P - 1, P the period; node j of the P-step graph is step
+   * j / W's block j % W) */
+  const int per_steps = period(s);
+  b.nmodes = s->steps % per_steps ? M_QUEUED : M_MODES;
+  b.launches = s->steps / per_steps;
+  b.per = per_steps * s->width;
   b.largs = malloc(sizeof *b.largs * (size_t)b.launches * (size_t)b.per + 1);
   if (!ok || !b.largs) {
     fprintf(stderr, "bench_graph_stencil: out of memory\n");
@@ -503,12 +616,13 @@ int main(int argc, char **argv)
   for (int k = 0; k < b.launches; k++)
     for (int j = 0; j < b.per; j++)
       b.largs[(size_t)k * b.per + j] =
-          (weft_graph_arg){(size_t)j, &b.tasks[(size_t)(2 * k) * (size_t)s->width + (size_t)j]};
+          (weft_graph_arg){(size_t)j,
+                           &b.tasks[(size_t)(per_steps * k) * (size_t)s->width + (size_t)j]};
   if (!sweep) {
     set_block(&b, block);
-    double flops = (double)s->width * s->block * s->steps * (2.0 * (2 * s->radius + 1) - 1);
-    printf("# stencil: %d blocks of %zu doubles, %d steps, radius %d: %.1f MFLOP a run\n",
-           s->width, s->block, s->steps, s->radius, flops / 1e6);
+    printf("# %s: %d blocks of %zu doubles, %d steps, radius %d: %.1f MFLOP a run\n",
+           pattern_names[s->pattern], s->width, s->block, s->steps, s->radius,
+           run_flops(s) / 1e6);
     printf("%-8s %3s %-7s %10s %10s %10s %8s %8s\n", "shape", "thr", "mode", "median_ms",
            "min_ms", "max_ms", "GFLOP/s", "vs_push");
   }
@@ -528,10 +642,11 @@ int main(int argc, char **argv)
     }
     double med[M_MODES];
     measure(&b, threads, med);
-    double flops = (double)s->width * s->block * s->steps * (2.0 * (2 * s->radius + 1) - 1);
+    double flops = run_flops(s);
     for (int m = 0; m < M_MODES; m++)
       if (med[m] >= 0)
-        printf("%-8s %3d %-7s %10.2f %10.2f %10.2f %8.2f %8.2f\n", "stencil", threads,
+        printf("%-8s %3d %-7s %10.2f %10.2f %10.2f %8.2f %8.2f\n", pattern_names[s->pattern],
+               threads,
                mode_names[m], med[m] / 1e6, b.t[m][0] / 1e6, b.t[m][reps - 1] / 1e6,
                flops / med[m], med[m] / med[M_PUSH]);
   }
