@@ -210,6 +210,29 @@ int weft_graph_edge(weft_graph *g, size_t before, size_t after)
 
 static void log_dead_var(const weft_graph *g, int k, const char *caller);
 
+/* Whether a var of g has been deleted; the first such one is named on the
+ * log (caller: the public call). */
+static bool dead_var(const weft_graph *g, const char *caller)
+{
+  for (int k = 0; k < g->nvars; k++)
+    if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
+      log_dead_var(g, k, caller);
+      return true;
+    }
+  return false;
+}
+
+/* A built graph that no launch may run (graph.h, stale): WEFT_EINVAL, with
+ * its message; else 0. */
+static int stale_check(const weft_graph *g, const char *caller)
+{
+  if (!g->stale)
+    return 0;
+  weft_log("%s: a var of the graph was deleted, and its slot reused, while the graph was "
+           "captured or added to", caller);
+  return WEFT_EINVAL;
+}
+
 /* The naive engine replays each operator as its push would run, once
  * every var is known live (nothing runs otherwise). */
 static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
@@ -217,12 +240,10 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
   /* As one operator: nothing else runs between its nodes (the lock is
    * recursive: each node's own push takes it again). */
   pthread_mutex_lock(&eng->naive_lock);
-  for (int k = 0; k < g->nvars; k++)
-    if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
-      log_dead_var(g, k, "weft_graph_launch");
-      pthread_mutex_unlock(&eng->naive_lock);
-      return WEFT_EINVAL;
-    }
+  if (dead_var(g, "weft_graph_launch")) {
+    pthread_mutex_unlock(&eng->naive_lock);
+    return WEFT_EINVAL;
+  }
   /* A graph with explicit edges: each node's failure inherited along them
    * (by node index), passed on here as the threaded replay passes it. */
   int *pass = g->inherit ? weft_calloc((size_t)g->nnodes, sizeof *pass) : NULL;
@@ -274,6 +295,26 @@ static void log_dead_var(const weft_graph *g, int k, const char *caller)
         return;
       }
   }
+}
+
+static void gate_fill(weft_engine *eng, weft_graph *g, weft_gate *gate);
+
+/* A gate taken for this launch (no var names it: its block is ours to
+ * fill), queued or not (queue.h), running once it holds the vars. */
+static void gate_fresh(weft_engine *eng, weft_graph *g, weft_gate *gate, bool queued)
+{
+  gate_fill(eng, g, gate);
+  gate->queued = queued;
+  /* relaxed: published to the yields by the registration's var locks. */
+  atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
+}
+
+/* The gate's operator at each launch, before it registers or resumes. */
+static void gate_arm(weft_opr *op)
+{
+  op->admitted = false;
+  op->status = 0;
+  WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
 }
 
 /* A gate's block as an operator's: what every launch of it shares. */
@@ -381,10 +422,8 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
     rc = weft_graph_args_resolve(g, args, nargs, caller, &ga); /* on what was built */
   if (rc || g->nnodes == 0) {
     /* not built (nothing runs), a bad argument, or empty: a launch that does nothing */
-  } else if (g->stale) {
-    weft_log("%s: a var of the graph was deleted, and its slot reused, while the graph was "
-             "captured or added to", caller);
-    rc = WEFT_EINVAL;
+  } else if ((rc = stale_check(g, caller))) {
+    /* nothing runs */
   } else {
     weft_graph_launch_begin(g, ga, nargs); /* the graph's now */
     ga = NULL;
@@ -413,12 +452,9 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
     if (gate) {
       holds_all = weft_keep_resume(gate);
     } else if ((gate = weft_gate_get(g))) {
-      /* No var names it: its block is ours to fill (a kept gate's stays as
-       * it is: a yield reads it, under a var's lock). */
-      gate_fill(eng, g, gate);
-      gate->queued = false;
-      /* relaxed: published to the yields by the registration's var locks. */
-      atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
+      /* A fresh one (a kept gate's block stays as it is: a yield reads it,
+       * under a var's lock). */
+      gate_fresh(eng, g, gate, false);
       g->kept = gate;
     }
     if (!gate) {
@@ -427,9 +463,7 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
         weft_push_unadmit(eng);
     } else {
       weft_opr *op = &gate->op;
-      op->admitted = false;
-      op->status = 0;
-      WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
+      gate_arm(op);
       g->cur = gate; /* published to the nodes by the gate's grants, or its dispatch */
       if (holds_all) {
         weft_keep_start(eng, op, capped);
@@ -438,11 +472,7 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
       rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
       if (rc) {
         int slot = op->slot;
-        for (int k = 0; k < g->nvars; k++)
-          if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
-            log_dead_var(g, k, caller);
-            break;
-          }
+        (void)dead_var(g, caller); /* the one registration found */
         /* Nothing was appended (a dead var is found before any append):
          * let go of what the gate still kept, and of it. */
         weft_keep_drop(g);
@@ -476,12 +506,10 @@ static int launch_queued(weft_engine *eng, weft_graph *g, bool out, const weft_g
     weft_free(ga);
     return rc;
   }
-  if (g->stale) {
-    weft_log("%s: a var of the graph was deleted, and its slot reused, while the graph was "
-             "captured or added to", caller);
+  if ((rc = stale_check(g, caller))) {
     weft_graph_queue_leave(g);
     weft_free(ga);
-    return WEFT_EINVAL;
+    return rc;
   }
   bool capped = eng->max_inflight > 0;
   if (capped)
@@ -494,25 +522,16 @@ static int launch_queued(weft_engine *eng, weft_graph *g, bool out, const weft_g
     weft_free(ga);
     return WEFT_ENOMEM;
   }
-  gate_fill(eng, g, gate);
-  gate->queued = true;
+  gate_fresh(eng, g, gate, true);
   gate->args = ga;
   gate->nargs = nargs;
-  /* relaxed: published to the yields by the registration's var locks. */
-  atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
   weft_opr *op = &gate->op;
-  op->admitted = false;
-  op->status = 0;
-  WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
+  gate_arm(op);
   rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
   if (!rc)
     return 0; /* queued; from here on its grant may have started it already */
   int slot = op->slot;
-  for (int k = 0; k < g->nvars; k++)
-    if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
-      log_dead_var(g, k, caller);
-      break;
-    }
+  (void)dead_var(g, caller); /* the one registration found */
   /* Nothing was appended (a dead var is found before any append). */
   weft_free(gate->args);
   gate->args = NULL;
