@@ -25,11 +25,6 @@
  * queue every 61 ticks. Above WEFT_INJECT_BATCH, so that a batch taken
  * from the injection queue runs in its order. Tasks. */
 #define WEFT_FAIR_TICKS 61
-/* Finishes of one group's tasks a worker counts on its own before it
- * subtracts them from the group's shared word in one read-modify-write
- * (pool/group.c): it also does so before it runs a task of another group
- * or anything else, and before it idles. Tasks. */
-#define WEFT_GROUP_DEFER_MAX 64
 /* Kept successors an engine operator's task runs in a row before it asks
  * the pool whether other work waits for this worker (weft_pool_yield_due:
  * a queue nobody took from since it last asked), and if so hands the next

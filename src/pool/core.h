@@ -52,11 +52,6 @@ typedef struct weft_worker {
   unsigned inject_turn;      /* owner only: which injection queue to try first (search.c) */
   bool fair_due;             /* owner only: take from the injection queues first, next turn */
   unsigned ticks;            /* owner only: pops of its deque in a row (WEFT_FAIR_TICKS) */
-  /* owner only: finishes of defer_g's tasks that this worker ran and has
-   * not yet taken off the group's state word (pool/group.c, deferred
-   * finishes); defer_g is pending meanwhile, so it stays alive. */
-  struct weft_group_impl *defer_g;
-  uint32_t defer_n;
   /* owner only: the deque's top and the injection queues' heads at the last
    * weft_pool_yield_due: a queue whose end has not moved since then has
    * had nobody to serve it */

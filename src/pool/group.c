@@ -10,12 +10,6 @@
  * eventcount. That finisher never touches the group (which lives on the
  * waiter's stack) after the count reaches zero; the futex wake it may then
  * issue uses only the address, and a spurious wake-up there is harmless.
- * A worker that is not the owner defers its finishes of one group and
- * takes them off `state` together (weft_group_flush): when it is about to
- * run a task of another group or anything else, to idle or sleep, or after
- * WEFT_GROUP_DEFER_MAX of them. A group with deferred finishes is pending,
- * so it stays alive until that flush, and nothing but the worker's own
- * current task (one of the same group's) comes between them and the wait.
  *
  * Spawning a group task is in submit.c, waiting for a group in wait.c.
  */
@@ -25,7 +19,6 @@
 
 #include "common/assert.h"
 #include "common/sync.h"
-#include "common/tunables.h"
 
 _Static_assert(sizeof(weft_group_impl) <= sizeof(weft_group), "weft_group too small");
 _Static_assert(_Alignof(weft_group_impl) <= _Alignof(weft_group), "weft_group misaligned");
@@ -42,17 +35,21 @@ void weft_group_fail(weft_group_impl *g, int rc)
                                           memory_order_relaxed);
 }
 
-/* Takes n finished tasks off g's state word, waking the waiter when they
- * were the last. g may be gone once this returns. */
-static void count_off(weft_group_impl *g, uint32_t n)
+void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc)
 {
+  if (rc)
+    weft_group_fail(g, rc);
+  if (weft_group_is_owner(g, w)) {
+    g->local--;
+    return;
+  }
   weft_pool *pool = g->pool; /* g may be gone after the fetch_sub */
-  /* release: publishes the tasks' effects and status to the waiter; pairs
+  /* release: publishes the task's effects and status to the waiter; pairs
    * with the acquire loads of state in wait. acquire: the waiter's arming.
    * (state alone may go below zero: the owner's spawns are in its local
    * count until it arms; see weft_group_impl.) */
-  uint32_t old = atomic_fetch_sub_explicit(&g->state, n * WEFT_GROUP_ONE, memory_order_acq_rel);
-  if (weft_group_state_count(old) != (int32_t)n)
+  uint32_t old = atomic_fetch_sub_explicit(&g->state, WEFT_GROUP_ONE, memory_order_acq_rel);
+  if (weft_group_state_count(old) != 1)
     return;
   if (old & WEFT_GROUP_SLEEPING)
     weft_futex_wake(&g->state, 1);
@@ -62,41 +59,6 @@ static void count_off(weft_group_impl *g, uint32_t n)
     weft_fence_sc(&pool->nsearching);
     weft_ec_notify(&pool->ec, true);
   }
-}
-
-void weft_group_flush(weft_worker *w)
-{
-  uint32_t n = w->defer_n;
-  if (!n)
-    return;
-  weft_group_impl *g = w->defer_g;
-  w->defer_g = NULL;
-  w->defer_n = 0;
-  count_off(g, n);
-}
-
-void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc)
-{
-  if (rc)
-    weft_group_fail(g, rc);
-  if (weft_group_is_owner(g, w)) {
-    g->local--;
-    return;
-  }
-  if (!w) { /* a thread outside the pool, helping: at once */
-    count_off(g, 1);
-    return;
-  }
-  /* Deferred finishes: a worker that runs one group's tasks in a row (a
-   * fan-out) takes them off the shared word WEFT_GROUP_DEFER_MAX at a
-   * time, not one each, and always before it runs anything else or idles
-   * (weft_run_task, weft_worker_idle), so the group is done no later than
-   * the worker's current task allows. g is pending until then. */
-  if (w->defer_g != g)
-    weft_group_flush(w);
-  w->defer_g = g;
-  if (++w->defer_n >= WEFT_GROUP_DEFER_MAX)
-    weft_group_flush(w);
 }
 
 bool weft_group_arm(weft_group_impl *g, weft_worker *w, uint32_t flag)

@@ -86,12 +86,8 @@ static inline int32_t weft_group_pending(weft_group_impl *g, weft_worker *w)
 /* Counts one spawn into g, before its task is queued. */
 void weft_group_count_spawn(weft_group_impl *g, weft_worker *w);
 /* Records rc (the first non-zero wins) and counts one task of g done, waking
- * a sleeping waiter when it was the last. g may be gone once this returns.
- * On a worker that is not g's owner the count may be deferred (group.c):
- * weft_group_flush before anything else runs or the worker idles. */
+ * a sleeping waiter when it was the last. g may be gone once this returns. */
 void weft_group_task_done(weft_group_impl *g, weft_worker *w, int rc);
-/* Takes w's deferred finishes off their group (nothing if none). */
-void weft_group_flush(weft_worker *w);
 /* Records a failure without finishing a task. */
 void weft_group_fail(weft_group_impl *g, int rc);
 /* Before a waiter sleeps: moves the owner's count into state and sets flag

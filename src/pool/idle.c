@@ -226,7 +226,6 @@ static bool park(weft_pool *pool, weft_worker *w, weft_group_impl *g, bool searc
 
 weft_task *weft_worker_idle(weft_pool *pool, weft_worker *w, weft_group_impl *g)
 {
-  weft_group_flush(w); /* what it deferred goes before it may sleep (group.c) */
   start_searching(pool);
   for (;;) {
     bool searching = true, g_done = false;

@@ -89,10 +89,6 @@ void weft_run_task(weft_pool *pool, weft_worker *w, weft_task *t)
   void *arg = t->arg;
   size_t lo = t->lo, hi = t->hi;
   weft_group_impl *g = t->group;
-  /* Finishes deferred for another group are taken off it before this
-   * task runs (group.c): that group may be waiting for them alone. */
-  if (w && w->defer_n && w->defer_g != g)
-    weft_group_flush(w);
   /* A stored argument (weft_*_arg: never a piece, never embedded) in the
    * record: its bytes are the words just read (argbytes overlays arg, lo
    * and hi), and fn gets them in this frame, so that the record is free to

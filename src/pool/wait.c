@@ -57,9 +57,6 @@ bool weft_pool_help_one(weft_pool *pool)
 {
   weft_worker *w = weft_worker_of(pool);
   if (w) {
-    /* The caller may sleep next (an engine's wait): what it deferred goes
-     * first (group.c). */
-    weft_group_flush(w);
     weft_task *t = weft_deque_take(&w->deque);
     if (!t && !stack_deep(w))
       t = weft_find_nonlocal(pool, w);
@@ -96,8 +93,6 @@ static void wait_sleeping(weft_group_impl *g, weft_pool *pool, weft_worker *w, b
     if (!weft_group_arm(g, w, WEFT_GROUP_SLEEPING))
       break;
     /* acquire: as in weft_group_pending; the futex wait re-checks the word. */
-    if (w) /* what it deferred goes before it sleeps (group.c) */
-      weft_group_flush(w);
     uint32_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (weft_group_state_count(s) && (s & WEFT_GROUP_SLEEPING))
       weft_futex_wait(&g->state, s, sleep_ns);

@@ -105,7 +105,6 @@ static void loop(weft_pool *pool, weft_worker *w)
       break; /* the pool is exiting */
     weft_run_task(pool, w, t);
   }
-  WEFT_ASSERT(w->defer_n == 0); /* the idle that ended the loop took it off (group.c) */
   weft_tls_in_main_loop = false;
 }
 
