@@ -17,7 +17,7 @@ weft_arg_box *weft_arg_box_new(const void *data, size_t size, weft_arg_drop_fn d
   if (!b)
     return NULL;
   atomic_init(&b->refs, 1);
-  b->drop = drop;
+  b->drop_fn = drop;
   b->size = size;
   if (size)
     memcpy(b->bytes, data, size);
@@ -41,8 +41,8 @@ void weft_arg_box_unref(weft_arg_box *b)
   WEFT_ASSERT(was >= 1);
   if (was != 1)
     return;
-  if (b->drop)
-    b->drop(weft_arg_box_arg(b));
+  if (b->drop_fn)
+    b->drop_fn(weft_arg_box_arg(b));
   weft_free(b);
 }
 

@@ -33,7 +33,7 @@
 
 typedef struct weft_arg_box {
   _Atomic int refs;
-  weft_arg_drop_fn drop; /* NULL: none */
+  weft_arg_drop_fn drop_fn; /* NULL: none */
   size_t size;
   _Alignas(16) unsigned char bytes[]; /* size bytes; the operator's arg */
 } weft_arg_box;

@@ -133,7 +133,7 @@ void weft_opr_ready(weft_opr *op)
   if (op->ctx.type == WEFT_DEV_GPU) {
     if (op->internal == WEFT_OPR_HELD) /* it starts (ext.h) */
       op->eng->ext->start(op);
-    op->eng->exec->submit(op->eng->exec_self, op);
+    op->eng->exec->submit_op(op->eng->exec_self, op);
     return;
   }
   if (op->prop != WEFT_PROP_ASYNC || weft_tls_executor) {

@@ -97,7 +97,7 @@ int weft_exec_op_skip_status(const weft_opr *op)
 static void held_state_release(weft_opr *op)
 {
   if (op->exec_state)
-    op->eng->exec->release(op->eng->exec_self, op);
+    op->eng->exec->release_op(op->eng->exec_self, op);
 }
 
 void weft_exec_op_fail(weft_opr *op, int status)

@@ -10,7 +10,7 @@
  * through the entry points below.
  *
  * A device operator's life:
- *   1. ready (every grant in): the engine calls submit(); the executor queues
+ *   1. ready (every grant in): the engine calls submit_op(); the executor queues
  *      it on a device worker.
  *   2. the worker checks weft_exec_op_skip_status() (a failed var: it ends
  *      the operator with weft_exec_op_fail(), which drops the device waits
@@ -49,7 +49,7 @@
 #include "weft/weft.h"
 
 /* A device operator, as an executor sees it: opaque. Valid from submit
- * until the executor's release() of it. */
+ * until the executor's release_op() of it. */
 typedef struct weft_opr weft_exec_op;
 
 typedef struct weft_executor_ops {
@@ -60,10 +60,10 @@ typedef struct weft_executor_ops {
   /* A ready device operator (ctx.type WEFT_DEV_GPU, 0 <= ctx.id < devices).
    * Never fails: the executor queues it, or ends it at once with
    * weft_exec_op_fail() and the cause. Called from any thread. */
-  void (*submit)(void *self, weft_exec_op *op);
+  void (*submit_op)(void *self, weft_exec_op *op);
   /* The operator's block is about to be recycled: give back what the
    * executor attached to it (weft_exec_op_state: its event). */
-  void (*release)(void *self, weft_exec_op *op);
+  void (*release_op)(void *self, weft_exec_op *op);
   /* The naive engine: runs the operator (weft_exec_op_call) on a stream of
    * its device and waits for the stream; returns fn's status, or
    * WEFT_EDEVICE. */

@@ -93,7 +93,7 @@ static void clear_failures(weft_engine *eng, uint64_t upto)
   pthread_mutex_unlock(&eng->wait_lock);
 }
 
-static int wait_all(weft_engine *eng);
+static int wait_all_entered(weft_engine *eng);
 
 int weft_wait_all(weft_engine *eng)
 {
@@ -107,12 +107,12 @@ int weft_wait_all(weft_engine *eng)
   int rc = weft_engine_enter(eng, &guest);
   if (rc)
     return rc;
-  rc = wait_all(eng);
+  rc = wait_all_entered(eng);
   weft_engine_leave(eng, guest);
   return rc;
 }
 
-static int wait_all(weft_engine *eng)
+static int wait_all_entered(weft_engine *eng)
 {
   if (eng->naive) {
     pthread_mutex_lock(&eng->naive_lock);

@@ -53,7 +53,7 @@ void weft_opr_free_slow(weft_engine *eng, int w, weft_opr *op)
     return;
   }
   if (op->ctx.type == WEFT_DEV_GPU && op->exec_state) /* its event goes back to the pool */
-    eng->exec->release(eng->exec_self, op);
+    eng->exec->release_op(eng->exec_self, op);
   if (op->nvars > WEFT_OPR_BIG_VARS) {
     weft_free(op->var);
     weft_free(op->req);

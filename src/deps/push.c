@@ -578,10 +578,10 @@ int weft_push_uses(weft_engine *eng, const weft_op_desc *d, const weft_var_use *
 }
 
 int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_use *uses, int n,
-                       bool out, const void *data, size_t size, weft_arg_drop_fn drop)
+                       bool out, const void *data, size_t size, weft_arg_drop_fn drop_fn)
 {
-  arg_in ain = {data, size, drop, NULL};
-  if (size > WEFT_OP_ARG_INLINE && !(ain.box = weft_arg_box_new(data, size, drop)))
+  arg_in ain = {data, size, drop_fn, NULL};
+  if (size > WEFT_OP_ARG_INLINE && !(ain.box = weft_arg_box_new(data, size, drop_fn)))
     return WEFT_ENOMEM;
   int rc;
   if (eng->naive) { /* run at once: the copy lives in this frame (or the box) */
@@ -601,8 +601,8 @@ int weft_push_uses_arg(weft_engine *eng, const weft_op_desc *d, const weft_var_u
     if (!rc) { /* it ran, or was skipped: done with its argument */
       if (ain.box)
         weft_arg_box_unref(ain.box);
-      else if (drop)
-        drop(dc.arg);
+      else if (drop_fn)
+        drop_fn(dc.arg);
       return 0;
     }
   } else {

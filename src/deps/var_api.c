@@ -15,7 +15,7 @@
 
 static int var_new(weft_engine *eng, weft_var **out);
 static int var_delete(weft_engine *eng, weft_var *var);
-static int var_wait(weft_engine *eng, weft_var *var);
+static int var_wait_entered(weft_engine *eng, weft_var *var);
 
 int weft_var_new(weft_engine *eng, weft_var **out)
 {
@@ -40,7 +40,7 @@ int weft_var_wait(weft_engine *eng, weft_var *var)
     return WEFT_EINVAL;
   if (weft_capturing(eng))
     return WEFT_EBUSY; /* what it would wait for is recorded, not pushed */
-  WEFT_GUARDED(guest, var_wait(eng, var));
+  WEFT_GUARDED(guest, var_wait_entered(eng, var));
 }
 
 static int var_new(weft_engine *eng, weft_var **out)
@@ -142,7 +142,7 @@ static bool opr_has_var(const weft_opr *op, const weft_var_impl *v)
   return lo < op->nvars && op->var[lo] == v;
 }
 
-static int var_wait(weft_engine *eng, weft_var *var)
+static int var_wait_entered(weft_engine *eng, weft_var *var)
 {
   weft_var_impl *v = weft_var_lookup(eng, var);
   if (!v)

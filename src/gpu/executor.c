@@ -454,8 +454,8 @@ static int x_open(weft_pool *pool, void **self, int *num_devices)
 
 const weft_executor_ops weft_gpu_executor_ops = {
     .open = x_open,
-    .submit = x_submit,
-    .release = x_release,
+    .submit_op = x_submit,
+    .release_op = x_release,
     .run_sync = x_run_sync,
     .run_free = weft_gpu_run_free,
     .close = x_close,

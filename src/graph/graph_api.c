@@ -614,8 +614,8 @@ static int launch_naive_call(weft_engine *eng, weft_graph *g, bool out,
   return rc;
 }
 
-static int launch(weft_engine *eng, weft_graph *g, bool out, const weft_graph_arg *args,
-                  size_t nargs, const char *caller)
+static int launch_entered(weft_engine *eng, weft_graph *g, bool out,
+                          const weft_graph_arg *args, size_t nargs, const char *caller)
 {
   if (eng->naive)
     return launch_naive_call(eng, g, out, args, nargs, caller);
@@ -683,7 +683,7 @@ static int launch_call(weft_graph *g, const weft_graph_arg *args, size_t nargs,
   int rc = graph_enter(g, &eng, &guest, &stale);
   if (rc)
     return rc; /* its engine was destroyed, or is being destroyed */
-  rc = weft_capturing(eng) ? WEFT_EBUSY : launch(eng, g, guest, args, nargs, caller);
+  rc = weft_capturing(eng) ? WEFT_EBUSY : launch_entered(eng, g, guest, args, nargs, caller);
   weft_engine_leave(eng, guest);
   return rc;
 }

@@ -84,7 +84,7 @@ static weft_inject_cell *claim_solo(weft_inject *q, uint64_t *pos)
   return &q->ring[p & RING_MASK];
 }
 
-static void push(weft_inject *q, weft_task *t, bool solo)
+static void inject_one(weft_inject *q, weft_task *t, bool solo)
 {
   uint64_t pos;
   weft_inject_cell *c;
@@ -106,12 +106,12 @@ static void push(weft_inject *q, weft_task *t, bool solo)
 
 void weft_inject_push(weft_inject *q, weft_task *t)
 {
-  push(q, t, false);
+  inject_one(q, t, false);
 }
 
 void weft_inject_push_solo(weft_inject *q, weft_task *t)
 {
-  push(q, t, true);
+  inject_one(q, t, true);
 }
 
 /* Moves *h on to the current head past stale values and returns lap_dif

@@ -195,7 +195,7 @@ int weft_group_spawn(weft_group *pub, weft_task_fn fn, void *arg)
 }
 
 /* fn(arg) as a task on the deque or injection queue. */
-static int submit(weft_pool *pool, weft_task_fn fn, void *arg)
+static int submit_task(weft_pool *pool, weft_task_fn fn, void *arg)
 {
   if (!pool || !fn)
     return WEFT_EINVAL;
@@ -268,7 +268,7 @@ int weft_pool_submit_embedded_last(weft_pool *pool, weft_task *t)
 
 int weft_pool_submit(weft_pool *pool, weft_task_fn fn, void *arg)
 {
-  return submit(pool, fn, arg);
+  return submit_task(pool, fn, arg);
 }
 
 int weft_pool_submit_arg(weft_pool *pool, weft_task_fn fn, const void *data, size_t size)

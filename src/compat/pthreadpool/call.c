@@ -277,7 +277,7 @@ static void run_serial(const ptp_grid *g)
 {
   int flush = (g->flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS) != 0;
   ptp_fpu_state fpu = ptp_fpu_enter(flush);
-  g->kind->range(g, 0, g->total);
+  g->kind->tiles(g, 0, g->total);
   ptp_fpu_leave(flush, fpu);
 }
 

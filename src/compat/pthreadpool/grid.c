@@ -203,12 +203,12 @@ PTP_INLINE void run_slot(const ptp_grid *g, int nd, int nt, int u, ptp_slot *own
   }
 }
 
-#define PTP_KIND_LOOPS(name, nd, nt, u)                                                            \
-  static void range_##name(const ptp_grid *g, size_t b, size_t e)                                  \
+#define PTP_KIND_LOOPS(tag, nd, nt, u)                                                             \
+  static void range_##tag(const ptp_grid *g, size_t b, size_t e)                                   \
   {                                                                                                \
     run_range(g, nd, nt, u, b, e);                                                                 \
   }                                                                                                \
-  static void slot_##name(const ptp_grid *g, ptp_slot *own, size_t base)                           \
+  static void slot_##tag(const ptp_grid *g, ptp_slot *own, size_t base)                            \
   {                                                                                                \
     run_slot(g, nd, nt, u, own, base);                                                             \
   }
@@ -216,7 +216,7 @@ PTP_KINDS(PTP_KIND_LOOPS)
 #undef PTP_KIND_LOOPS
 
 const ptp_kind ptp_kinds[PTP_NKINDS] = {
-#define PTP_KIND_ENTRY(name, nd, nt, u) [PTP_K_##name] = {range_##name, slot_##name, nd, nt},
+#define PTP_KIND_ENTRY(tag, nd, nt, u) [PTP_K_##tag] = {range_##tag, slot_##tag, nd, nt},
     PTP_KINDS(PTP_KIND_ENTRY)
 #undef PTP_KIND_ENTRY
 };

@@ -34,11 +34,11 @@ typedef struct ptp_slot {
 
 typedef struct ptp_grid ptp_grid;
 
-/* A variant's loops: `range` calls the function on tiles [b, e) in order;
+/* A variant's loops: `tiles` calls the function on tiles [b, e) in order;
  * `slot` on the tiles base + t for each t it claims from own, until own
  * is empty. */
 typedef struct ptp_kind {
-  void (*range)(const ptp_grid *g, size_t b, size_t e);
+  void (*tiles)(const ptp_grid *g, size_t b, size_t e);
   void (*slot)(const ptp_grid *g, ptp_slot *own, size_t base);
   int nd;     /* dimensions */
   int ntiled; /* the last ntiled of them are tiled (their sizes are passed) */
