@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Operator kinds defined above the engine.
+ * Operator kinds defined above the engine: the graph layer's one door to
+ * the engine, both ways (as executor.h is the device executor's). Its
+ * first half is what the engine calls of the layer (weft_opr_ext_ops);
+ * its second what the layer may read and do of the engine's objects.
  *
  * The engine runs two kinds of operator whose meaning a layer above it
  * defines (the graph layer, src/graph/, for the replay of a captured graph),
@@ -47,12 +50,25 @@
 #define WEFT_DEPS_EXT_H
 #include "deps/layer.h" /* layer guard: no include from a lower layer */
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "common/fifo.h"
+#include "common/fork.h"
+#include "common/guard.h"
+#include "common/spinlock.h"
+#include "deps/arg.h"
+#include "deps/complete.h"
+#include "deps/dispatch.h"
 #include "deps/engine.h"
+#include "deps/executor.h"
+#include "deps/handles.h"
+#include "deps/inflight.h"
 #include "deps/opr.h"
+#include "deps/push.h"
 #include "deps/var.h"
 #include "pool/pool_ext.h"
 
@@ -178,5 +194,383 @@ typedef struct weft_opr_ext_ops {
  * nothing), when the layer drops the run (its graph's destroy, or eng's
  * closing, before the executor closes). */
 void weft_exec_run_free(weft_engine *eng, void *cache);
+
+/*
+ * ----------------------------------------------------------------------
+ * The other way: what the layer may read and do of the engine's objects.
+ *
+ * The layouts of an op block (opr.h), a var (var.h) and an engine
+ * (engine.h) are the engine's. The layer touches none of their fields: it
+ * reads and writes them through the functions below, each inline where a
+ * replay's path takes it, so the seam costs no call. The structs a call
+ * hands over whole (weft_var_use, weft_push_sink, weft_exec_run) are the
+ * interface's own. Besides these, the layer calls the engine's entry points
+ * that the headers included above declare for it: a push's checks and its
+ * registration (push.h: weft_push_check_desc, weft_push_normalize,
+ * weft_push_register, weft_push_uses, weft_push_naive, weft_push_admit and
+ * weft_push_unadmit, weft_engine_enter and weft_engine_leave), the
+ * dispatch of what it makes ready (dispatch.h: weft_opr_ready,
+ * weft_opr_ready_list, weft_opr_task, weft_engine_between), a holder's end
+ * (complete.h: weft_opr_finish_vars, weft_opr_retire,
+ * weft_opr_count_finish, weft_grant_list), the engine's counts (inflight.h:
+ * weft_engine_count_push, weft_engine_count_done; engine.h: the failure
+ * counts and weft_engine_record_failure), arguments (arg.h) and the
+ * handles (handles.h). tests/api/check_seam.py holds src/graph to this.
+ */
+
+/* ------------------------------------------------ an op block: what it is */
+static inline weft_engine *weft_opr_engine(const weft_opr *op)
+{
+  return op->eng;
+}
+static inline void *weft_opr_arg(const weft_opr *op)
+{
+  return op->arg;
+}
+/* The arg of a block of the layer's: a held operator's for its next run (a
+ * launch's own arguments), set while no run of it is under way. */
+static inline void weft_opr_set_arg(weft_opr *op, void *arg)
+{
+  op->arg = arg;
+}
+static inline const char *weft_opr_name(const weft_opr *op)
+{
+  return op->name;
+}
+static inline weft_ctx weft_opr_ctx(const weft_opr *op)
+{
+  return op->ctx;
+}
+static inline weft_op_fn weft_opr_fn(const weft_opr *op)
+{
+  return op->fn;
+}
+static inline weft_prop weft_opr_prop(const weft_opr *op)
+{
+  return (weft_prop)op->prop;
+}
+static inline int weft_opr_kind(const weft_opr *op) /* WEFT_OPR_* (internal) */
+{
+  return op->internal;
+}
+static inline int weft_opr_nvars(const weft_opr *op)
+{
+  return op->nvars;
+}
+static inline weft_var_impl *const *weft_opr_vars(const weft_opr *op)
+{
+  return op->var;
+}
+/* The epoch it runs in, and the inflight slot it is counted in. */
+static inline uint64_t weft_opr_epoch(const weft_opr *op)
+{
+  return op->epoch;
+}
+static inline int weft_opr_slot(const weft_opr *op)
+{
+  return op->slot;
+}
+static inline int weft_opr_status(const weft_opr *op)
+{
+  return op->status;
+}
+/* Finishes owed to a holder by a run of kept successors (complete.c). */
+static inline uint32_t weft_opr_owed(const weft_opr *op)
+{
+  return op->owed;
+}
+/* Its extension area (WEFT_OPR_EXT_BYTES, pointer-aligned): the layer's. */
+static inline void *weft_opr_ext(weft_opr *op)
+{
+  return op->ext;
+}
+static inline const void *weft_opr_ext_const(const weft_opr *op)
+{
+  return op->ext;
+}
+/* What queues it once it is ready (a weft_fifo of ready operators). */
+static inline weft_fifo_node *weft_opr_node(weft_opr *op)
+{
+  return &op->node;
+}
+/* The descriptor it was made from, reads and writes left out. */
+static inline weft_op_desc weft_opr_desc(const weft_opr *op)
+{
+  weft_op_desc d = {0};
+  d.fn = op->fn;
+  d.async_fn = op->fn ? NULL : op->async_fn;
+  d.arg = op->arg;
+  d.ctx = op->ctx;
+  d.prop = (weft_prop)op->prop;
+  d.priority = d.prop == WEFT_PROP_PRIORITIZED ? op->priority : 0;
+  d.flags = op->flags;
+  d.name = op->name;
+  return d;
+}
+
+/* Its life (WEFT_OPR_ST_*, opr.h): kept only where assertions are on. */
+static inline int weft_opr_state(const weft_opr *op)
+{
+  return op->st;
+}
+static inline void weft_opr_state_set(weft_opr *op, int st)
+{
+  WEFT_OPR_SET(op, st);
+  (void)op;
+  (void)st;
+}
+static inline void weft_opr_state_move(weft_opr *op, int from, int to)
+{
+  WEFT_OPR_MOVE(op, from, to);
+  (void)op;
+  (void)from;
+  (void)to;
+}
+
+/* ------------------------------------------------ an op block: its making */
+/* The size of a held operator's block that holds no requests (its holder's)
+ * and none of the async, priority and device fields: its header (with the
+ * extension area) and its queue line. */
+#define WEFT_OPR_HELD_PLAIN_BYTES (3 * WEFT_CACHE_LINE)
+/* ... and one that is never queued either (run in order by its layer). */
+#define WEFT_OPR_HELD_UNQUEUED_BYTES (2 * WEFT_CACHE_LINE)
+_Static_assert(offsetof(weft_opr, ext) + WEFT_OPR_EXT_BYTES <= WEFT_OPR_HELD_UNQUEUED_BYTES &&
+                   offsetof(weft_opr, node) >= WEFT_OPR_HELD_UNQUEUED_BYTES &&
+                   offsetof(weft_opr, task) + sizeof(weft_task) <= WEFT_OPR_HELD_PLAIN_BYTES &&
+                   offsetof(weft_opr, req_inline) >= WEFT_OPR_HELD_PLAIN_BYTES &&
+                   offsetof(weft_opr, async_fn) >= WEFT_OPR_HELD_PLAIN_BYTES,
+               "a held block cut short keeps its header and extension area (and its queue line)");
+
+/* A held operator (WEFT_OPR_HELD) of eng in a block of the layer's, zeroed,
+ * of bytes (sizeof(weft_opr), or one of the sizes above): what d says
+ * (fn or async_fn, arg, name, ctx, prop, flags, priority; its reads and
+ * writes are not read) and its vars (var[nvars], the layer's, which its
+ * holder's requests hold). Its wait counter is 0: the layer counts. */
+static inline void weft_opr_init_held(weft_opr *op, size_t bytes, weft_engine *eng,
+                                      const weft_op_desc *d, weft_var_impl **var, int nvars)
+{
+  op->eng = eng;
+  op->fn = d->fn;
+  op->arg = d->arg;
+  op->name = d->name;
+  op->ctx = d->ctx;
+  op->prop = (uint8_t)d->prop;
+  op->flags = d->flags;
+  if (bytes > WEFT_OPR_HELD_PLAIN_BYTES) {
+    op->async_fn = d->async_fn;
+    op->priority = d->priority;
+    atomic_init(&op->async_refs, 0);
+    atomic_init(&op->async_done, 0);
+    atomic_init(&op->ndevwaits, 0);
+    atomic_init(&op->dev_refs, 0);
+  }
+  op->internal = WEFT_OPR_HELD;
+  op->var = var;
+  op->req = NULL;
+  op->nvars = nvars;
+  atomic_init(&op->wait, 0);
+}
+
+/* A holder (WEFT_OPR_HOLDER) of eng in a block of the layer's: its vars
+ * var[nvars] (sorted, distinct: the normalised list) and their requests
+ * req[nvars]; arg and name are the layer's. It runs nothing of its own
+ * (prop ASYNC: where it becomes ready) and is never skipped. */
+static inline void weft_opr_init_holder(weft_opr *op, weft_engine *eng, void *arg,
+                                        const char *name, weft_var_impl **var,
+                                        weft_var_req *req, int nvars)
+{
+  op->eng = eng;
+  op->fn = NULL;
+  op->arg = arg;
+  op->name = name;
+  op->ctx = (weft_ctx){WEFT_DEV_CPU, 0};
+  op->prop = WEFT_PROP_ASYNC;
+  op->flags = WEFT_OP_NOSKIP;
+  op->internal = WEFT_OPR_HOLDER;
+  op->tmpl = NULL;
+  op->var = var;
+  op->req = req;
+  op->nvars = nvars;
+}
+
+/* A holder before each registration (weft_push_register) or resume. */
+static inline void weft_opr_arm_holder(weft_opr *op)
+{
+  op->admitted = false;
+  op->status = 0;
+  WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
+}
+
+/* A holder that holds its vars already (kept from its last run) runs
+ * again without a registration: ready in a fresh epoch, counted as pushed
+ * (admitted: it holds a place under max_inflight). The caller then
+ * dispatches it (weft_opr_ready). */
+static inline void weft_opr_restart_holder(weft_engine *eng, weft_opr *op, uint64_t epoch,
+                                           bool admitted)
+{
+  (void)eng;
+  op->owed = 0;
+  atomic_store_explicit(&op->wait, 0, memory_order_relaxed); /* nothing to wait for */
+  op->epoch = epoch;
+  op->slot = (uint8_t)(epoch & 1);
+  op->admitted = admitted;
+  WEFT_OPR_SET(op, WEFT_OPR_ST_READY);
+}
+
+/* ------------------------------------------------ a held operator's run */
+/* Held op (done with its last launch, or never run) is ready in the run
+ * of its holder's epoch. */
+static inline void weft_opr_held_ready(weft_opr *op, uint64_t epoch)
+{
+  op->epoch = epoch;
+  op->slot = (uint8_t)(epoch & 1);
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_FREE || op->st == WEFT_OPR_ST_DONE || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_READY);
+}
+
+/* Calls op's fn on this thread as the operator it runs (weft_tls_opr),
+ * with rc's ctx its own; returns fn's status. */
+static inline int weft_opr_call_fn(weft_opr *op, weft_run_ctx *rc)
+{
+  rc->ctx = op->ctx;
+  weft_tls_opr = op;
+  int status = op->fn(rc, op->arg);
+  weft_tls_opr = NULL;
+  return status;
+}
+
+/* GPU operator s waits on the device for held GPU operator waited, which
+ * launched: a devwait slot of s names it, with a reference on waited's
+ * device state (weft_exec_op_devwaits_done drops it). The caller's
+ * release of s (the acq_rel count that makes it ready, or the dispatch
+ * that queues it) publishes the slot to whoever runs s. */
+static inline void weft_opr_add_devwait(weft_opr *s, weft_opr *waited)
+{
+  /* relaxed: a slot index; published with s's release (above). */
+  int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
+  WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* a layer gives no more device edges */
+  /* relaxed: waited's own reference (its launched work's) keeps its state
+   * until this one is counted. */
+  atomic_fetch_add_explicit(&waited->dev_refs, 1, memory_order_relaxed);
+  s->devwait[slot] = waited;
+}
+
+/* Held op's layer released successors at its launch (ext->launched), which
+ * its finish then passes by; and a run's leader replayed its run as one
+ * (ext->run_launched), so its finish is the run's. Each is written by the
+ * launching device worker and read and cleared by the finish (the
+ * executor's hand-off from launch to completion orders them). */
+static inline bool weft_opr_dev_released(const weft_opr *op)
+{
+  return op->dev_released;
+}
+static inline void weft_opr_set_dev_released(weft_opr *op, bool on)
+{
+  op->dev_released = on;
+}
+static inline bool weft_opr_dev_run(const weft_opr *op)
+{
+  return op->dev_run;
+}
+static inline void weft_opr_set_dev_run(weft_opr *op, bool on)
+{
+  op->dev_run = on;
+}
+
+/* ------------------------------------------------ vars */
+/* Whether v's slot still holds the var of handle (not deleted since). */
+static inline bool weft_var_live(weft_var_impl *v, uintptr_t handle)
+{
+  return weft_slot_live(&v->slot, weft_handle_gen(handle));
+}
+/* v's lock (its queue's): taken around a change of its failed state or of
+ * its keeper. */
+static inline void weft_var_lock(weft_var_impl *v)
+{
+  weft_spin_lock(&v->q.lock);
+}
+static inline void weft_var_unlock(weft_var_impl *v)
+{
+  weft_spin_unlock(&v->q.lock);
+}
+/* Under v's lock: the holder request that keeps v past its holder's
+ * finish, or NULL (var.h, keeper). */
+static inline weft_var_req *weft_var_keeper(const weft_var_impl *v)
+{
+  return v->keeper;
+}
+static inline void weft_var_set_keeper(weft_var_impl *v, weft_var_req *r)
+{
+  v->keeper = r;
+}
+/* Under v's lock, in a yield (ext->yield), with nothing queued behind the
+ * keeper: v's keeper lets go of it, and names it no more. */
+void weft_var_keeper_yield(weft_var_impl *v);
+/* Keeper request me lets go of v if v still names it (takes v's lock): what
+ * that grants is appended to ready (fences respected). */
+void weft_var_keeper_drop(weft_var_impl *v, weft_var_req *me, weft_fifo *ready);
+/* A request on a var: the operator that made it, and its kind. */
+static inline weft_opr *weft_var_req_opr(const weft_var_req *r)
+{
+  return (weft_opr *)r->op;
+}
+static inline bool weft_var_req_write(const weft_var_req *r)
+{
+  return r->write;
+}
+/* v's failed state becomes status (0: fine again), of an operator of
+ * epoch, if that changes it: under v's lock, taken only then. */
+static inline void weft_var_set_status(weft_engine *eng, weft_var_impl *v, int status,
+                                       uint64_t epoch)
+{
+  if (status || weft_var_failed(v)) {
+    weft_spin_lock(&v->q.lock);
+    weft_var_set_failed(eng, v, status, epoch);
+    weft_spin_unlock(&v->q.lock);
+  }
+}
+
+/* ------------------------------------------------ the engine */
+static inline weft_pool *weft_engine_pool(const weft_engine *eng)
+{
+  return eng->pool;
+}
+/* The naive engine (WEFT_ENGINE=naive): every push runs before it returns,
+ * under the engine's naive lock. */
+static inline bool weft_engine_naive(const weft_engine *eng)
+{
+  return eng->naive;
+}
+static inline void weft_engine_naive_lock(weft_engine *eng)
+{
+  pthread_mutex_lock(&eng->naive_lock);
+}
+static inline void weft_engine_naive_unlock(weft_engine *eng)
+{
+  pthread_mutex_unlock(&eng->naive_lock);
+}
+/* Whether pushes are capped (WEFT_MAX_INFLIGHT): a holder then takes a
+ * place first (weft_push_admit). */
+static inline bool weft_engine_capped(const weft_engine *eng)
+{
+  return eng->max_inflight > 0;
+}
+/* Whether eng was made with the layer's table ext (weft_engine_create_with
+ * may make one without). */
+static inline bool weft_engine_has_ext(const weft_engine *eng, const weft_opr_ext_ops *ext)
+{
+  return eng->ext == ext;
+}
+/* Whether eng belongs to the parent of this forked process. */
+static inline bool weft_engine_fork_stale(const weft_engine *eng)
+{
+  return weft_fork_stale(eng->fork_gen);
+}
+/* Whether eng's destroy has begun and the caller is not one of its
+ * operators (which the destroy drains): a new entry is refused. */
+static inline bool weft_engine_closed_to(const weft_engine *eng)
+{
+  return weft_guard_closed(&eng->guard) && !weft_engine_inside_op(eng);
+}
 
 #endif /* WEFT_DEPS_EXT_H */

@@ -26,7 +26,7 @@
 /* Node op's place in its graph, to fill in (graph.h, weft_gnode_of). */
 static inline weft_gnode *gnode_place(weft_opr *op)
 {
-  return (weft_gnode *)(void *)op->ext;
+  return (weft_gnode *)weft_opr_ext(op);
 }
 
 /* The scratch space of one build, all freed at its end. */
@@ -683,7 +683,8 @@ static void classify(build *b)
     normal &= d->prop == WEFT_PROP_NORMAL;
   }
   b->plain = plain;
-  b->workers = c->eng->pool ? weft_pool_num_threads(c->eng->pool) : 0;
+  weft_pool *pool = weft_engine_pool(c->eng);
+  b->workers = pool ? weft_pool_num_threads(pool) : 0;
   b->one_worker = b->workers == 1;
   /* Plain CPU fns of WEFT_PROP_NORMAL run in order, in lanes on several
    * workers if that pays (lanes.h), else in one. But a launch's build after
@@ -849,28 +850,21 @@ static int make_nodes(struct weft_graph *g, build *b)
     const weft_capture_rec *r = weft_rec(c, (size_t)i);
     weft_opr *op = weft_graph_node(g, at);
     memset(op, 0, g->stride);
-    op->eng = c->eng;
-    op->fn = r->fn;
-    op->arg = r->arg;
-    op->name = r->name;
-    op->ctx = r->ctx;
-    op->prop = (uint8_t)r->prop;
-    op->flags = r->flags;
-    if (!plain) { /* the fields past a plain node's block */
-      op->async_fn = r->async_fn;
-      op->priority = r->priority;
-      atomic_init(&op->async_refs, 0);
-      atomic_init(&op->async_done, 0);
-      atomic_init(&op->ndevwaits, 0);
-      atomic_init(&op->dev_refs, 0);
-    }
-    op->internal = WEFT_OPR_GNODE;
-    op->var = vstore + r->use0;
+    weft_var_impl **var = vstore + r->use0;
     for (int k = 0; k < r->nuses; k++)
-      op->var[k] = c->uses[r->use0 + (size_t)k].var;
-    op->req = NULL; /* its requests are its launch's gate's */
-    op->nvars = r->nuses;
-    atomic_init(&op->wait, 0); /* its count is pending[i] */
+      var[k] = c->uses[r->use0 + (size_t)k].var;
+    weft_op_desc d = {.fn = r->fn,
+                      .async_fn = r->async_fn,
+                      .arg = r->arg,
+                      .name = r->name,
+                      .ctx = r->ctx,
+                      .prop = (weft_prop)r->prop,
+                      .flags = r->flags,
+                      .priority = r->priority};
+    /* Its requests are its launch's gate's, its count is pending[i]; a
+     * plain node's block (its stride) ends before the async, priority and
+     * device fields. */
+    weft_opr_init_held(op, g->stride, c->eng, &d, var, r->nuses);
     weft_gnode *m = gnode_place(op);
     m->graph = g;
     m->succ0 = ord ? 0 : (uint32_t)first[at];

@@ -12,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "deps/engine.h"
-#include "deps/opr.h"
+#include "deps/ext.h"
 #include "graph/graph.h"
 #include "graph/record.h"
 

@@ -8,10 +8,9 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "deps/arg.h"
+#include "deps/ext.h"
 #include "graph/capture.h"
 #include "graph/def.h"
-#include "deps/push.h"
 #include "graph/registry.h"
 
 /* The capture whose sink is s. */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "deps/push.h"
+#include "deps/ext.h"
 #include "graph/def.h"
 
 int weft_gdef_add(weft_gdef *def, weft_engine *eng, const weft_op_desc *d, void *arg,

@@ -5,9 +5,7 @@
  * them at build: devrun_plan.c).
  */
 #include "common/assert.h"
-#include "deps/engine.h"
 #include "deps/ext.h"
-#include "deps/var.h"
 #include "graph/devrun.h"
 #include "graph/replay.h"
 
@@ -15,12 +13,12 @@
  * node by node, so that each member is skipped or not as usual). */
 static bool run_var_failed(const weft_grun *run)
 {
-  if (weft_engine_no_failed_var(run->op[0]->eng))
+  if (weft_engine_no_failed_var(weft_opr_engine(run->op[0])))
     return false;
   for (int k = 0; k < run->n; k++) {
     const weft_opr *m = run->op[k];
-    for (int j = 0; j < m->nvars; j++)
-      if (weft_var_failed(m->var[j]))
+    for (int j = 0; j < weft_opr_nvars(m); j++)
+      if (weft_var_failed(weft_opr_vars(m)[j]))
         return true;
   }
   return false;
@@ -69,18 +67,18 @@ weft_opr *weft_devrun_finish(weft_opr *op, int status, bool keep_one, weft_fifo 
                              weft_between_fn hook)
 {
   /* A CPU node's block has no device fields. */
-  if (op->ctx.type != WEFT_DEV_GPU || !op->dev_run)
+  if (weft_opr_ctx(op).type != WEFT_DEV_GPU || !weft_opr_dev_run(op))
     return weft_gnode_finish(op, status, keep_one, ready, hook);
-  op->dev_run = false; /* for the next launch */
+  weft_opr_set_dev_run(op, false); /* for the next launch */
   const weft_gnode *ln = weft_gnode_of(op);
   struct weft_graph *g = ln->graph;
-  weft_engine *eng = op->eng;
+  weft_engine *eng = weft_opr_engine(op);
   int r = g->run_of[ln->index];
   const weft_grun *run = &g->runs[r];
   /* The run's device edges out were released at its launch unless it
    * could not be enqueued (weft_devrun_launched). */
-  bool early = op->status == 0;
-  uint64_t epoch = op->epoch;
+  bool early = weft_opr_status(op) == 0;
+  uint64_t epoch = weft_opr_epoch(op);
   _Atomic int32_t *pending = g->pending;
   /* First every member's status and successors out of the run; then the
    * counts off the sink tree, the last of which may end the launch (the
@@ -90,10 +88,10 @@ weft_opr *weft_devrun_finish(weft_opr *op, int status, bool keep_one, weft_fifo 
     const weft_gnode *mn = weft_gnode_of(m);
     if (k > 0) /* never released: it ran within the leader */
       weft_gnode_ready(m, epoch);
-    /* relaxed: as in weft_gnode_finish_here. */
-    if (status || atomic_load_explicit(&eng->nfailed_vars, memory_order_relaxed) != 0)
+    /* as in weft_gnode_finish_here */
+    if (status || !weft_engine_no_failed_var(eng))
       weft_gnode_finish_failed(m, status);
-    WEFT_OPR_SET(m, WEFT_OPR_ST_DONE);
+    weft_opr_state_set(m, WEFT_OPR_ST_DONE);
     /* relaxed: as in weft_gnode_release (the leader's count; the others'
      * were never taken: only members release them). */
     if (k == 0 && mn->npred > 1)
@@ -108,7 +106,7 @@ weft_opr *weft_devrun_finish(weft_opr *op, int status, bool keep_one, weft_fifo 
         continue;
       weft_opr *s = weft_graph_node(g, i);
       weft_gnode_ready(s, epoch);
-      weft_fifo_push(ready, &s->node);
+      weft_fifo_push(ready, weft_opr_node(s));
     }
   }
   int last = -1;

@@ -33,7 +33,7 @@
 
 #include <stdbool.h>
 
-#include "deps/executor.h"
+#include "deps/ext.h"
 #include "graph/devrun_plan.h"
 #include "graph/graph.h"
 #include "pool/pool_ext.h"

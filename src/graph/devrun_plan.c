@@ -93,7 +93,7 @@ void weft_devruns_free(struct weft_graph *g)
     return;
   for (int k = 0; k < g->nruns; k++)
     if (g->runs[k].cache) /* the engine lives: its executor frees it */
-      weft_exec_run_free(g->runs[k].op[0]->eng, g->runs[k].cache);
+      weft_exec_run_free(weft_opr_engine(g->runs[k].op[0]), g->runs[k].cache);
   weft_free(g->nruns ? g->runs[0].op : NULL);
   weft_free(g->runs);
   weft_free(g->run_of);

@@ -10,7 +10,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/tunables.h"
-#include "deps/arg.h"
+#include "deps/ext.h"
 #include "graph/def.h"
 #include "graph/graph.h"
 
@@ -37,7 +37,7 @@ weft_gate *weft_gate_get(struct weft_graph *g)
 
 void weft_gate_put(weft_opr *gate_op)
 {
-  weft_gate *gate = gate_op->arg;
+  weft_gate *gate = weft_opr_arg(gate_op);
   struct weft_graph *g = gate->graph;
   /* relaxed: no var names it any more (keep.h); its next taker sets RUN. */
   atomic_store_explicit(&gate->hold, WEFT_HOLD_OFF, memory_order_relaxed);

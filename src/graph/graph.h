@@ -84,10 +84,7 @@
 #include "common/dlist.h"
 #include "common/sync.h"
 #include "common/tunables.h"
-#include "deps/engine.h"
 #include "deps/ext.h"
-#include "deps/opr.h"
-#include "deps/var.h"
 #include "graph/record.h"
 
 /* The graph's operator kinds, as the engine knows them (deps/ext.h): a
@@ -116,24 +113,16 @@ _Static_assert(sizeof(weft_gnode) <= WEFT_OPR_EXT_BYTES &&
 
 /* What a plain graph node uses of its block: the header with its place in
  * the graph, and the queue line (the engine queues it: deps/ext.h); never
- * the requests (its gate's), nor the async, priority or device fields. */
-#define WEFT_OPR_PLAIN_NODE_BYTES (3 * WEFT_CACHE_LINE)
-_Static_assert(offsetof(weft_opr, ext) + sizeof(weft_gnode) <= 2 * WEFT_CACHE_LINE &&
-                   offsetof(weft_opr, task) + sizeof(weft_task) <= WEFT_OPR_PLAIN_NODE_BYTES &&
-                   offsetof(weft_opr, req_inline) >= WEFT_OPR_PLAIN_NODE_BYTES &&
-                   offsetof(weft_opr, async_fn) >= WEFT_OPR_PLAIN_NODE_BYTES,
-               "a plain graph node is its block's first three lines");
-/* A node of a graph run in order (below) is never queued: its block is
- * cut before the queue line too. */
-#define WEFT_OPR_IN_ORDER_NODE_BYTES (2 * WEFT_CACHE_LINE)
-_Static_assert(offsetof(weft_opr, ext) + sizeof(weft_gnode) <= WEFT_OPR_IN_ORDER_NODE_BYTES &&
-                   offsetof(weft_opr, node) >= WEFT_OPR_IN_ORDER_NODE_BYTES,
-               "a node run in order is its block's first two lines");
+ * the requests (its gate's), nor the async, priority or device fields. A
+ * node of a graph run in order (below) is never queued: its block is cut
+ * before the queue line too. */
+#define WEFT_OPR_PLAIN_NODE_BYTES WEFT_OPR_HELD_PLAIN_BYTES
+#define WEFT_OPR_IN_ORDER_NODE_BYTES WEFT_OPR_HELD_UNQUEUED_BYTES
 
 /* Node op's place in its graph. */
 static inline const weft_gnode *weft_gnode_of(const weft_opr *op)
 {
-  return (const weft_gnode *)(const void *)op->ext;
+  return (const weft_gnode *)weft_opr_ext_const(op);
 }
 
 /* Sinks per leaf counter, and counters per parent. */

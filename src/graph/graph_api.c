@@ -11,22 +11,20 @@
 #include "common/error.h"
 #include "common/fork.h"
 #include "common/guard.h"
-#include "deps/arg.h"
+#include "deps/ext.h"
 #include "graph/capture.h"
 #include "graph/def.h"
 #include "graph/devrun_plan.h"
 #include "graph/hooks.h"
-#include "deps/inflight.h"
 #include "graph/keep.h"
 #include "graph/queue.h"
-#include "deps/push.h"
 #include "graph/registry.h"
 
 /* Whether eng has the graph layer (weft_engine_create_with may make one
  * without: tests only); call names the call for the message. */
 static bool has_graphs(const weft_engine *eng, const char *call)
 {
-  if (eng->ext == &weft_graph_ext_ops)
+  if (weft_engine_has_ext(eng, &weft_graph_ext_ops))
     return true;
   weft_log("%s: the engine was created without graphs", call);
   return false;
@@ -57,7 +55,7 @@ int weft_graph_begin_capture(weft_engine *eng)
     return WEFT_EINVAL;
   if (!has_graphs(eng, "weft_graph_begin_capture")) /* weft_engine_create_with without it */
     return WEFT_EINVAL;
-  if (weft_engine_inside_op(eng) || weft_pool_worker_index(eng->pool) >= 0) {
+  if (weft_engine_inside_op(eng) || weft_pool_worker_index(weft_engine_pool(eng)) >= 0) {
     /* A worker runs others' tasks while it waits or helps: their pushes
      * would be recorded into this thread's capture. */
     weft_log("weft_graph_begin_capture: called from inside one of the engine's operators or "
@@ -127,8 +125,7 @@ static int edit_begin(weft_graph *g, weft_engine **eng)
   /* Refused from outside the engine's work once its destroy began, as an
    * entry of its guard would be (the engine's own operators, which the
    * destroy drains, may still add). */
-  if (!e || weft_fork_stale(e->fork_gen) ||
-      (weft_guard_closed(&e->guard) && !weft_engine_inside_op(e))) {
+  if (!e || weft_engine_fork_stale(e) || weft_engine_closed_to(e)) {
     /* release: as edit_end (nothing changed). */
     atomic_store_explicit(&g->running, WEFT_GRAPH_IDLE, memory_order_release);
     return WEFT_ESHUTDOWN;
@@ -215,7 +212,7 @@ static void log_dead_var(const weft_graph *g, int k, const char *caller);
 static bool dead_var(const weft_graph *g, const char *caller)
 {
   for (int k = 0; k < g->nvars; k++)
-    if (!weft_slot_live(&g->vars[k]->slot, weft_handle_gen(g->uses[k].handle))) {
+    if (!weft_var_live(g->vars[k], g->uses[k].handle)) {
       log_dead_var(g, k, caller);
       return true;
     }
@@ -239,37 +236,29 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
 {
   /* As one operator: nothing else runs between its nodes (the lock is
    * recursive: each node's own push takes it again). */
-  pthread_mutex_lock(&eng->naive_lock);
+  weft_engine_naive_lock(eng);
   if (dead_var(g, "weft_graph_launch")) {
-    pthread_mutex_unlock(&eng->naive_lock);
+    weft_engine_naive_unlock(eng);
     return WEFT_EINVAL;
   }
   /* A graph with explicit edges: each node's failure inherited along them
    * (by node index), passed on here as the threaded replay passes it. */
   int *pass = g->inherit ? weft_calloc((size_t)g->nnodes, sizeof *pass) : NULL;
   if (g->inherit && !pass) {
-    pthread_mutex_unlock(&eng->naive_lock);
+    weft_engine_naive_unlock(eng);
     return WEFT_ENOMEM;
   }
   int rc = 0;
   for (int i = 0; i < g->nnodes && !rc; i++) { /* in capture order */
     int at = g->place[i];
     const weft_opr *op = weft_graph_node(g, at);
-    weft_op_desc d = {0};
-    d.fn = op->fn;
-    d.async_fn = op->fn ? NULL : op->async_fn; /* not in a plain node's block (build.c) */
-    d.arg = op->arg;
-    d.ctx = op->ctx;
-    d.prop = (weft_prop)op->prop;
-    d.priority = d.prop == WEFT_PROP_PRIORITIZED ? op->priority : 0;
-    d.flags = op->flags;
-    d.name = op->name;
+    weft_op_desc d = weft_opr_desc(op); /* a plain node's block has no async_fn (build.c) */
     if (!pass) {
-      rc = weft_push_uses(eng, &d, g->node_uses[at], op->nvars, NULL, out);
+      rc = weft_push_uses(eng, &d, g->node_uses[at], weft_opr_nvars(op), NULL, out);
       continue;
     }
     int ended = 0;
-    rc = weft_push_naive(eng, &d, g->node_uses[at], op->nvars, pass[at], &ended);
+    rc = weft_push_naive(eng, &d, g->node_uses[at], weft_opr_nvars(op), pass[at], &ended);
     int nx;
     int32_t mask;
     const int32_t *x = weft_graph_xsuccs(g, at, &nx, &mask);
@@ -277,7 +266,7 @@ static int launch_naive(weft_engine *eng, weft_graph *g, bool out)
       if (!pass[x[k] & mask])
         pass[x[k] & mask] = ended;
   }
-  pthread_mutex_unlock(&eng->naive_lock);
+  weft_engine_naive_unlock(eng);
   weft_free(pass);
   return rc;
 }
@@ -287,53 +276,27 @@ static void log_dead_var(const weft_graph *g, int k, const char *caller)
 {
   for (int i = 0; i < g->nnodes; i++) {
     const weft_opr *op = weft_graph_node(g, g->place[i]);
-    for (int j = 0; j < op->nvars; j++)
+    for (int j = 0; j < weft_opr_nvars(op); j++)
       if (g->node_uses[g->place[i]][j].handle == g->uses[k].handle) {
         weft_log("%s: var %d of the graph's operator %d (\"%s\") was deleted (handle %#llx)",
-                 caller, j, g->order ? (int)g->order[i] : i, op->name ? op->name : "op",
+                 caller, j, g->order ? (int)g->order[i] : i, weft_opr_name(op) ? weft_opr_name(op) : "op",
                  (unsigned long long)g->uses[k].handle);
         return;
       }
   }
 }
 
-static void gate_fill(weft_engine *eng, weft_graph *g, weft_gate *gate);
-
 /* A gate taken for this launch (no var names it: its block is ours to
  * fill), queued or not (queue.h), running once it holds the vars. */
 static void gate_fresh(weft_engine *eng, weft_graph *g, weft_gate *gate, bool queued)
 {
-  gate_fill(eng, g, gate);
+  /* its block as an operator's: what every launch of it shares */
+  weft_opr_init_holder(&gate->op, eng, gate, "weft_graph_launch", g->vars, gate->req, g->nvars);
   gate->queued = queued;
   /* relaxed: published to the yields by the registration's var locks. */
   atomic_store_explicit(&gate->hold, WEFT_HOLD_RUN, memory_order_relaxed);
 }
 
-/* The gate's operator at each launch, before it registers or resumes. */
-static void gate_arm(weft_opr *op)
-{
-  op->admitted = false;
-  op->status = 0;
-  WEFT_OPR_SET(op, WEFT_OPR_ST_PUSHED);
-}
-
-/* A gate's block as an operator's: what every launch of it shares. */
-static void gate_fill(weft_engine *eng, weft_graph *g, weft_gate *gate)
-{
-  weft_opr *op = &gate->op;
-  op->eng = eng;
-  op->fn = NULL;
-  op->arg = gate;
-  op->name = "weft_graph_launch";
-  op->ctx = (weft_ctx){WEFT_DEV_CPU, 0};
-  op->prop = WEFT_PROP_ASYNC; /* trivial: run where it becomes ready */
-  op->flags = WEFT_OP_NOSKIP;
-  op->internal = WEFT_OPR_GATE;
-  op->tmpl = NULL;
-  op->var = g->vars;
-  op->req = gate->req;
-  op->nvars = g->nvars;
-}
 
 /* Builds g again from its definition (def.h), which changed since its
  * last build (at_launch: maybe for this launch alone, build.h), or for
@@ -430,7 +393,7 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
   }
   if (rc || g->nnodes == 0) {
     /* nothing to run */
-  } else if (eng->naive) {
+  } else if (weft_engine_naive(eng)) {
     /* Nothing registers: a launch from one of its nodes (this thread)
      * finds RUNNING alone (launch_naive_call). */
     atomic_fetch_and_explicit(&g->running, ~WEFT_GRAPH_REG, memory_order_relaxed);
@@ -443,7 +406,7 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
      * waiting for one, would keep its vars from the operator that holds
      * the place and waits behind it (a yield during a launch waits for its
      * end). Until the resume below, a kept gate is between launches. */
-    bool capped = eng->max_inflight > 0;
+    bool capped = weft_engine_capped(eng);
     if (capped)
       weft_push_admit(eng, out);
     /* The gate that kept the vars since the last launch, or a fresh one. */
@@ -463,7 +426,7 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
         weft_push_unadmit(eng);
     } else {
       weft_opr *op = &gate->op;
-      gate_arm(op);
+      weft_opr_arm_holder(op);
       g->cur = gate; /* published to the nodes by the gate's grants, or its dispatch */
       if (holds_all) {
         weft_keep_start(eng, op, capped);
@@ -471,7 +434,7 @@ static int launch_direct_reg(weft_engine *eng, weft_graph *g, bool out,
       }
       rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
       if (rc) {
-        int slot = op->slot;
+        int slot = weft_opr_slot(op);
         (void)dead_var(g, caller); /* the one registration found */
         /* Nothing was appended (a dead var is found before any append):
          * let go of what the gate still kept, and of it. */
@@ -511,7 +474,7 @@ static int launch_queued(weft_engine *eng, weft_graph *g, bool out, const weft_g
     weft_free(ga);
     return rc;
   }
-  bool capped = eng->max_inflight > 0;
+  bool capped = weft_engine_capped(eng);
   if (capped)
     weft_push_admit(eng, out);
   weft_gate *gate = weft_gate_get(g);
@@ -526,11 +489,11 @@ static int launch_queued(weft_engine *eng, weft_graph *g, bool out, const weft_g
   gate->args = ga;
   gate->nargs = nargs;
   weft_opr *op = &gate->op;
-  gate_arm(op);
+  weft_opr_arm_holder(op);
   rc = weft_push_register(eng, op, g->uses, g->nvars, capped);
   if (!rc)
     return 0; /* queued; from here on its grant may have started it already */
-  int slot = op->slot;
+  int slot = weft_opr_slot(op);
   (void)dead_var(g, caller); /* the one registration found */
   /* Nothing was appended (a dead var is found before any append). */
   weft_free(gate->args);
@@ -551,7 +514,7 @@ static int launch_queued(weft_engine *eng, weft_graph *g, bool out, const weft_g
 static int launch_naive_call(weft_engine *eng, weft_graph *g, bool out,
                              const weft_graph_arg *args, size_t nargs, const char *caller)
 {
-  pthread_mutex_lock(&eng->naive_lock); /* recursive: a node's own pushes take it */
+  weft_engine_naive_lock(eng); /* recursive: a node's own pushes take it */
   int idle = WEFT_GRAPH_IDLE;
   while (!atomic_compare_exchange_strong_explicit(&g->running, &idle,
                                                   WEFT_GRAPH_RUNNING | WEFT_GRAPH_REG,
@@ -564,10 +527,10 @@ static int launch_naive_call(weft_engine *eng, weft_graph *g, bool out,
         rc = WEFT_ENOMEM;
       if (rc) {
         weft_free(ga);
-        pthread_mutex_unlock(&eng->naive_lock);
+        weft_engine_naive_unlock(eng);
         return rc;
       }
-      q->op.arg = q; /* a record of the queue, put back as a gate (weft_gate_put) */
+      weft_opr_set_arg(&q->op, q); /* a record of the queue, put back as a gate (weft_gate_put) */
       q->args = ga;
       q->nargs = nargs;
       q->next = NULL;
@@ -576,7 +539,7 @@ static int launch_naive_call(weft_engine *eng, weft_graph *g, bool out,
       else
         g->qhead = q;
       g->qtail = q;
-      pthread_mutex_unlock(&eng->naive_lock);
+      weft_engine_naive_unlock(eng);
       return 0;
     }
     weft_graph_wait_ended(g); /* a change: a copy and an append or two */
@@ -610,14 +573,14 @@ static int launch_naive_call(weft_engine *eng, weft_graph *g, bool out,
     if (qrc)
       weft_engine_record_failure(eng, qrc, "weft_graph_launch (queued)");
   }
-  pthread_mutex_unlock(&eng->naive_lock);
+  weft_engine_naive_unlock(eng);
   return rc;
 }
 
 static int launch_entered(weft_engine *eng, weft_graph *g, bool out,
                           const weft_graph_arg *args, size_t nargs, const char *caller)
 {
-  if (eng->naive)
+  if (weft_engine_naive(eng))
     return launch_naive_call(eng, g, out, args, nargs, caller);
   for (;;) {
     int idle = WEFT_GRAPH_IDLE;
@@ -662,7 +625,7 @@ static int graph_enter(weft_graph *g, weft_engine **eng, int *guest, bool *fork_
   if (e) {
     if (weft_graph_window_hook)
       weft_graph_window_hook(g);
-    *fork_stale = weft_fork_stale(e->fork_gen);
+    *fork_stale = weft_engine_fork_stale(e);
     rc = *fork_stale ? WEFT_ESHUTDOWN : weft_engine_enter(e, guest);
   }
   /* release: our reads of the engine come before the orphaning's load of

@@ -5,22 +5,18 @@
  * launch.
  */
 #include "common/assert.h"
-#include "common/spinlock.h"
-#include "deps/complete.h"
-#include "deps/dispatch.h"
-#include "deps/fence.h"
-#include "deps/inflight.h"
 #include "graph/keep.h"
 
 static inline weft_gate *gate_of(const weft_var_req *r)
 {
-  return (weft_gate *)((const weft_opr *)r->op)->arg;
+  return (weft_gate *)weft_opr_arg(weft_var_req_opr(r));
 }
 
 void weft_keep_yield(weft_var_impl *v, const weft_var_req *req)
 {
-  weft_var_req *kr = v->keeper;
-  if (!req->write && !kr->write && ((const weft_opr *)req->op)->internal != WEFT_OPR_GATE)
+  weft_var_req *kr = weft_var_keeper(v);
+  if (!weft_var_req_write(req) && !weft_var_req_write(kr) &&
+      weft_opr_kind(weft_var_req_opr(req)) != WEFT_OPR_GATE)
     return; /* a read beside a kept read: granted with it, nothing waits */
   weft_gate *gate = gate_of(kr);
   /* relaxed: a first guess; the CASes below decide. */
@@ -47,19 +43,16 @@ void weft_keep_yield(weft_var_impl *v, const weft_var_req *req)
                                               memory_order_acquire, memory_order_relaxed))
       break;
   }
-  v->keeper = NULL;
-  weft_var_req *g = weft_varq_complete(&v->q, kr->write, false);
-  WEFT_ASSERT(!g); /* between launches nothing queues behind a kept var: it yields first */
-  (void)g;
+  weft_var_keeper_yield(v);
 }
 
 void weft_keep_mark(weft_var_impl *v, weft_var_req *req)
 {
-  if (!v->keeper) {
-    v->keeper = req;
+  if (!weft_var_keeper(v)) {
+    weft_var_set_keeper(v, req);
     return;
   }
-  if (v->keeper == req)
+  if (weft_var_keeper(v) == req)
     return;
   /* Another launch that runs keeps v (its yield marked it WANTED): v will
    * come back to nobody, so this gate cannot keep it either. relaxed: its
@@ -83,7 +76,7 @@ bool weft_keep_resume(weft_gate *gate)
 
 void weft_keep_run_locked(weft_opr *gate_op)
 {
-  weft_gate *gate = gate_op->arg;
+  weft_gate *gate = weft_opr_arg(gate_op);
   /* relaxed: a yield writes this word only under the lock of a var that
    * names the gate as its keeper, one of the gate's vars, whose locks the
    * caller holds: nothing else writes it now. The yields after it read RUN
@@ -96,12 +89,8 @@ void weft_keep_run_locked(weft_opr *gate_op)
 
 void weft_keep_start(weft_engine *eng, weft_opr *op, bool admitted)
 {
-  op->owed = 0;
-  atomic_store_explicit(&op->wait, 0, memory_order_relaxed); /* nothing to wait for */
-  op->epoch = weft_engine_count_push(eng); /* before it can complete */
-  op->slot = (uint8_t)(op->epoch & 1);
-  op->admitted = admitted;
-  WEFT_OPR_SET(op, WEFT_OPR_ST_READY);
+  /* its epoch is counted before it can complete */
+  weft_opr_restart_holder(eng, op, weft_engine_count_push(eng), admitted);
   weft_opr_ready(op);
 }
 
@@ -123,19 +112,7 @@ void weft_keep_drop(struct weft_graph *g)
   weft_fifo ready = WEFT_FIFO_INIT;
   for (int k = 0; k < g->nvars; k++) {
     weft_var_prefetch(g->vars, k, g->nvars);
-    weft_var_impl *v = g->vars[k];
-    weft_var_req *me = &gate->req[k];
-    weft_var_req *granted = NULL;
-    weft_spin_lock(&v->q.lock);
-    if (v->keeper == me) { /* it holds exactly the vars that name it */
-      v->keeper = NULL;
-      granted = weft_varq_complete(&v->q, me->write, v->fences == NULL);
-      if (v->fences) /* device work pending on v: the granted respect it */
-        for (weft_var_req *r = granted; r; r = r->next)
-          weft_fence_check(v, r);
-    }
-    weft_spin_unlock(&v->q.lock);
-    weft_grant_list(granted, NULL, &ready);
+    weft_var_keeper_drop(g->vars[k], &gate->req[k], &ready);
   }
   weft_gate_put(&gate->op); /* OFF */
   weft_opr_ready_list(&ready);

@@ -51,7 +51,7 @@
 #include <stdbool.h>
 
 #include "graph/graph.h"
-#include "deps/var.h"
+#include "deps/ext.h"
 
 /* Under v's lock, before req is appended to v, whose keeper is a gate's
  * request other than req (the engine's yield, deps/ext.h): if req would

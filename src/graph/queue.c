@@ -8,9 +8,8 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/error.h"
-#include "deps/arg.h"
+#include "deps/ext.h"
 #include "graph/def.h"
-#include "deps/dispatch.h"
 #include "graph/queue.h"
 
 static int cmp_addr(const void *a, const void *b)
@@ -96,7 +95,7 @@ int weft_graph_args_resolve(struct weft_graph *g, const weft_graph_arg *args, si
       return WEFT_EINVAL;
     }
     int32_t b = m & ~WEFT_GRAPH_STORED_ARG;
-    if (weft_graph_node(g, b)->ctx.type != WEFT_DEV_CPU) {
+    if (weft_opr_ctx(weft_graph_node(g, b)).type != WEFT_DEV_CPU) {
       weft_log("%s: node %zu (\"%s\") is a GPU operator: its argument is the one it was "
                "added with at every launch", caller, node, name);
       weft_free(a);
@@ -123,10 +122,10 @@ int weft_graph_args_resolve(struct weft_graph *g, const weft_graph_arg *args, si
 void weft_graph_launch_begin(struct weft_graph *g, weft_garg *args, size_t nargs)
 {
   for (size_t i = 0; i < g->nover; i++) /* what the last launch replaced */
-    weft_graph_node(g, g->over[i].block)->arg = g->over[i].dflt;
+    weft_opr_set_arg(weft_graph_node(g, g->over[i].block), g->over[i].dflt);
   weft_free(g->over);
   for (size_t i = 0; i < nargs; i++) /* published to the nodes by their release */
-    weft_graph_node(g, args[i].block)->arg = args[i].arg;
+    weft_opr_set_arg(weft_graph_node(g, args[i].block), args[i].arg);
   g->over = args;
   g->nover = nargs;
   g->launch_no++; /* the tags of the failures it passes on (graph.h, inherit) */

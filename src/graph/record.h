@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "deps/engine.h"
-#include "deps/opr.h"
+#include "deps/ext.h"
 
 /* The most nodes a graph holds: its node indices stay below the successor
  * lists' flag bits (graph.h, WEFT_GRAPH_DEVICE). */

@@ -8,32 +8,28 @@
  * it to zero (the next launch begins after this one ended: graph_api.c).
  */
 #include "common/assert.h"
-#include "common/spinlock.h"
 #include "common/sync.h"
-#include "deps/complete.h"
-#include "deps/dispatch.h"
-#include "deps/engine.h"
+#include "deps/ext.h"
 #include "graph/keep.h"
 #include "graph/queue.h"
 #include "graph/replay.h"
-#include "deps/var.h"
 
 void weft_graph_start(weft_opr *gate, weft_fifo *ready)
 {
-  WEFT_OPR_MOVE(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-  struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
+  weft_opr_state_move(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  struct weft_graph *g = ((weft_gate *)weft_opr_arg(gate))->graph;
   WEFT_ASSERT(g->nroots > 0); /* an empty graph launches no gate */
   weft_opr *r = g->roots[0];
-  weft_gnode_ready(r, gate->epoch);
-  weft_fifo_push(ready, &r->node);
+  weft_gnode_ready(r, weft_opr_epoch(gate));
+  weft_fifo_push(ready, weft_opr_node(r));
 }
 
 struct weft_graph *weft_graph_sweep_start(weft_opr *gate)
 {
-  WEFT_OPR_MOVE(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-  struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
+  weft_opr_state_move(gate, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  struct weft_graph *g = ((weft_gate *)weft_opr_arg(gate))->graph;
   WEFT_ASSERT(g->sweep && g->nnodes > 0); /* an empty graph launches no gate */
-  g->sweep_epoch = gate->epoch;
+  g->sweep_epoch = weft_opr_epoch(gate);
   g->cursor = 0;
   return g;
 }
@@ -41,7 +37,7 @@ struct weft_graph *weft_graph_sweep_start(weft_opr *gate)
 void weft_sweeper_end(struct weft_graph *g, bool plain)
 {
   weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_gnode_finish_sink(g, g->cur->op.eng, g->ncounters - 1, false, &ready,
+  weft_opr *next = weft_gnode_finish_sink(g, weft_opr_engine(&g->cur->op), g->ncounters - 1, false, &ready,
                                           plain ? weft_engine_between : NULL);
   WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
   (void)next;
@@ -56,8 +52,8 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
   const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
     weft_opr *r = g->roots[c];
-    weft_gnode_ready(r, op->epoch);
-    weft_fifo_push(ready, &r->node);
+    weft_gnode_ready(r, weft_opr_epoch(op));
+    weft_fifo_push(ready, weft_opr_node(r));
   }
 }
 
@@ -65,20 +61,13 @@ void weft_gnode_release_device_edge(struct weft_graph *g, weft_opr *waited, int3
                                     weft_fifo *ready)
 {
   weft_opr *s = weft_graph_node(g, WEFT_GRAPH_INDEX(e)); /* not run yet: a predecessor launched */
-  /* relaxed: a slot index; the slot is published with s's release below
-   * (the acq_rel decrement, or the dispatch that queues it). */
-  int slot = atomic_fetch_add_explicit(&s->ndevwaits, 1, memory_order_relaxed);
-  WEFT_ASSERT(slot < WEFT_OPR_DEV_WAITS); /* the build gives no more device edges */
-  /* relaxed: waited's own reference (its launched work's) keeps its state
-   * until this one is counted. */
-  atomic_fetch_add_explicit(&waited->dev_refs, 1, memory_order_relaxed);
-  s->devwait[slot] = waited;
-  /* The count's release (or s's dispatch) publishes this entry to whoever
-   * runs s. */
+  /* The count's release below (or s's dispatch) publishes the entry to
+   * whoever runs s. The build gives no more device edges than it has slots. */
+  weft_opr_add_devwait(s, waited);
   if (!weft_gnode_count_down(g->pending, e))
     return;
-  weft_gnode_ready(s, waited->epoch);
-  weft_fifo_push(ready, &s->node);
+  weft_gnode_ready(s, weft_opr_epoch(waited));
+  weft_fifo_push(ready, weft_opr_node(s));
 }
 
 void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
@@ -90,7 +79,7 @@ void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
     int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_DEVICE))
       continue;
-    op->dev_released = true; /* its finish passes these edges by */
+    weft_opr_set_dev_released(op, true); /* its finish passes these edges by */
     weft_gnode_release_device_edge(g, op, e, ready);
   }
 }
@@ -142,7 +131,7 @@ void weft_graph_inherit_clear(struct weft_graph *g)
     if (atomic_load_explicit(&g->inherit[i], memory_order_relaxed))
       atomic_store_explicit(&g->inherit[i], 0, memory_order_relaxed);
   atomic_store_explicit(&g->xheld, 0, memory_order_relaxed);
-  weft_engine_count_held_failures(g->cur->op.eng, -held);
+  weft_engine_count_held_failures(weft_opr_engine(&g->cur->op), -held);
 }
 
 /* Node i of g ended with status (a failure, or a skip): its successors
@@ -180,23 +169,18 @@ void weft_gnode_finish_failed(weft_opr *op, int status)
 {
   const weft_gnode *n = weft_gnode_of(op);
   struct weft_graph *g = n->graph;
-  weft_engine *eng = op->eng;
+  weft_engine *eng = weft_opr_engine(op);
   if (status)
-    weft_engine_record_failure(eng, status, op->name);
+    weft_engine_record_failure(eng, status, weft_opr_name(op));
   if (status && g->inherit)
     pass_failure(g, eng, n->index, status);
   /* A write's status is the var's (failed, or fine again); the gate holds
    * the var, so only a change needs its lock (weft_var_wait and
    * weft_wait_all clear a var's failure under it). */
-  for (int k = 0; k < op->nvars; k++) {
-    weft_var_impl *v = op->var[k];
-    bool write = g->node_uses[n->index][k].write;
-    if (write && (status || weft_var_failed(v))) {
-      weft_spin_lock(&v->q.lock);
-      weft_var_set_failed(eng, v, status, op->epoch);
-      weft_spin_unlock(&v->q.lock);
-    }
-  }
+  weft_var_impl *const *var = weft_opr_vars(op);
+  for (int k = 0; k < weft_opr_nvars(op); k++)
+    if (g->node_uses[n->index][k].write)
+      weft_var_set_status(eng, var[k], status, weft_opr_epoch(op));
 }
 
 weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int counter,
@@ -226,10 +210,10 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
     /* The gate keeps the vars for the next launch (keep.h), which may
      * reuse it as soon as running is clear: what its count needs is read
      * first. */
-    int slot = gop->slot;
-    uint64_t gepoch = gop->epoch;
-    uint32_t count = 1u + gop->owed;
-    WEFT_OPR_SET(gop, WEFT_OPR_ST_DONE);
+    int slot = weft_opr_slot(gop);
+    uint64_t gepoch = weft_opr_epoch(gop);
+    uint32_t count = 1u + weft_opr_owed(gop);
+    weft_opr_state_set(gop, WEFT_OPR_ST_DONE);
     weft_opr_retire(eng, gop);
     /* release: every node's reset (gathered by count_off) before the next
      * launch; pairs with the acquire CAS in weft_graph_launch, or a queued
@@ -256,7 +240,7 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
 weft_opr *weft_gnode_finish(weft_opr *op, int status, bool keep_one, weft_fifo *ready,
                             weft_between_fn hook)
 {
-  if (keep_one && weft_pool_worker_index(op->eng->pool) < 0)
+  if (keep_one && weft_pool_worker_index(weft_engine_pool(weft_opr_engine(op))) < 0)
     keep_one = false;
   return weft_gnode_finish_here(op, status, keep_one, ready, hook);
 }

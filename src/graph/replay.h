@@ -14,7 +14,7 @@
 
 #include "common/assert.h"
 #include "common/fifo.h"
-#include "deps/engine.h"
+#include "deps/ext.h"
 #include "graph/graph.h"
 #include "pool/pool_ext.h"
 
@@ -95,10 +95,7 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
 /* o (a node whose counter is zero) is ready in the launch of epoch. */
 static inline void weft_gnode_ready(weft_opr *o, uint64_t epoch)
 {
-  o->epoch = epoch;
-  o->slot = (uint8_t)(epoch & 1);
-  WEFT_ASSERT(o->st == WEFT_OPR_ST_FREE || o->st == WEFT_OPR_ST_DONE || !WEFT_ASSERTS_ON);
-  WEFT_OPR_SET(o, WEFT_OPR_ST_READY);
+  weft_opr_held_ready(o, epoch);
 }
 
 /* The sweeper's claim of node i, in the chunk it took: whether the
@@ -148,16 +145,17 @@ static inline bool weft_gnode_count_down(_Atomic int32_t *pending, int32_t e)
 static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fifo *ready,
                                            weft_between_fn hook)
 {
-  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
-              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
-  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+  WEFT_ASSERT(weft_opr_state(op) == WEFT_OPR_ST_READY ||
+              weft_opr_state(op) == WEFT_OPR_ST_RUNNING ||
+              weft_opr_state(op) == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
+  weft_opr_state_set(op, WEFT_OPR_ST_DONE);
   const weft_gnode *n = weft_gnode_of(op);
   struct weft_graph *g = n->graph;
-  weft_engine *eng = op->eng;
+  weft_engine *eng = weft_opr_engine(op);
   /* Everything read of the node and the graph below is read now: once its
    * last successor count is taken off, the launch may end elsewhere and
    * the graph be destroyed (what it still releases is alive: not run yet). */
-  uint64_t epoch = op->epoch;
+  uint64_t epoch = weft_opr_epoch(op);
   const int32_t *succ = g->succs + n->succ0;
   int nsucc = n->nsucc, counter = n->counter;
   _Atomic int32_t *pending = g->pending;
@@ -176,7 +174,7 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
     /* Only a GPU node has device edges (and the device fields: a CPU
      * node's block is cut before them); one that has them counts off as
      * a sink, so the launch lives while this reads its block. */
-    if ((e & WEFT_GRAPH_DEVICE) && op->dev_released) {
+    if ((e & WEFT_GRAPH_DEVICE) && weft_opr_dev_released(op)) {
       early = true;
       continue; /* released at the launch */
     }
@@ -187,14 +185,14 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
     if (keep_one && !next && (e & WEFT_GRAPH_KEEPABLE))
       next = s;
     else
-      weft_fifo_push(ready, &s->node);
+      weft_fifo_push(ready, weft_opr_node(s));
   }
   if (early)
-    op->dev_released = false; /* for the next launch (before its count-off) */
+    weft_opr_set_dev_released(op, false); /* for the next launch (before its count-off) */
   if (counter < 0)
     return next;
   if (next) /* a node with device edges counts off as a sink: it keeps nothing */
-    weft_fifo_push(ready, &next->node);
+    weft_fifo_push(ready, weft_opr_node(next));
   return weft_gnode_finish_sink(g, eng, counter, keep_one, ready, hook);
 }
 
@@ -203,9 +201,8 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
 static inline weft_opr *weft_gnode_finish_here(weft_opr *op, int status, bool keep_one,
                                                weft_fifo *ready, weft_between_fn hook)
 {
-  /* relaxed: see nfailed_vars (deps/engine.h): with no failed var and no
-   * failure, no var's state changes. */
-  if (status || atomic_load_explicit(&op->eng->nfailed_vars, memory_order_relaxed) != 0)
+  /* With no failed var and no failure, no var's state changes. */
+  if (status || !weft_engine_no_failed_var(weft_opr_engine(op)))
     weft_gnode_finish_failed(op, status);
   return weft_gnode_release(op, keep_one, ready, hook);
 }
@@ -235,11 +232,8 @@ void weft_graph_inherit_clear(struct weft_graph *g);
  * edge (one would have been counted in nfailed_vars). */
 static inline void weft_gnode_call(weft_opr *op, weft_run_ctx *rc)
 {
-  WEFT_OPR_MOVE(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
-  rc->ctx = op->ctx;
-  weft_tls_opr = op;
-  int status = op->fn(rc, op->arg);
-  weft_tls_opr = NULL;
+  weft_opr_state_move(op, WEFT_OPR_ST_READY, WEFT_OPR_ST_RUNNING);
+  int status = weft_opr_call_fn(op, rc);
   if (status)
     weft_gnode_finish_failed(op, status);
 }

@@ -8,7 +8,7 @@
  */
 #include "common/assert.h"
 #include "common/prof.h"
-#include "deps/dispatch.h"
+#include "deps/ext.h"
 #include "graph/devrun_plan.h"
 #include "graph/lanes.h"
 #include "graph/queue.h"
@@ -21,7 +21,7 @@
  * failed var to skip for, no drain check left for later, no trace span). */
 static inline bool gnode_plain_now(const weft_opr *op)
 {
-  return !weft_tls_between && !weft_prof_tls && weft_engine_no_failed_var(op->eng);
+  return !weft_tls_between && !weft_prof_tls && weft_engine_no_failed_var(weft_opr_engine(op));
 }
 
 /* Releases the roots a starting root of a graph launch passes on (any
@@ -37,7 +37,7 @@ static void fanout(weft_opr *op)
 
 void weft_gnode_start(weft_opr *op)
 {
-  if (op->ctx.type == WEFT_DEV_CPU) /* its finish, on this thread most likely */
+  if (weft_opr_ctx(op).type == WEFT_DEV_CPU) /* its finish, on this thread most likely */
     weft_gnode_prefetch(op);
   fanout(op); /* a root releases the next ones as it starts */
 }
@@ -60,7 +60,7 @@ static inline __attribute__((always_inline)) weft_opr *
 run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
 {
   unsigned n = *run; /* a register in the loop, not the caller's word */
-  weft_run_ctx rc = {op->ctx, NULL, worker};
+  weft_run_ctx rc = {weft_opr_ctx(op), NULL, worker};
   do {
     WEFT_ASSERT(!weft_tls_between && !weft_prof_tls);
     weft_gnode_prefetch(op);
@@ -70,11 +70,11 @@ run_gnodes(weft_opr *op, int worker, weft_between_fn hook, unsigned *run)
     op = weft_gnode_release(op, worker >= 0, &ready, hook);
     if (!weft_fifo_empty(&ready))
       weft_opr_ready_list(&ready);
-  } while (op && ++n < WEFT_KEEP_RUN_MAX && op->internal == WEFT_OPR_GNODE &&
-           weft_engine_no_failed_var(op->eng));
+  } while (op && ++n < WEFT_KEEP_RUN_MAX && weft_opr_kind(op) == WEFT_OPR_GNODE &&
+           weft_engine_no_failed_var(weft_opr_engine(op)));
   /* A node run in order has no queue line (graph.h): the sweeper runs it,
    * and nobody keeps or queues it. */
-  WEFT_ASSERT(!op || op->internal != WEFT_OPR_GNODE || !weft_gnode_of(op)->graph->in_order);
+  WEFT_ASSERT(!op || weft_opr_kind(op) != WEFT_OPR_GNODE || !weft_gnode_of(op)->graph->in_order);
   *run = n;
   return op;
 }
@@ -93,7 +93,7 @@ weft_opr *weft_gnode_run(weft_opr *op, int worker, weft_between_fn hook, unsigne
 static int sweep_task(void *arg)
 {
   struct weft_graph *g = arg;
-  weft_pool *pool = g->cur->op.eng->pool;
+  weft_pool *pool = weft_engine_pool(weft_opr_engine(&g->cur->op));
   const int n = g->nnodes;
   /* As weft_opr_task: not nested in an operator, a node may take run_gnodes. */
   const bool plain = !weft_tls_opr;
@@ -104,7 +104,7 @@ static int sweep_task(void *arg)
    * to release. */
   const bool bare = g->in_order && plain && !weft_tls_between && !weft_prof_tls;
   uint32_t *node_ns = g->lane_measure ? g->node_ns : NULL;
-  weft_run_ctx rc = {g->cur->op.ctx, NULL, worker};
+  weft_run_ctx rc = {weft_opr_ctx(&g->cur->op), NULL, worker};
   for (int lo; (lo = g->cursor) < n;) {
     int hi = n - lo < WEFT_GRAPH_SWEEP_CHUNK ? n : lo + WEFT_GRAPH_SWEEP_CHUNK;
     g->cursor = hi;
@@ -123,16 +123,17 @@ static int sweep_task(void *arg)
         weft_gnode_ready(op, g->sweep_epoch);
       else if (!weft_sweep_take(g, i))
         continue; /* its last predecessor releases it */
-      if (bare && weft_engine_no_failed_var(op->eng)) {
+      if (bare && weft_engine_no_failed_var(weft_opr_engine(op))) {
         WEFT_ASSERT(weft_gnode_of(op)->nsucc == 0 && weft_gnode_of(op)->counter < 0);
         int64_t t0 = node_ns ? weft_now_ns() : 0;
         weft_gnode_call(op, &rc);
-        WEFT_OPR_SET(op, WEFT_OPR_ST_DONE); /* nothing to release */
+        weft_opr_state_set(op, WEFT_OPR_ST_DONE); /* nothing to release */
         if (node_ns) /* a launch that times its nodes (lanes.h) */
           node_ns[i] = weft_lanes_elapsed(t0);
         continue;
       }
-      if (!op->fn || op->prop != WEFT_PROP_NORMAL || op->ctx.type != WEFT_DEV_CPU) {
+      if (!weft_opr_fn(op) || weft_opr_prop(op) != WEFT_PROP_NORMAL ||
+          weft_opr_ctx(op).type != WEFT_DEV_CPU) {
         WEFT_ASSERT(!g->in_order); /* its nodes have no queue line */
         weft_opr_ready(op);
         continue;
@@ -167,15 +168,15 @@ static void queue_sweeper(weft_pool *pool, struct weft_graph *g)
 void weft_gate_hold(weft_opr *gate)
 {
   /* A queued launch (queue.h) starts here only if the one before ended. */
-  if (((weft_gate *)gate->arg)->queued && !weft_graph_queue_claim(gate->arg))
+  if (((weft_gate *)weft_opr_arg(gate))->queued && !weft_graph_queue_claim(weft_opr_arg(gate)))
     return;
-  struct weft_graph *g = ((weft_gate *)gate->arg)->graph;
+  struct weft_graph *g = ((weft_gate *)weft_opr_arg(gate))->graph;
   if (g->sweep) {
     weft_graph_sweep_start(gate);
     if (weft_lanes_able(g) && weft_lanes_choose(g))
       weft_lanes_start(g);
     else
-      queue_sweeper(gate->eng->pool, g);
+      queue_sweeper(weft_engine_pool(weft_opr_engine(gate)), g);
     return;
   }
   weft_fifo ready = WEFT_FIFO_INIT;
