@@ -845,6 +845,7 @@ static int make_nodes(struct weft_graph *g, build *b)
     first[p] = (int)soff; /* where block p's list starts */
     soff += (size_t)b->nsucc[who[p]];
   }
+  weft_op_desc d = {0}; /* each node's record, as a descriptor */
   for (int p = 0; p < n; p++) {
     int i = ord ? p : who[p], at = p;
     const weft_capture_rec *r = weft_rec(c, (size_t)i);
@@ -853,14 +854,14 @@ static int make_nodes(struct weft_graph *g, build *b)
     weft_var_impl **var = vstore + r->use0;
     for (int k = 0; k < r->nuses; k++)
       var[k] = c->uses[r->use0 + (size_t)k].var;
-    weft_op_desc d = {.fn = r->fn,
-                      .async_fn = r->async_fn,
-                      .arg = r->arg,
-                      .name = r->name,
-                      .ctx = r->ctx,
-                      .prop = (weft_prop)r->prop,
-                      .flags = r->flags,
-                      .priority = r->priority};
+    d.fn = r->fn;
+    d.async_fn = r->async_fn;
+    d.arg = r->arg;
+    d.name = r->name;
+    d.ctx = r->ctx;
+    d.prop = (weft_prop)r->prop;
+    d.flags = r->flags;
+    d.priority = r->priority;
     /* Its requests are its launch's gate's, its count is pending[i]; a
      * plain node's block (its stride) ends before the async, priority and
      * device fields. */
