@@ -134,12 +134,12 @@ typedef struct weft_opr_ext_ops {
   /* Held GPU op's device work is enqueued, with status 0 (its fn's, and
    * an event tracks the work): the layer may release successors that wait
    * for it on the device (as a pushed operator's fences let successors on
-   * the same device go at its launch: executor.h). For each, it appends op
-   * to the successor's devwait[] (a slot claimed with ndevwaits) and takes
-   * one reference on op's dev_refs (weft_exec_op_devwaits_done drops it;
-   * the last one gives op's executor state back), sets op->dev_released,
-   * and appends the successors it makes ready to ready. From the device
-   * worker, before op's completion can be seen. NULL: none. */
+   * the same device go at its launch: executor.h), each through
+   * weft_opr_release_on_device (below: a devwait[] slot of the successor
+   * names op, with a reference on op's device state), and remember for op's
+   * finish that it did; it appends the successors it makes ready to ready.
+   * From the device worker, before op's completion can be seen. NULL:
+   * none. */
   void (*launched)(weft_opr *op, weft_fifo *ready);
   /* Whether held GPU op leads a run of operators that replays as one
    * device graph this launch (executor.h, weft_exec_op_run): fills *run.
@@ -279,20 +279,10 @@ static inline uint32_t weft_opr_owed(const weft_opr *op)
 {
   return op->owed;
 }
-/* Its extension area (WEFT_OPR_EXT_BYTES, pointer-aligned): the layer's. */
-static inline void *weft_opr_ext(weft_opr *op)
-{
-  return op->ext;
-}
-static inline const void *weft_opr_ext_const(const weft_opr *op)
-{
-  return op->ext;
-}
-/* What queues it once it is ready (a weft_fifo of ready operators). */
-static inline weft_fifo_node *weft_opr_node(weft_opr *op)
-{
-  return &op->node;
-}
+/* Where its extension area is: WEFT_OPR_EXT_BYTES, pointer-aligned, this
+ * far into the block. The area is the layer's own, and so is what it puts
+ * there (a graph node's place in its graph). */
+#define WEFT_OPR_EXT_OFFSET offsetof(weft_opr, ext)
 /* The descriptor it was made from, reads and writes left out. */
 static inline weft_op_desc weft_opr_desc(const weft_opr *op)
 {
@@ -428,6 +418,27 @@ static inline void weft_opr_held_ready(weft_opr *op, uint64_t epoch)
   WEFT_OPR_SET(op, WEFT_OPR_ST_READY);
 }
 
+/* Held op's run is over (it ran, or was skipped, or failed). */
+static inline void weft_opr_held_done(weft_opr *op)
+{
+  WEFT_ASSERT(op->st == WEFT_OPR_ST_READY || op->st == WEFT_OPR_ST_RUNNING ||
+              op->st == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
+  WEFT_OPR_SET(op, WEFT_OPR_ST_DONE);
+}
+
+/* Ready held op is appended to ready (a weft_fifo of ready operators). */
+static inline void weft_opr_held_queue(weft_opr *op, weft_fifo *ready)
+{
+  weft_fifo_push(ready, &op->node);
+}
+
+/* Held op is ready (as weft_opr_held_ready) and appended to ready. */
+static inline void weft_opr_held_append(weft_opr *op, uint64_t epoch, weft_fifo *ready)
+{
+  weft_opr_held_ready(op, epoch);
+  weft_fifo_push(ready, &op->node);
+}
+
 /* Calls op's fn on this thread as the operator it runs (weft_tls_opr),
  * with rc's ctx its own; returns fn's status. */
 static inline int weft_opr_call_fn(weft_opr *op, weft_run_ctx *rc)
@@ -437,6 +448,25 @@ static inline int weft_opr_call_fn(weft_opr *op, weft_run_ctx *rc)
   int status = op->fn(rc, op->arg);
   weft_tls_opr = NULL;
   return status;
+}
+
+/* The layer counts what each of its held operators waits for (its
+ * predecessors in the layer's order) in a word of its own, which each
+ * predecessor's finish takes one off: whether that was the last, which
+ * releases the operator. */
+static inline bool weft_held_count_down(_Atomic int32_t *p)
+{
+  /* acquire: a 1 is the count every other predecessor left with its
+   * release decrement below: this one is the last, nobody else touches the
+   * count this run, and the layer puts it back for the next one, so it
+   * needs no locked decrement. */
+  int was = atomic_load_explicit(p, memory_order_acquire);
+  if (was != 1)
+    /* acq_rel: as a grant (weft_grant_list): the last decrement releases
+     * the operator and sees what every predecessor wrote. */
+    was = atomic_fetch_sub_explicit(p, 1, memory_order_acq_rel);
+  WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
+  return was == 1;
 }
 
 /* GPU operator s waits on the device for held GPU operator waited, which
@@ -455,19 +485,26 @@ static inline void weft_opr_add_devwait(weft_opr *s, weft_opr *waited)
   s->devwait[slot] = waited;
 }
 
-/* Held op's layer released successors at its launch (ext->launched), which
- * its finish then passes by; and a run's leader replayed its run as one
- * (ext->run_launched), so its finish is the run's. Each is written by the
- * launching device worker and read and cleared by the finish (the
- * executor's hand-off from launch to completion orders them). */
-static inline bool weft_opr_dev_released(const weft_opr *op)
+/* A held GPU operator s released by held GPU operator waited at its launch:
+ * s waits for it on the device (weft_opr_add_devwait), and s's count p
+ * (weft_held_count_down; NULL: waited is its only predecessor) goes down.
+ * The decrement's release (or s's dispatch) publishes the wait slot to
+ * whoever runs s. When that was the last count, s is ready in waited's
+ * epoch, appended to ready. */
+static inline void weft_opr_release_on_device(weft_opr *s, weft_opr *waited,
+                                              _Atomic int32_t *p, weft_fifo *ready)
 {
-  return op->dev_released;
+  uint64_t epoch = waited->epoch;
+  weft_opr_add_devwait(s, waited);
+  if (p && !weft_held_count_down(p))
+    return;
+  weft_opr_held_append(s, epoch, ready);
 }
-static inline void weft_opr_set_dev_released(weft_opr *op, bool on)
-{
-  op->dev_released = on;
-}
+
+/* A run's leader replayed its run as one (ext->run_launched), so its finish
+ * is the run's: written by the launching device worker, read and cleared by
+ * the finish (the executor's hand-off from launch to completion orders
+ * them). */
 static inline bool weft_opr_dev_run(const weft_opr *op)
 {
   return op->dev_run;

@@ -153,11 +153,6 @@ typedef struct weft_opr {
    * names it; the block is recycled at zero. */
   _Atomic int dev_refs;
   void *exec_state;           /* the executor's (its event, its worker) */
-  /* A held operator (ext.h): its layer released successors at its launch
-   * (ext->launched), which its finish must then pass by. Written by the
-   * launching device worker, read and cleared by the finish (the executor's
-   * hand-off from launch to completion orders them). */
-  bool dev_released;
   /* A held operator that leads a run (executor.h, weft_exec_run): this
    * launch replayed the run as one, so its finish is the run's. Written
    * by the launching device worker, read and cleared by the finish. */

@@ -26,7 +26,7 @@
 /* Node op's place in its graph, to fill in (graph.h, weft_gnode_of). */
 static inline weft_gnode *gnode_place(weft_opr *op)
 {
-  return (weft_gnode *)weft_opr_ext(op);
+  return (weft_gnode *)(void *)((char *)op + WEFT_OPR_EXT_OFFSET);
 }
 
 /* The scratch space of one build, all freed at its end. */
@@ -811,7 +811,10 @@ static int make_nodes(struct weft_graph *g, build *b)
   for (int i = 0; !ord && i < n && !gpu; i++)
     gpu = weft_rec(c, (size_t)i)->ctx.type == WEFT_DEV_GPU;
   bool *dev = gpu ? weft_calloc(b->nedges ? b->nedges : 1, sizeof *dev) : NULL;
-  if (!ord && (!who || !first || !entry || (gpu && !dev))) {
+  g->dev_early = gpu ? weft_calloc((size_t)n, sizeof *g->dev_early) : NULL;
+  if (!ord && (!who || !first || !entry || (gpu && (!dev || !g->dev_early)))) {
+    weft_free(g->dev_early);
+    g->dev_early = NULL;
     weft_free(who);
     weft_free(first);
     weft_free(entry);

@@ -87,7 +87,7 @@ weft_opr *weft_devrun_finish(weft_opr *op, int status, bool keep_one, weft_fifo 
     weft_opr *m = run->op[k];
     const weft_gnode *mn = weft_gnode_of(m);
     if (k > 0) /* never released: it ran within the leader */
-      weft_gnode_ready(m, epoch);
+      weft_opr_held_ready(m, epoch);
     /* as in weft_gnode_finish_here */
     if (status || !weft_engine_no_failed_var(eng))
       weft_gnode_finish_failed(m, status);
@@ -105,8 +105,7 @@ weft_opr *weft_devrun_finish(weft_opr *op, int status, bool keep_one, weft_fifo 
       if (!weft_gnode_count_down(pending, e))
         continue;
       weft_opr *s = weft_graph_node(g, i);
-      weft_gnode_ready(s, epoch);
-      weft_fifo_push(ready, weft_opr_node(s));
+      weft_opr_held_append(s, epoch, ready);
     }
   }
   int last = -1;

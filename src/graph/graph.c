@@ -115,6 +115,7 @@ void weft_graph_release_built(struct weft_graph *g)
   weft_free(g->node_ns);
   weft_free(g->order);
   weft_free((void *)g->inherit);
+  weft_free(g->dev_early);
   weft_free(g->xoff);
   weft_free(g->xadj);
   weft_free(g->arg_block);
@@ -142,6 +143,7 @@ void weft_graph_release_built(struct weft_graph *g)
   g->node_ns = NULL;
   g->order = NULL;
   g->inherit = NULL;
+  g->dev_early = NULL;
   g->xoff = NULL;
   g->xadj = NULL;
   g->nnodes = g->nroots = g->nvars = g->ncounters = 0;

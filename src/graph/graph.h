@@ -122,7 +122,7 @@ _Static_assert(sizeof(weft_gnode) <= WEFT_OPR_EXT_BYTES &&
 /* Node op's place in its graph. */
 static inline const weft_gnode *weft_gnode_of(const weft_opr *op)
 {
-  return (const weft_gnode *)weft_opr_ext_const(op);
+  return (const weft_gnode *)(const void *)((const char *)op + WEFT_OPR_EXT_OFFSET);
 }
 
 /* Sinks per leaf counter, and counters per parent. */
@@ -289,6 +289,12 @@ struct weft_graph {
    * launcher before the gate registers, read by the nodes it runs. */
   uint32_t launch_no;
   weft_var_use **node_uses; /* [nnodes], by node index: its vars as pushed (in g->store) */
+  /* [nnodes], by node index, or NULL in a graph without GPU nodes: whether
+   * a GPU node's launch released its device edges (weft_gnode_launched),
+   * which its finish then passes by. Written by the launching device
+   * worker, read and cleared by the node's finish (the executor's hand-off
+   * from launch to completion orders them). */
+  bool *dev_early;
   weft_opr **roots;        /* [nroots], in capture order (NULL for a swept graph) */
   int *place;              /* [nnodes]: the node index of each capture index (build.c) */
   weft_var_impl **vars;    /* [nvars], sorted by slot index: the gate's var list */

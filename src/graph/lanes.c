@@ -262,7 +262,7 @@ static int lane_task(void *arg)
       __builtin_prefetch(ahead + WEFT_CACHE_LINE, 1);
     }
     weft_opr *op = weft_graph_node(g, node[k]);
-    weft_gnode_ready(op, epoch);
+    weft_opr_held_ready(op, epoch);
     int64_t t0 = node_ns ? weft_now_ns() : 0;
     if (bare && weft_engine_no_failed_var(weft_opr_engine(op))) {
       weft_gnode_call(op, &rc);

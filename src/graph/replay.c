@@ -20,8 +20,7 @@ void weft_graph_start(weft_opr *gate, weft_fifo *ready)
   struct weft_graph *g = ((weft_gate *)weft_opr_arg(gate))->graph;
   WEFT_ASSERT(g->nroots > 0); /* an empty graph launches no gate */
   weft_opr *r = g->roots[0];
-  weft_gnode_ready(r, weft_opr_epoch(gate));
-  weft_fifo_push(ready, weft_opr_node(r));
+  weft_opr_held_append(r, weft_opr_epoch(gate), ready);
 }
 
 struct weft_graph *weft_graph_sweep_start(weft_opr *gate)
@@ -52,22 +51,18 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
   const struct weft_graph *g = n->graph;
   for (int c = 2 * n->root + 1; c <= 2 * n->root + 2 && c < g->nroots; c++) {
     weft_opr *r = g->roots[c];
-    weft_gnode_ready(r, weft_opr_epoch(op));
-    weft_fifo_push(ready, weft_opr_node(r));
+    weft_opr_held_append(r, weft_opr_epoch(op), ready);
   }
 }
 
 void weft_gnode_release_device_edge(struct weft_graph *g, weft_opr *waited, int32_t e,
                                     weft_fifo *ready)
 {
-  weft_opr *s = weft_graph_node(g, WEFT_GRAPH_INDEX(e)); /* not run yet: a predecessor launched */
-  /* The count's release below (or s's dispatch) publishes the entry to
-   * whoever runs s. The build gives no more device edges than it has slots. */
-  weft_opr_add_devwait(s, waited);
-  if (!weft_gnode_count_down(g->pending, e))
-    return;
-  weft_gnode_ready(s, weft_opr_epoch(waited));
-  weft_fifo_push(ready, weft_opr_node(s));
+  int32_t i = WEFT_GRAPH_INDEX(e);
+  /* Not run yet: a predecessor launched. The build gives it no more device
+   * edges than it has device wait slots. */
+  weft_opr *s = weft_graph_node(g, i);
+  weft_opr_release_on_device(s, waited, (e & WEFT_GRAPH_SOLE) ? NULL : &g->pending[i], ready);
 }
 
 void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
@@ -75,13 +70,17 @@ void weft_gnode_launched(weft_opr *op, weft_fifo *ready)
   const weft_gnode *n = weft_gnode_of(op);
   struct weft_graph *g = n->graph;
   const int32_t *succ = g->succs + n->succ0;
+  bool released = false;
   for (int k = 0; k < n->nsucc; k++) {
     int32_t e = succ[k];
     if (!(e & WEFT_GRAPH_DEVICE))
       continue;
-    weft_opr_set_dev_released(op, true); /* its finish passes these edges by */
+    released = true;
     weft_gnode_release_device_edge(g, op, e, ready);
   }
+  /* Its finish, which comes after its launch, passes these edges by. */
+  if (released)
+    g->dev_early[n->index] = true;
 }
 
 /* Counts a sink off counter c and up the tree; true when that was the
@@ -120,7 +119,7 @@ int weft_gnode_inherited(const weft_opr *op)
   return (uint32_t)(v >> 32) == g->launch_no ? (int)(int32_t)(uint32_t)v : 0;
 }
 
-void weft_graph_inherit_clear(struct weft_graph *g)
+void weft_graph_inherit_clear(struct weft_graph *g, weft_engine *eng)
 {
   /* relaxed: counted by the nodes of the launch that ends here, which
    * count_off's acq_rel decrements gathered. */
@@ -131,7 +130,7 @@ void weft_graph_inherit_clear(struct weft_graph *g)
     if (atomic_load_explicit(&g->inherit[i], memory_order_relaxed))
       atomic_store_explicit(&g->inherit[i], 0, memory_order_relaxed);
   atomic_store_explicit(&g->xheld, 0, memory_order_relaxed);
-  weft_engine_count_held_failures(weft_opr_engine(&g->cur->op), -held);
+  weft_engine_count_held_failures(eng, -held);
 }
 
 /* Node i of g ended with status (a failure, or a skip): its successors
@@ -190,7 +189,7 @@ weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int cou
     return NULL; /* not the last: the launch may be over already */
   /* The launch's last node. */
   if (g->inherit) /* the failures passed along explicit edges: none left */
-    weft_graph_inherit_clear(g);
+    weft_graph_inherit_clear(g, eng);
   if (weft_lanes_able(g)) { /* its time, for the choice of lanes (lanes.h) */
     int64_t t = weft_now_ns() - g->lane_t0;
     int64_t *best = &g->lane_best[g->lane_now];

@@ -92,12 +92,6 @@ void weft_gnode_finish_failed(weft_opr *op, int status);
 weft_opr *weft_gnode_finish_sink(struct weft_graph *g, weft_engine *eng, int counter,
                                  bool keep_one, weft_fifo *ready, weft_between_fn hook);
 
-/* o (a node whose counter is zero) is ready in the launch of epoch. */
-static inline void weft_gnode_ready(weft_opr *o, uint64_t epoch)
-{
-  weft_opr_held_ready(o, epoch);
-}
-
 /* The sweeper's claim of node i, in the chunk it took: whether the
  * sweeper runs it (every predecessor is done: the count it takes off was
  * the last), which makes it ready in the launch's epoch. */
@@ -114,7 +108,7 @@ static inline bool weft_sweep_take(struct weft_graph *g, int i)
   WEFT_ASSERT(was >= 1); /* the sweep passes a node once a launch */
   if (was != 1)
     return false;
-  weft_gnode_ready(weft_graph_node(g, i), g->sweep_epoch);
+  weft_opr_held_ready(weft_graph_node(g, i), g->sweep_epoch);
   return true;
 }
 
@@ -123,20 +117,7 @@ static inline bool weft_sweep_take(struct weft_graph *g, int i)
  * predecessor: WEFT_GRAPH_SOLE, no count), which releases it. */
 static inline bool weft_gnode_count_down(_Atomic int32_t *pending, int32_t e)
 {
-  if (e & WEFT_GRAPH_SOLE)
-    return true;
-  _Atomic int32_t *p = &pending[WEFT_GRAPH_INDEX(e)];
-  /* acquire: a 1 is the count every other predecessor left with its
-   * release decrement below: this one is the last, nobody else touches the
-   * count this launch, and the successor's own finish puts it back to
-   * npred, so it needs no locked decrement. */
-  int was = atomic_load_explicit(p, memory_order_acquire);
-  if (was != 1)
-    /* acq_rel: as a grant (weft_grant_list): the last decrement releases
-     * the successor and sees what every predecessor wrote. */
-    was = atomic_fetch_sub_explicit(p, 1, memory_order_acq_rel);
-  WEFT_ASSERT(was >= 1); /* a wait counter never goes below zero */
-  return was == 1;
+  return (e & WEFT_GRAPH_SOLE) || weft_held_count_down(&pending[WEFT_GRAPH_INDEX(e)]);
 }
 
 /* The part of a node's finish after its vars have their status (below):
@@ -145,17 +126,14 @@ static inline bool weft_gnode_count_down(_Atomic int32_t *pending, int32_t e)
 static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fifo *ready,
                                            weft_between_fn hook)
 {
-  WEFT_ASSERT(weft_opr_state(op) == WEFT_OPR_ST_READY ||
-              weft_opr_state(op) == WEFT_OPR_ST_RUNNING ||
-              weft_opr_state(op) == WEFT_OPR_ST_LAUNCHED || !WEFT_ASSERTS_ON);
-  weft_opr_state_set(op, WEFT_OPR_ST_DONE);
   const weft_gnode *n = weft_gnode_of(op);
   struct weft_graph *g = n->graph;
-  weft_engine *eng = weft_opr_engine(op);
   /* Everything read of the node and the graph below is read now: once its
    * last successor count is taken off, the launch may end elsewhere and
    * the graph be destroyed (what it still releases is alive: not run yet). */
+  weft_engine *eng = weft_opr_engine(op);
   uint64_t epoch = weft_opr_epoch(op);
+  weft_opr_held_done(op); /* before a successor's release: the next launch may follow */
   const int32_t *succ = g->succs + n->succ0;
   int nsucc = n->nsucc, counter = n->counter;
   _Atomic int32_t *pending = g->pending;
@@ -167,32 +145,33 @@ static inline weft_opr *weft_gnode_release(weft_opr *op, bool keep_one, weft_fif
   if (n->npred > 1)
     atomic_store_explicit(&pending[n->index], n->npred, memory_order_relaxed);
   weft_opr *next = NULL;
-  bool early = false; /* its launch released its device edges (graph.h) */
+  bool early = false;
   for (int k = 0; k < nsucc; k++) {
     int32_t e = succ[k];
     int32_t i = WEFT_GRAPH_INDEX(e);
-    /* Only a GPU node has device edges (and the device fields: a CPU
-     * node's block is cut before them); one that has them counts off as
-     * a sink, so the launch lives while this reads its block. */
-    if ((e & WEFT_GRAPH_DEVICE) && weft_opr_dev_released(op)) {
+    /* Only a GPU node has device edges (dev_early then): one whose launch
+     * released them passes them by (and counts off as a sink, so the
+     * launch lives while this reads its graph). */
+    if ((e & WEFT_GRAPH_DEVICE) && g->dev_early[n->index]) {
       early = true;
-      continue; /* released at the launch */
+      continue; /* released at the launch (graph.h) */
     }
     if (!weft_gnode_count_down(pending, e))
       continue;
     weft_opr *s = weft_graph_node(g, i); /* released: the launch lives */
-    weft_gnode_ready(s, epoch);
-    if (keep_one && !next && (e & WEFT_GRAPH_KEEPABLE))
+    if (keep_one && !next && (e & WEFT_GRAPH_KEEPABLE)) {
+      weft_opr_held_ready(s, epoch);
       next = s;
-    else
-      weft_fifo_push(ready, weft_opr_node(s));
+    } else {
+      weft_opr_held_append(s, epoch, ready);
+    }
   }
   if (early)
-    weft_opr_set_dev_released(op, false); /* for the next launch (before its count-off) */
+    g->dev_early[n->index] = false; /* for the next launch (before its count-off) */
   if (counter < 0)
     return next;
-  if (next) /* a node with device edges counts off as a sink: it keeps nothing */
-    weft_fifo_push(ready, weft_opr_node(next));
+  if (next) /* a sink (or a node with device edges, which counts off as one) keeps nothing */
+    weft_opr_held_queue(next, ready);
   return weft_gnode_finish_sink(g, eng, counter, keep_one, ready, hook);
 }
 
@@ -219,7 +198,7 @@ int weft_gnode_inherited(const weft_opr *op);
 /* The end of a launch of g (its last node finished, nothing of it runs or
  * passes a failure on): its inherited failures are cleared, and the
  * engine's count of them let go of. */
-void weft_graph_inherit_clear(struct weft_graph *g);
+void weft_graph_inherit_clear(struct weft_graph *g, weft_engine *eng);
 
 /* A graph node's fn, as every replay path runs it (run.c's weft_gnode_run,
  * its sweeper of a graph run in order, lanes.c's): the caller checked

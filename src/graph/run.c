@@ -120,7 +120,7 @@ static int sweep_task(void *arg)
       if (weft_gnode_in_run_after_leader(g, i))
         continue; /* its run's nodes release it, or its run stands for it (devrun.h) */
       if (g->in_order) /* nobody else takes a node: no count to look at */
-        weft_gnode_ready(op, g->sweep_epoch);
+        weft_opr_held_ready(op, g->sweep_epoch);
       else if (!weft_sweep_take(g, i))
         continue; /* its last predecessor releases it */
       if (bare && weft_engine_no_failed_var(weft_opr_engine(op))) {
