@@ -3,7 +3,8 @@
  * The completion path (complete.h): a finished operator's vars are
  * released, in index order, and the requests this grants are counted off
  * their operators, from the finishing thread. What becomes ready goes back
- * to the caller; where it runs is dispatch.c's business.
+ * to the caller; where it runs is dispatch.c's business. Also a var's keeper
+ * letting go of it (ext.h), which completes the keeper's request.
  */
 #include "common/assert.h"
 #include "common/spinlock.h"
@@ -190,4 +191,29 @@ void weft_opr_count_finish(weft_engine *eng, int slot, uint64_t epoch, uint32_t 
                            weft_opr *next, weft_between_fn hook)
 {
   count_finish(eng, slot, epoch, count, next, hook);
+}
+
+/* A var's keeper (var.h) lets go of it (ext.h). */
+void weft_var_keeper_yield(weft_var_impl *v)
+{
+  weft_var_req *kr = v->keeper;
+  v->keeper = NULL;
+  weft_var_req *g = weft_varq_complete(&v->q, kr->write, false);
+  WEFT_ASSERT(!g); /* between launches nothing queues behind a kept var: it yields first */
+  (void)g;
+}
+
+void weft_var_keeper_drop(weft_var_impl *v, weft_var_req *me, weft_fifo *ready)
+{
+  weft_var_req *granted = NULL;
+  weft_spin_lock(&v->q.lock);
+  if (v->keeper == me) { /* a holder keeps exactly the vars that name it */
+    v->keeper = NULL;
+    granted = weft_varq_complete(&v->q, me->write, v->fences == NULL);
+    if (v->fences) /* device work pending on v: the granted respect it */
+      for (weft_var_req *r = granted; r; r = r->next)
+        weft_fence_check(v, r);
+  }
+  weft_spin_unlock(&v->q.lock);
+  weft_grant_list(granted, NULL, ready);
 }
