@@ -299,10 +299,6 @@ static inline weft_op_desc weft_opr_desc(const weft_opr *op)
 }
 
 /* Its life (WEFT_OPR_ST_*, opr.h): kept only where assertions are on. */
-static inline int weft_opr_state(const weft_opr *op)
-{
-  return op->st;
-}
 static inline void weft_opr_state_set(weft_opr *op, int st)
 {
   WEFT_OPR_SET(op, st);
@@ -520,17 +516,8 @@ static inline bool weft_var_live(weft_var_impl *v, uintptr_t handle)
 {
   return weft_slot_live(&v->slot, weft_handle_gen(handle));
 }
-/* v's lock (its queue's): taken around a change of its failed state or of
- * its keeper. */
-static inline void weft_var_lock(weft_var_impl *v)
-{
-  weft_spin_lock(&v->q.lock);
-}
-static inline void weft_var_unlock(weft_var_impl *v)
-{
-  weft_spin_unlock(&v->q.lock);
-}
-/* Under v's lock: the holder request that keeps v past its holder's
+/* Under v's lock (the engine holds it when it calls the layer's yield,
+ * register_locked or appended): the holder request that keeps v past its holder's
  * finish, or NULL (var.h, keeper). */
 static inline weft_var_req *weft_var_keeper(const weft_var_impl *v)
 {
