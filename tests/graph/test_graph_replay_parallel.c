@@ -225,13 +225,22 @@ Test(graph_replay_parallel, a_replay_runs_as_many_ops_at_once_as_pushing_them, .
     cr_skip_test("one CPU for this process: two ops never run at once");
   long push_total = 0;
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-    long push, replay;
-    long ran = push_against_replay(&shapes[k], &push, &replay);
+    /* On a busy machine the two workers share the CPUs with others, and
+     * how often two ops overlap swings from round to round, pushed or
+     * replayed alike: a shape gets up to 3 tries. A replay that runs its
+     * ops one at a time fails all three. */
+    long push = 0, replay = 0, ran = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+      ran = push_against_replay(&shapes[k], &push, &replay);
+      if (push < NOPS / 4 || 3 * replay >= push)
+        break;
+    }
     push_total += push;
     if (push < NOPS / 4)
       continue; /* the pushes barely overlapped: nothing to judge by */
     cr_assert_geq(3 * replay, push,
-                  "%s: replayed, %ld of %ld ops overlapped another; pushed, %ld of %ld",
+                  "%s: replayed, %ld of %ld ops overlapped another; pushed, %ld of %ld "
+                  "(the last of 3 tries)",
                   shapes[k].name, replay, ran, push, ran);
   }
   if (push_total < NOPS / 4)
