@@ -212,10 +212,12 @@ void weft_exec_run_free(weft_engine *eng, void *cache);
  * dispatch of what it makes ready (dispatch.h: weft_opr_ready,
  * weft_opr_ready_list, weft_opr_task, weft_engine_between), a holder's end
  * (complete.h: weft_opr_finish_vars, weft_opr_retire,
- * weft_opr_count_finish, weft_grant_list), the engine's counts (inflight.h:
+ * weft_opr_count_finish), the engine's counts (inflight.h:
  * weft_engine_count_push, weft_engine_count_done; engine.h: the failure
- * counts and weft_engine_record_failure), arguments (arg.h) and the
- * handles (handles.h). tests/api/check_seam.py holds src/graph to this.
+ * counts, weft_engine_no_failed_var and weft_engine_record_failure; push.h:
+ * weft_engine_inside_op), a var's failed state and its prefetch (var.h:
+ * weft_var_failed, weft_var_prefetch) and arguments (arg.h).
+ * tests/api/check_seam.py holds src/graph to this.
  */
 
 /* ------------------------------------------------ an op block: what it is */
