@@ -487,6 +487,16 @@ static inline weft_opr *weft_graph_node(const struct weft_graph *g, int i)
   return (weft_opr *)(g->nodes + (size_t)i * g->stride);
 }
 
+/* The engine and the pool of g's launch in progress (its gate's). */
+static inline weft_engine *weft_graph_run_engine(const struct weft_graph *g)
+{
+  return weft_opr_engine(&g->cur->op);
+}
+static inline weft_pool *weft_graph_run_pool(const struct weft_graph *g)
+{
+  return weft_engine_pool(weft_graph_run_engine(g));
+}
+
 /* Node i's successors along g's explicit edges (g->inherit set): *n node
  * indices from the returned list, each masked with *mask (xadj's, or the
  * successor lists' with their flags off). */

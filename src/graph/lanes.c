@@ -56,7 +56,7 @@ bool weft_lanes_choose(struct weft_graph *g)
     int64_t timed = fastest(g); /* the launch that timed them */
     int64_t base = g->lane_base && g->lane_base < timed ? g->lane_base : timed;
     int64_t t0 = weft_now_ns();
-    weft_lanes_replan(g, weft_pool_num_threads(weft_engine_pool(weft_opr_engine(&g->cur->op))));
+    weft_lanes_replan(g, weft_pool_num_threads(weft_graph_run_pool(g)));
     /* The plan, and what timing the nodes added to the launch that did. */
     int64_t cost = weft_now_ns() - t0 + (timed - base);
     /* Dear for this graph's launches: space the timings out (the gate holds
@@ -119,7 +119,7 @@ void weft_lanes_start(struct weft_graph *g)
     for (int q = 0; q < g->nlanes; q++)
       L->seen[q] = 0;
   }
-  weft_pool *pool = weft_engine_pool(weft_opr_engine(&g->cur->op));
+  weft_pool *pool = weft_graph_run_pool(g);
   for (int p = g->nlanes - 1; p >= 0; p--) /* lane 0 last: on a deque, run first here */
     queue_lane(pool, &g->lanes[p]);
 }
@@ -135,7 +135,7 @@ static void wake(weft_glane *L, int32_t done)
    * release passes done on to a lane whose fetch_or comes after. */
   uint64_t w = atomic_fetch_or_explicit(&L->waiters, 0, memory_order_acq_rel);
   weft_glane *lanes = L->graph->lanes;
-  weft_pool *pool = weft_engine_pool(weft_opr_engine(&L->graph->cur->op));
+  weft_pool *pool = weft_graph_run_pool(L->graph);
   while (w) {
     int q = __builtin_ctzll(w);
     uint64_t bit = 1ull << q;
@@ -217,7 +217,7 @@ static bool wait_lane(weft_glane *L, int q, int32_t need, bool plain)
   if (atomic_load_explicit(&Q->done, memory_order_acquire) >= need &&
       /* acq_rel: as wake's */
       (atomic_fetch_and_explicit(&Q->waiters, ~bit, memory_order_acq_rel) & bit))
-    queue_lane(weft_engine_pool(weft_opr_engine(&g->cur->op)), L);
+    queue_lane(weft_graph_run_pool(g), L);
   weft_sweeper_end(g, plain); /* the hold, off: maybe the launch's end */
   return false;
 }
@@ -230,7 +230,7 @@ static int lane_task(void *arg)
   /* relaxed: a hint (graph.h) */
   atomic_store_explicit(&L->running, WEFT_LANE_RUNNING, memory_order_relaxed);
   struct weft_graph *g = L->graph;
-  weft_pool *pool = weft_engine_pool(weft_opr_engine(&g->cur->op));
+  weft_pool *pool = weft_graph_run_pool(g);
   const bool plain = !weft_tls_opr;
   const int worker = plain ? weft_pool_worker_index(pool) : -1;
   /* As run.c's sweeper of a graph run in order: each node bare, its

@@ -36,8 +36,8 @@ struct weft_graph *weft_graph_sweep_start(weft_opr *gate)
 void weft_sweeper_end(struct weft_graph *g, bool plain)
 {
   weft_fifo ready = WEFT_FIFO_INIT;
-  weft_opr *next = weft_gnode_finish_sink(g, weft_opr_engine(&g->cur->op), g->ncounters - 1, false, &ready,
-                                          plain ? weft_engine_between : NULL);
+  weft_opr *next = weft_gnode_finish_sink(g, weft_graph_run_engine(g), g->ncounters - 1, false,
+                                          &ready, plain ? weft_engine_between : NULL);
   WEFT_ASSERT(!next); /* keeps nothing: its count-off is no node's finish */
   (void)next;
   if (!weft_fifo_empty(&ready))
@@ -58,11 +58,10 @@ void weft_gnode_fanout(weft_opr *op, weft_fifo *ready)
 void weft_gnode_release_device_edge(struct weft_graph *g, weft_opr *waited, int32_t e,
                                     weft_fifo *ready)
 {
-  int32_t i = WEFT_GRAPH_INDEX(e);
   /* Not run yet: a predecessor launched. The build gives it no more device
    * edges than it has device wait slots. */
-  weft_opr *s = weft_graph_node(g, i);
-  weft_opr_release_on_device(s, waited, (e & WEFT_GRAPH_SOLE) ? NULL : &g->pending[i], ready);
+  weft_opr *s = weft_graph_node(g, WEFT_GRAPH_INDEX(e));
+  weft_opr_release_on_device(s, waited, weft_gnode_count_of(g->pending, e), ready);
 }
 
 void weft_gnode_launched(weft_opr *op, weft_fifo *ready)

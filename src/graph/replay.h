@@ -112,9 +112,14 @@ static inline bool weft_sweep_take(struct weft_graph *g, int i)
   return true;
 }
 
-/* Takes one predecessor's count off the successor of entry e (a
- * successor list's, graph.h): whether that was its last (or its only
- * predecessor: WEFT_GRAPH_SOLE, no count), which releases it. */
+/* The count of the successor of entry e (a successor list's, graph.h), or
+ * NULL for one whose only predecessor this is (WEFT_GRAPH_SOLE: no count). */
+static inline _Atomic int32_t *weft_gnode_count_of(_Atomic int32_t *pending, int32_t e)
+{
+  return (e & WEFT_GRAPH_SOLE) ? NULL : &pending[WEFT_GRAPH_INDEX(e)];
+}
+/* Takes one predecessor's count off the successor of entry e: whether that
+ * was its last (or its only predecessor), which releases it. */
 static inline bool weft_gnode_count_down(_Atomic int32_t *pending, int32_t e)
 {
   return (e & WEFT_GRAPH_SOLE) || weft_held_count_down(&pending[WEFT_GRAPH_INDEX(e)]);

@@ -93,7 +93,7 @@ weft_opr *weft_gnode_run(weft_opr *op, int worker, weft_between_fn hook, unsigne
 static int sweep_task(void *arg)
 {
   struct weft_graph *g = arg;
-  weft_pool *pool = weft_engine_pool(weft_opr_engine(&g->cur->op));
+  weft_pool *pool = weft_graph_run_pool(g);
   const int n = g->nnodes;
   /* As weft_opr_task: not nested in an operator, a node may take run_gnodes. */
   const bool plain = !weft_tls_opr;
